@@ -1,0 +1,200 @@
+"""The per-model budget table and its lookup.
+
+The table (``compiled/budgets.toml``) holds one row per model id or id prefix plus a fallback.
+:func:`budget_for` resolves a caller's model id to a :class:`Budget`: exact match first, then the
+longest matching prefix (ties go to the earlier row), then the fallback.
+
+This module is on the CLI's fast path (``budgets lookup``): it imports only the standard library
+and pydantic.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from helmdeck_dspy.errors import BudgetTableError
+from helmdeck_dspy.resources import default_budgets_path
+
+Tier = Literal["A", "B", "C"]
+PromptVariant = Literal["full_steps", "single_pick"]
+
+
+class BudgetFields(BaseModel):
+    """The knobs one row of the table sets for a model."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tier: Tier = Field(description="Capability tier: A frontier, B capable mid-tier, C free/weak.")
+    input_tokens: int = Field(ge=0, description="Context the planner may fill, in tokens.")
+    output_tokens: int = Field(ge=1, description="max_tokens sent with a plan call.")
+    max_catalog_bytes: int = Field(
+        ge=0, description="Cap on the compact catalog JSON in bytes; 0 sends it untrimmed."
+    )
+    allows_llm_filter: bool = Field(
+        default=False,
+        description="A low-confidence lexical selection may be refined by a small filter call.",
+    )
+    filter_model: str = Field(default="", description='Model for the filter call; "" = the planning model.')
+    is_hybrid_reasoning: bool = Field(
+        default=False, description="The model reasons (inline tags or a separate field) before answering."
+    )
+    wants_strict_json: bool = Field(
+        default=False, description="Send response_format json_object (never on tier C)."
+    )
+    supports_prefix_cache: bool = Field(
+        default=False, description="Render the catalog in a byte-stable system message."
+    )
+    cached_input_cost_usd_per_mtok: float = Field(default=0.0, ge=0.0)
+    prompt_variant: Literal["", "full_steps", "single_pick"] = Field(
+        default="", description='"" = the tier default; otherwise forces a variant.'
+    )
+    source: str = Field(default="", description="Where the row's values come from.")
+    trace_set_sha: str | None = Field(default=None, description="Calibrated rows: hash of the traces.")
+    n: int | None = Field(default=None, ge=0, description="Calibrated rows: records behind the row.")
+    rate: float | None = Field(default=None, description="Calibrated rows: measured strict parse rate.")
+    interval_low: float | None = None
+    interval_high: float | None = None
+    calibrated_at: str | None = None
+
+
+class BudgetRow(BudgetFields):
+    """A ``[[model]]`` row: the fields plus the id or prefix it matches."""
+
+    match: str = Field(min_length=1, description="Exact model id or id prefix.")
+
+
+class Budget(BudgetFields):
+    """The budget resolved for one caller's model id."""
+
+    model: str = Field(description="The caller's model id (trimmed), echoed for logging.")
+    matched: str = Field(description='The matching row\'s `match`, or "fallback".')
+
+    @property
+    def resolved_prompt_variant(self) -> PromptVariant:
+        """The variant a plan call uses: see :func:`resolve_prompt_variant`."""
+        return resolve_prompt_variant(self.tier, self.prompt_variant)
+
+
+def resolve_prompt_variant(tier: str, explicit: str = "") -> PromptVariant:
+    """Pick the prompt variant: an explicit value wins, else A/B full_steps, anything else single_pick."""
+    if explicit in ("full_steps", "single_pick"):
+        return explicit  # type: ignore[return-value]
+    return "full_steps" if tier in ("A", "B") else "single_pick"
+
+
+class BudgetTable(BaseModel):
+    """A validated budget table."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rows: tuple[BudgetRow, ...]
+    fallback: BudgetFields
+    path: str = ""
+
+    def lookup(self, model: str) -> Budget:
+        """Resolve ``model``: exact match, else longest prefix (earlier row on ties), else fallback."""
+        model_id = model.strip()
+        row = self._find(model_id)
+        if row is None:
+            fields = self.fallback.model_dump()
+            matched = "fallback"
+        else:
+            fields = row.model_dump(exclude={"match"})
+            matched = row.match
+        return Budget(model=model_id, matched=matched, **fields)
+
+    def _find(self, model_id: str) -> BudgetRow | None:
+        for row in self.rows:
+            if row.match == model_id:
+                return row
+        best: BudgetRow | None = None
+        for row in self.rows:
+            if model_id.startswith(row.match) and (best is None or len(row.match) > len(best.match)):
+                best = row
+        return best
+
+
+_MODEL_HEADER = re.compile(r"^\s*\[\[\s*model\s*\]\]", re.MULTILINE)
+
+
+def _row_lines(text: str) -> list[int]:
+    """1-based line numbers of each ``[[model]]`` header, in order."""
+    return [text.count("\n", 0, m.start()) + 1 for m in _MODEL_HEADER.finditer(text)]
+
+
+def _describe(err: ValidationError) -> str:
+    parts = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"]) or "row"
+        parts.append(f"{loc}: {e['msg']}")
+    return "; ".join(parts)
+
+
+def parse_budget_table(text: str, path: str = "<string>") -> BudgetTable:
+    """Validate a budget table given as TOML text.
+
+    Raises:
+        BudgetTableError: naming the file, the row (index, ``match`` and line) and the problem.
+    """
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise BudgetTableError(path, f"not valid TOML: {exc}") from None
+    unknown_top = set(data) - {"fallback", "model"}
+    if unknown_top:
+        raise BudgetTableError(path, f"unknown top-level key(s) {sorted(unknown_top)}; expected [fallback] and [[model]]")
+    if "fallback" not in data:
+        raise BudgetTableError(path, "missing the [fallback] table")
+    try:
+        fallback = BudgetFields.model_validate(data["fallback"])
+    except ValidationError as exc:
+        raise BudgetTableError(path, f"[fallback]: {_describe(exc)}") from None
+
+    raw_rows = data.get("model", [])
+    if not isinstance(raw_rows, list):
+        raise BudgetTableError(path, "`model` must be an array of tables ([[model]])")
+    lines = _row_lines(text)
+    rows: list[BudgetRow] = []
+    seen: dict[str, int] = {}
+    for i, raw in enumerate(raw_rows):
+        line = lines[i] if i < len(lines) else None
+        label = f"[[model]] #{i + 1}"
+        if isinstance(raw, dict) and "match" in raw:
+            label += f" (match = {raw['match']!r})"
+        try:
+            row = BudgetRow.model_validate(raw)
+        except ValidationError as exc:
+            raise BudgetTableError(path, f"{label}: {_describe(exc)}", line=line) from None
+        if row.match in seen:
+            raise BudgetTableError(
+                path, f"{label}: duplicate match, already used by [[model]] #{seen[row.match] + 1}", line=line
+            )
+        seen[row.match] = i
+        rows.append(row)
+    return BudgetTable(rows=tuple(rows), fallback=fallback, path=path)
+
+
+def load_budget_table(path: str | Path | None = None) -> BudgetTable:
+    """Load and validate a budget table file (the bundled ``compiled/budgets.toml`` by default)."""
+    resolved = Path(path) if path is not None else default_budgets_path()
+    try:
+        stat = resolved.stat()
+    except OSError as exc:
+        raise BudgetTableError(str(resolved), f"cannot read: {exc.strerror}") from None
+    return _load_cached(str(resolved), stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=8)
+def _load_cached(path: str, _mtime_ns: int, _size: int) -> BudgetTable:
+    return parse_budget_table(Path(path).read_text(encoding="utf-8"), path)
+
+
+def budget_for(model: str, table: BudgetTable | None = None) -> Budget:
+    """The budget for ``model`` from ``table`` (the bundled table by default)."""
+    return (table or load_budget_table()).lookup(model)

@@ -1,0 +1,163 @@
+"""Catalog compaction: shrink a catalog toward a byte cap without losing any entry.
+
+Mirrors helmdeck's trim order. Each step runs only while the catalog is still over the cap, and
+applies to every entry at once; its label is recorded whenever it runs. Names, ids, pipeline
+``supersedes`` and the accepts/produces lists are never trimmed. Sizes are measured on
+:meth:`RoutingGuide.render`, the exact text a prompt carries.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from pydantic import BaseModel, Field
+
+from helmdeck_dspy.budgets import Budget
+from helmdeck_dspy.catalog.models import Pipeline, PipelineStep, RoutingGuide
+
+_SENTENCE_END = re.compile(r"[.?!](?=\s|$)")
+
+
+class Trim(BaseModel):
+    """What compaction and selection did to a catalog.
+
+    Attributes:
+        before_bytes: Size of the catalog as given.
+        after_bytes: Size of the catalog returned.
+        dropped: Labels of the trim steps that ran, in order, plus selection markers
+            (``lexical.top_n``, ``lexical.low_confidence``, ``llm_filter(...)``) and a final
+            ``still_over_budget(<after>><cap>)`` when compaction alone could not fit.
+    """
+
+    before_bytes: int
+    after_bytes: int
+    dropped: list[str] = Field(default_factory=list)
+
+
+def first_sentence(text: str) -> str:
+    """Cut ``text`` after its first ``.``, ``?`` or ``!`` followed by whitespace or the end."""
+    m = _SENTENCE_END.search(text)
+    return text[: m.end()] if m else text
+
+
+def _names_of(items: tuple | dict | None) -> tuple | None:
+    if isinstance(items, dict):
+        return tuple(sorted(items))
+    if isinstance(items, tuple):
+        return tuple(i.get("name", "") if isinstance(i, dict) else i for i in items)
+    return items
+
+
+def _packs(g: RoutingGuide, **meta: object) -> RoutingGuide:
+    packs = tuple(p.model_copy(update={"metadata": p.metadata.model_copy(update=meta)}) for p in g.packs)
+    return g.model_copy(update={"packs": packs})
+
+
+def _drop_pack_keywords(g: RoutingGuide) -> RoutingGuide:
+    return _packs(g, intent_keywords=())
+
+
+def _drop_pack_typical_use(g: RoutingGuide) -> RoutingGuide:
+    return _packs(g, typical_use="")
+
+
+def _drop_pack_limitations(g: RoutingGuide) -> RoutingGuide:
+    return _packs(g, limitations=())
+
+
+def _pipelines(g: RoutingGuide, change: Callable[[Pipeline], dict]) -> RoutingGuide:
+    pipes = []
+    for p in g.pipelines:
+        update = change(p)
+        pipes.append(p.model_copy(update={"metadata": p.metadata.model_copy(update=update)}) if update else p)
+    return g.model_copy(update={"pipelines": tuple(pipes)})
+
+
+def _drop_step_bodies(g: RoutingGuide) -> RoutingGuide:
+    def change(p: Pipeline) -> dict:
+        steps = p.metadata.steps
+        return {"steps": tuple(PipelineStep(id=s.id, name=s.name, pack=s.pack) for s in steps)} if steps else {}
+
+    return _pipelines(g, change)
+
+
+def _drop_io_schemas(g: RoutingGuide) -> RoutingGuide:
+    def change(p: Pipeline) -> dict:
+        m = p.metadata
+        if m.inputs is None and m.outputs is None:
+            return {}
+        return {"inputs": _names_of(m.inputs), "outputs": _names_of(m.outputs)}
+
+    return _pipelines(g, change)
+
+
+def _first_sentences(g: RoutingGuide) -> RoutingGuide:
+    def cut(entry):
+        short = first_sentence(entry.description)
+        return entry if short == entry.description else entry.model_copy(update={"description": short})
+
+    return g.model_copy(
+        update={"packs": tuple(cut(p) for p in g.packs), "pipelines": tuple(cut(p) for p in g.pipelines)}
+    )
+
+
+TRIM_STEPS: tuple[tuple[str, Callable[[RoutingGuide], RoutingGuide]], ...] = (
+    ("pack.intent_keywords[]", _drop_pack_keywords),
+    ("pack.typical_use", _drop_pack_typical_use),
+    ("pack.limitations[]", _drop_pack_limitations),
+    ("pipeline.steps[].body", _drop_step_bodies),
+    ("pipeline.inputs/outputs.schema", _drop_io_schemas),
+    ("description.firstSentence", _first_sentences),
+)
+"""The trim order: (label, step). Each step returns a new catalog sharing unchanged entries."""
+
+
+def still_over_budget_label(size: int, cap: int) -> str:
+    return f"still_over_budget({size}>{cap})"
+
+
+def compact_catalog(catalog: RoutingGuide, budget: Budget | int) -> tuple[RoutingGuide, Trim]:
+    """Trim ``catalog`` toward the budget's ``max_catalog_bytes``; the input is never mutated.
+
+    Catalogs are immutable, so results are memoised per (catalog, cap).
+
+    Args:
+        catalog: The catalog to trim.
+        budget: A :class:`Budget`, or the byte cap itself; a cap ``<= 0`` means no compaction.
+
+    Returns:
+        The trimmed catalog (the input itself when nothing ran) and the :class:`Trim` record.
+    """
+    max_bytes = budget if isinstance(budget, int) else budget.max_catalog_bytes
+    key = (catalog.fingerprint, max_bytes)
+    hit = _MEMO.get(key)
+    if hit is None:
+        hit = _compact(catalog, max_bytes)
+        if len(_MEMO) >= _MEMO_SIZE:
+            _MEMO.pop(next(iter(_MEMO)))
+        _MEMO[key] = hit
+    guide, trim = hit
+    return guide, trim.model_copy(deep=True)
+
+
+_MEMO: dict[tuple[str, int], tuple[RoutingGuide, Trim]] = {}
+_MEMO_SIZE = 64
+
+
+def _compact(catalog: RoutingGuide, max_bytes: int) -> tuple[RoutingGuide, Trim]:
+    before = catalog.size_bytes()
+    if max_bytes <= 0 or before <= max_bytes:
+        return catalog, Trim(before_bytes=before, after_bytes=before)
+    guide = catalog
+    dropped: list[str] = []
+    size = before
+    for label, step in TRIM_STEPS:
+        if size <= max_bytes:
+            break
+        guide = step(guide)
+        dropped.append(label)
+        size = guide.size_bytes()
+    if size > max_bytes:
+        dropped.append(still_over_budget_label(size, max_bytes))
+    return guide, Trim(before_bytes=before, after_bytes=size, dropped=dropped)

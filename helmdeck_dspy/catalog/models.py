@@ -1,0 +1,244 @@
+"""Pydantic models for a routing-guide catalog: packs (atomic tools) and pipelines (chains).
+
+Catalog objects are immutable (frozen models, tuples for lists): compaction and selection build
+new objects and share unchanged entries, and each entry caches its rendered JSON and its ranking
+tokens, so selecting from a large catalog on every plan call stays cheap.
+
+The wire form follows helmdeck's projection: empty optional fields are omitted, but every entry
+carries a ``metadata`` object (``{}`` when empty). Byte sizes are always measured on
+:meth:`RoutingGuide.render`, which is exactly the text put in prompts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from helmdeck_dspy.catalog.text import token_set, tokenize
+from helmdeck_dspy.errors import CatalogError
+from helmdeck_dspy.resources import default_catalog_path
+
+EntryKind = Literal["pack", "pipeline"]
+_FROZEN = ConfigDict(extra="allow", frozen=True)
+
+
+class _CachingModel(BaseModel):
+    """A frozen model whose ``cached_property`` values are not carried into copies."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Any:
+        new = super().model_copy(update=update, deep=deep)
+        for klass in type(self).__mro__:
+            for name, attr in vars(klass).items():
+                if isinstance(attr, cached_property):
+                    new.__dict__.pop(name, None)
+        return new
+
+
+class _Metadata(BaseModel):
+    model_config = _FROZEN
+
+    accepts: tuple[str, ...] = Field(default=(), description="Input kinds the entry takes.")
+    produces: tuple[str, ...] = Field(default=(), description="Output kinds it returns.")
+    intent_keywords: tuple[str, ...] = Field(default=(), description="Phrases users say to ask for it.")
+    typical_use: str = Field(default="", description="A typical request it serves.")
+    limitations: tuple[str, ...] = Field(default=(), description="What it does not do.")
+
+
+class PackMetadata(_Metadata):
+    """Routing hints for a pack."""
+
+
+class PipelineStep(BaseModel):
+    """One step of a pipeline as a catalog may describe it (helmdeck's wire form omits steps)."""
+
+    model_config = _FROZEN
+
+    id: str = ""
+    name: str = ""
+    pack: str = ""
+
+
+class PipelineMetadata(_Metadata):
+    """Routing hints for a pipeline, plus the packs it replaces and optional step/IO details."""
+
+    supersedes: tuple[str, ...] = Field(default=(), description="Packs this pipeline replaces.")
+    steps: tuple[PipelineStep, ...] | None = None
+    inputs: tuple[Any, ...] | dict[str, Any] | None = None
+    outputs: tuple[Any, ...] | dict[str, Any] | None = None
+
+
+class RankFeatures:
+    """Pre-tokenised fields of one entry, for the rankers."""
+
+    __slots__ = ("keywords", "io", "name", "entry_id", "description", "supersedes", "document")
+
+    def __init__(self, entry: Pack | Pipeline) -> None:
+        m = entry.metadata
+        self.keywords = tuple(k for k in (token_set(k) for k in m.intent_keywords) if k)
+        self.io = tuple(token_set(a) for a in (*m.accepts, *m.produces))
+        self.name = token_set(entry.name)
+        self.entry_id = token_set(entry.entry_id)
+        self.description = token_set(entry.description)
+        self.supersedes = tuple(token_set(s) for s in getattr(m, "supersedes", ()))
+        parts = [entry.entry_id, entry.entry_id, entry.description, *m.intent_keywords, *m.accepts, *m.produces]
+        if isinstance(entry, Pipeline):
+            parts += [entry.name, *m.supersedes]
+        self.document = tuple(tokenize(" ".join(parts)))
+
+
+def _wire_metadata(meta: _Metadata) -> dict[str, Any]:
+    return {k: v for k, v in meta.model_dump(mode="json", exclude_none=True).items() if v not in ("", [], {}, ())}
+
+
+class _Entry(_CachingModel):
+    @property
+    def entry_id(self) -> str:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def to_wire(self) -> dict[str, Any]:
+        raise NotImplementedError  # pragma: no cover
+
+    @cached_property
+    def wire_json(self) -> str:
+        """This entry as compact JSON, as it appears in a rendered catalog."""
+        return json.dumps(self.to_wire(), ensure_ascii=False, separators=(",", ":"))
+
+    @cached_property
+    def features(self) -> RankFeatures:
+        return RankFeatures(self)  # type: ignore[arg-type]
+
+
+class Pack(_Entry):
+    """An atomic tool, called by its name."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    metadata: PackMetadata = Field(default_factory=PackMetadata)
+
+    @property
+    def entry_id(self) -> str:
+        return self.name
+
+    def to_wire(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"name": self.name}
+        if self.description:
+            entry["description"] = self.description
+        entry["metadata"] = _wire_metadata(self.metadata)
+        return entry
+
+
+class Pipeline(_Entry):
+    """A curated chain of packs, run through ``helmdeck__pipeline-run`` with ``args.id``."""
+
+    id: str = Field(min_length=1)
+    name: str = ""
+    description: str = ""
+    metadata: PipelineMetadata = Field(default_factory=PipelineMetadata)
+
+    @property
+    def entry_id(self) -> str:
+        return self.id
+
+    def to_wire(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"id": self.id}
+        if self.name:
+            entry["name"] = self.name
+        if self.description:
+            entry["description"] = self.description
+        entry["metadata"] = _wire_metadata(self.metadata)
+        return entry
+
+
+class RoutingGuide(_CachingModel):
+    """A catalog: packs then pipelines. Immutable; derived catalogs share entries."""
+
+    packs: tuple[Pack, ...] = ()
+    pipelines: tuple[Pipeline, ...] = ()
+
+    def ids(self) -> list[str]:
+        """Every id a plan step may name: pack names and pipeline ids, in catalog order."""
+        return [p.name for p in self.packs] + [p.id for p in self.pipelines]
+
+    @cached_property
+    def id_set(self) -> frozenset[str]:
+        return frozenset(self.ids())
+
+    @cached_property
+    def pipeline_ids(self) -> frozenset[str]:
+        return frozenset(p.id for p in self.pipelines)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON object sent to models (empty optional fields omitted)."""
+        return {"packs": [p.to_wire() for p in self.packs], "pipelines": [p.to_wire() for p in self.pipelines]}
+
+    @cached_property
+    def rendered(self) -> str:
+        """The catalog text exactly as it goes into a prompt: compact JSON, one entry per line."""
+
+        def block(items: tuple[_Entry, ...]) -> str:
+            return "[\n" + ",\n".join(i.wire_json for i in items) + "\n]" if items else "[]"
+
+        return '{"packs":' + block(self.packs) + ',\n"pipelines":' + block(self.pipelines) + "}"
+
+    def render(self) -> str:
+        return self.rendered
+
+    def size_bytes(self) -> int:
+        """UTF-8 size of :meth:`render`."""
+        return len(self.rendered.encode("utf-8"))
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """A short hash of the rendered catalog, for caches and provenance."""
+        return hashlib.sha256(self.rendered.encode("utf-8")).hexdigest()[:16]
+
+
+def parse_catalog(data: Any, path: str = "<catalog>") -> RoutingGuide:
+    """Validate a decoded routing-guide object.
+
+    Raises:
+        CatalogError: naming the entry (kind, index, name) and the field that is wrong.
+    """
+    if not isinstance(data, dict):
+        raise CatalogError(path, f"expected a JSON object with 'packs' and 'pipelines', got {type(data).__name__}")
+    try:
+        guide = RoutingGuide.model_validate(data)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        loc = list(e["loc"])
+        where = ".".join(str(x) for x in loc)
+        if len(loc) >= 2 and loc[0] in ("packs", "pipelines") and isinstance(loc[1], int):
+            items = data.get(loc[0]) or []
+            item = items[loc[1]] if loc[1] < len(items) else None
+            label = (item.get("name") or item.get("id")) if isinstance(item, dict) else None
+            if label:
+                where += f" ({label})"
+        raise CatalogError(path, f"{where}: {e['msg']}") from None
+    seen: set[str] = set()
+    for entry_id in guide.ids():
+        if entry_id in seen:
+            raise CatalogError(path, f"duplicate id {entry_id!r}")
+        seen.add(entry_id)
+    return guide
+
+
+def load_catalog(path: str | Path | None = None) -> RoutingGuide:
+    """Load a routing-guide JSON file (the bundled catalog by default)."""
+    resolved = Path(path) if path is not None else default_catalog_path()
+    try:
+        text = resolved.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CatalogError(str(resolved), f"cannot read: {exc.strerror}") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        line = getattr(exc, "lineno", None)
+        raise CatalogError(str(resolved), f"not valid JSON: {getattr(exc, 'msg', exc)}", line=line) from None
+    return parse_catalog(data, str(resolved))

@@ -1,0 +1,105 @@
+"""Budget-fitted catalog selection: compaction, then ranking when compaction is not enough.
+
+:func:`select_catalog` follows helmdeck's cascade:
+
+1. no cap (``max_catalog_bytes <= 0``): the catalog passes through;
+2. compaction (:func:`compact_catalog`); if it fits, done;
+3. otherwise rank the *compacted* catalog against the intent and keep the top N entries
+   (25 on tier B, 12 otherwise), packs first then pipelines, each in rank order, marking
+   ``lexical.top_n`` and, when the ranking is not confident, ``lexical.low_confidence``
+   (the trigger for the optional LLM filter pass).
+
+Beyond helmdeck: a pipeline whose ``supersedes`` lists a pack the intent names verbatim always
+survives the cut, so "use blog.rewrite_for_audience ..." still offers the pipeline that replaces it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+from helmdeck_dspy.budgets import Budget
+from helmdeck_dspy.catalog.compact import Trim, compact_catalog
+from helmdeck_dspy.catalog.models import RoutingGuide
+from helmdeck_dspy.catalog.rank import RANKERS, Ranked, should_escalate
+
+TOP_N_TIER_B = 25
+TOP_N_DEFAULT = 12
+MARK_TOP_N = "lexical.top_n"
+MARK_LOW_CONFIDENCE = "lexical.low_confidence"
+
+
+def top_n_for(tier: str) -> int:
+    """How many entries survive the ranking cut for a tier."""
+    return TOP_N_TIER_B if tier == "B" else TOP_N_DEFAULT
+
+
+def _superseding_for_named_packs(catalog: RoutingGuide, intent: str) -> list[str]:
+    text = intent.lower()
+    named = {p.name for p in catalog.packs if p.name.lower() in text}
+    return [p.id for p in catalog.pipelines if named.intersection(p.metadata.supersedes)]
+
+
+def _cut(ranked: list[Ranked], n: int, must_keep: list[str]) -> list[Ranked]:
+    kept = ranked[:n]
+    kept_ids = {r.id for r in kept}
+    by_id = {r.id: r for r in ranked}
+    for entry_id in must_keep:
+        if entry_id in kept_ids or entry_id not in by_id:
+            continue
+        # Replace the lowest-ranked entry that is not itself protected.
+        for i in range(len(kept) - 1, -1, -1):
+            if kept[i].id not in must_keep:
+                kept_ids.discard(kept[i].id)
+                kept[i] = by_id[entry_id]
+                kept_ids.add(entry_id)
+                break
+    return sorted(kept, key=lambda r: (-r.score, r.id))
+
+
+def restrict_catalog(catalog: RoutingGuide, ordered_ids: list[str]) -> RoutingGuide:
+    """Keep only ``ordered_ids``: packs then pipelines, each in the given order; unknown ids ignored."""
+    packs = {p.name: p for p in catalog.packs}
+    pipes = {p.id: p for p in catalog.pipelines}
+    return RoutingGuide(
+        packs=[packs[i] for i in ordered_ids if i in packs],
+        pipelines=[pipes[i] for i in ordered_ids if i in pipes],
+    )
+
+
+def select_catalog(
+    catalog: RoutingGuide,
+    budget: Budget,
+    intent: str,
+    *,
+    ranker: str = "lexical",
+    prior: Mapping[str, float] | None = None,
+    rank_source: Literal["compacted", "full"] = "compacted",
+) -> tuple[RoutingGuide, Trim]:
+    """Fit ``catalog`` to ``budget`` for ``intent``.
+
+    Args:
+        catalog: The full catalog (never mutated).
+        budget: The model's budget (``max_catalog_bytes`` and ``tier`` are used).
+        intent: The user's request, used for ranking.
+        ranker: ``lexical`` (helmdeck's scorer) or ``bm25``.
+        prior: Optional per-id score bonus added before ranking (e.g. plan history).
+        rank_source: Rank the compacted entries (helmdeck's behaviour: pack keywords are
+            already gone) or the full entries (the kept entries are still the compacted ones).
+
+    Returns:
+        The selected catalog and the :class:`Trim` describing what was dropped.
+    """
+    if ranker not in RANKERS:
+        raise ValueError(f"unknown ranker {ranker!r}; expected one of {sorted(RANKERS)}")
+    compacted, trim = compact_catalog(catalog, budget)
+    if budget.max_catalog_bytes <= 0 or not any(d.startswith("still_over_budget(") for d in trim.dropped):
+        return compacted, trim
+
+    ranked = RANKERS[ranker](compacted if rank_source == "compacted" else catalog, intent, prior)
+    kept = _cut(ranked, top_n_for(budget.tier), _superseding_for_named_packs(catalog, intent))
+    selected = restrict_catalog(compacted, [r.id for r in kept])
+    dropped = [*trim.dropped, MARK_TOP_N]
+    if should_escalate(ranked):
+        dropped.append(MARK_LOW_CONFIDENCE)
+    return selected, Trim(before_bytes=trim.before_bytes, after_bytes=selected.size_bytes(), dropped=dropped)

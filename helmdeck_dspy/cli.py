@@ -1,0 +1,210 @@
+"""The ``helmdeck-dspy`` command line: a thin layer over the library.
+
+Heavy libraries (dspy, litellm, mlflow, datasets) are imported inside the commands that need
+them, so ``--help`` and ``budgets lookup`` start fast. Exit codes: 0 success, 1 error, 2 usage.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from helmdeck_dspy.errors import HelmdeckError
+from helmdeck_dspy.offline import apply_offline_defaults
+
+
+def emit_json(obj: Any) -> None:
+    click.echo(json.dumps(obj, indent=2, ensure_ascii=False))
+
+
+def print_table(headers: list[str], rows: list[list[Any]]) -> None:
+    """Print a plain left-aligned text table."""
+    cells = [[str(c) for c in r] for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    click.echo("  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip())
+    click.echo("  ".join("-" * w for w in widths))
+    for r in cells:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="helmdeck-dspy")
+def cli() -> None:
+    """Tier-aware planning for MCP tool catalogs, compiled with DSPy.
+
+    Budgets per model, tolerant decoding of completions, budget-fitted catalog selection,
+    planning, replay evaluation of trace sets and calibration of the budget table.
+    """
+
+
+# ----------------------------------------------------------------------------- budgets
+
+
+@cli.group()
+def budgets() -> None:
+    """The per-model budget table (compiled/budgets.toml)."""
+
+
+_budgets_option = click.option(
+    "--budgets", "budgets_path", type=click.Path(dir_okay=False), default=None,
+    help="Budget table to read (default: the bundled compiled/budgets.toml).",
+)
+
+
+def _flags(b: Any) -> str:
+    marks = [
+        ("F", b.allows_llm_filter),
+        ("H", b.is_hybrid_reasoning),
+        ("S", b.wants_strict_json),
+        ("P", b.supports_prefix_cache),
+    ]
+    return "".join(m if on else "." for m, on in marks)
+
+
+@budgets.command("show")
+@_budgets_option
+@click.option("--json", "as_json", is_flag=True, help="Print the table as JSON.")
+def budgets_show(budgets_path: str | None, as_json: bool) -> None:
+    """Print every row of the budget table and the fallback."""
+    from helmdeck_dspy.budgets import load_budget_table, resolve_prompt_variant
+
+    table = load_budget_table(budgets_path)
+    if as_json:
+        emit_json({
+            "path": table.path,
+            "fallback": table.fallback.model_dump(),
+            "rows": [r.model_dump() for r in table.rows],
+        })
+        return
+    rows = []
+    for r in [*table.rows, None]:
+        b = r if r is not None else table.fallback
+        rows.append([
+            r.match if r is not None else "(fallback)",
+            b.tier,
+            resolve_prompt_variant(b.tier, b.prompt_variant) + ("*" if b.prompt_variant else ""),
+            b.input_tokens,
+            b.output_tokens,
+            b.max_catalog_bytes,
+            _flags(b),
+            f"{b.cached_input_cost_usd_per_mtok:g}",
+        ])
+    print_table(["match", "tier", "variant", "in_tok", "out_tok", "cat_bytes", "FHSP", "cost/Mtok"], rows)
+    click.echo(f"\n{len(table.rows)} rows from {table.path}")
+    click.echo("FHSP: llm Filter, Hybrid reasoning, Strict json, Prefix cache; * = explicit variant")
+
+
+@budgets.command("lookup")
+@click.argument("model")
+@_budgets_option
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def budgets_lookup(model: str, budgets_path: str | None, as_json: bool) -> None:
+    """Resolve MODEL to its budget (exact id, longest prefix, or fallback)."""
+    from helmdeck_dspy.budgets import budget_for, load_budget_table
+
+    b = budget_for(model, load_budget_table(budgets_path))
+    data = b.model_dump()
+    data["prompt_variant_explicit"] = data.pop("prompt_variant")
+    data = {"model": b.model, "tier": b.tier, "prompt_variant": b.resolved_prompt_variant, **data}
+    if as_json:
+        emit_json(data)
+        return
+    for key, value in data.items():
+        if value is not None:
+            click.echo(f"{key:32} {value}")
+
+
+# ----------------------------------------------------------------------------- parse
+
+
+@cli.command("parse")
+@click.argument("source", required=False, default="-", type=click.File("r", encoding="utf-8"))
+@click.option("--finish-reason", default=None, help="The provider's finish_reason (any spelling).")
+@click.option("--reasoning-content", default=None, help="A separate reasoning field, if the provider sent one.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (outcome, cause, value, ...).")
+def parse_cmd(source: Any, finish_reason: str | None, reasoning_content: str | None, as_json: bool) -> None:
+    """Decode a completion from SOURCE (a file, or - for stdin) the way the planner does.
+
+    Exits 0 whether or not a plan came out; the outcome says which.
+    """
+    from helmdeck_dspy.parsing import parse_completion
+
+    result = parse_completion(source.read(), finish_reason, reasoning_content)
+    if as_json:
+        emit_json(result.to_json_dict())
+        return
+    click.echo(f"outcome        {result.outcome}")
+    click.echo(f"cause          {result.cause or '-'}")
+    click.echo(f"finish_reason  {result.finish_reason} (raw: {result.finish_reason_raw!r})")
+    click.echo(f"reasoning      {'yes' if result.saw_reasoning else 'no'} ({result.reasoning_chars} chars)")
+    click.echo(f"notes          {', '.join(result.notes) or '-'}")
+    if result.error:
+        click.echo(f"error          {result.error}")
+    if result.plan is not None:
+        click.echo(f"steps          {len(result.plan.steps)}")
+        for i, step in enumerate(result.plan.steps, 1):
+            click.echo(f"  {i}. {step.tool or '(no tool)'} {json.dumps(step.args, ensure_ascii=False)}")
+
+
+# ----------------------------------------------------------------------------- catalog
+
+
+@cli.group()
+def catalog() -> None:
+    """The tool catalog and budget-fitted selection from it."""
+
+
+@catalog.command("select")
+@click.argument("catalog_path", required=False, type=click.Path(dir_okay=False, exists=True))
+@click.option("--model", "-m", required=True, help="Model id; its budget decides the cap and the tier.")
+@click.option("--intent", "-i", default="", help="The user's request, for ranking.")
+@click.option("--ranker", type=click.Choice(["lexical", "bm25"]), default="lexical", show_default=True)
+@click.option(
+    "--rank-source", type=click.Choice(["compacted", "full"]), default="compacted", show_default=True,
+    help="Rank compacted entries (helmdeck) or the full entries.",
+)
+@_budgets_option
+@click.option("--json", "as_json", is_flag=True, help='Print {"catalog": ..., "trim": ...}.')
+def catalog_select(
+    catalog_path: str | None, model: str, intent: str, ranker: str, rank_source: str,
+    budgets_path: str | None, as_json: bool,
+) -> None:
+    """Fit CATALOG (default: the bundled one) to MODEL's budget for an intent."""
+    from helmdeck_dspy.budgets import budget_for, load_budget_table
+    from helmdeck_dspy.catalog import load_catalog, select_catalog
+
+    budget = budget_for(model, load_budget_table(budgets_path))
+    guide = load_catalog(catalog_path)
+    selected, trim = select_catalog(guide, budget, intent, ranker=ranker, rank_source=rank_source)  # type: ignore[arg-type]
+    if as_json:
+        emit_json({"model": budget.model, "tier": budget.tier, "catalog": selected.to_wire(), "trim": trim.model_dump()})
+        return
+    click.echo(f"model {budget.model}: tier {budget.tier}, cap {budget.max_catalog_bytes or 'none'} bytes")
+    click.echo(f"bytes {trim.before_bytes} -> {trim.after_bytes}")
+    click.echo(f"dropped {', '.join(trim.dropped) or '-'}")
+    click.echo(f"kept {len(selected.packs)} packs, {len(selected.pipelines)} pipelines:")
+    for p in selected.packs:
+        click.echo(f"  pack      {p.name}")
+    for p in selected.pipelines:
+        click.echo(f"  pipeline  {p.id}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point."""
+    apply_offline_defaults()
+    try:
+        cli.main(args=argv, prog_name="helmdeck-dspy", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(1)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except HelmdeckError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    except BrokenPipeError:
+        sys.exit(1)

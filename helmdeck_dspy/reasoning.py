@@ -1,0 +1,96 @@
+"""Separating a completion's reasoning from its visible answer.
+
+Models emit reasoning inline as ``<think>``, ``<thinking>`` or ``<reasoning>`` blocks (any case,
+attributes allowed, possibly nested) or as ``[REASONING]...[/REASONING]``; some providers drop the
+opening tag and send only ``...</think>answer``; some cut the output inside an unclosed block.
+:func:`split_reasoning` handles all of these in one left-to-right pass over the tags.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_TAG = re.compile(
+    r"<\s*(/?)\s*(?:think|thinking|reasoning)\b[^>]*>|\[(/?)REASONING\]",
+    re.IGNORECASE,
+)
+_BLANK_RUNS = re.compile(r"\n[ \t\r\f\v]*(?:\n[ \t\r\f\v]*)+\n")
+
+
+@dataclass(frozen=True, slots=True)
+class SplitText:
+    """A completion split into its visible answer and its reasoning.
+
+    Attributes:
+        visible: The answer text with every reasoning block removed, trimmed, blank-line runs
+            collapsed to one blank line.
+        reasoning: The text found inside reasoning blocks (and before an orphan closing tag).
+        had_tags: Any reasoning tag was found.
+        unclosed: A reasoning block was still open at the end: the answer never started after it.
+        orphan_close: A closing tag appeared with no opener; only what follows it is visible.
+    """
+
+    visible: str
+    reasoning: str
+    had_tags: bool
+    unclosed: bool
+    orphan_close: bool
+
+
+def split_reasoning(text: str) -> SplitText:
+    """Split ``text`` into visible answer and reasoning. Never raises; idempotent on ``visible``."""
+    first = _TAG.search(text)
+    if first is None:
+        return SplitText(text.strip(), "", False, False, False)
+
+    visible: list[str] = []
+    reasoning: list[str] = []
+    depth = 0
+    pos = 0  # end of the last tag consumed
+    block_start = 0  # where the current outermost reasoning block's body starts
+    orphan = False
+    for m in _TAG.finditer(text, first.start()):
+        closing = bool(m.group(1) or m.group(2))
+        if not closing:
+            if depth == 0:
+                visible.append(text[pos : m.start()])
+                block_start = m.end()
+            depth += 1
+        elif depth == 0:
+            # The opener was dropped: everything so far was reasoning.
+            reasoning.append("".join(visible) + text[pos : m.start()])
+            visible.clear()
+            orphan = True
+        else:
+            depth -= 1
+            if depth == 0:
+                reasoning.append(text[block_start : m.start()])
+        pos = m.end()
+
+    unclosed = depth > 0
+    if unclosed:
+        reasoning.append(text[block_start:])
+    else:
+        visible.append(text[pos:])
+    return SplitText(
+        visible=_tidy("".join(visible)),
+        reasoning="\n".join(r.strip() for r in reasoning if r.strip()),
+        had_tags=True,
+        unclosed=unclosed,
+        orphan_close=orphan,
+    )
+
+
+def strip_reasoning(text: str) -> str:
+    """The visible answer of ``text`` (see :func:`split_reasoning`)."""
+    return split_reasoning(text).visible
+
+
+def has_reasoning(text: str) -> bool:
+    """Whether ``text`` contains any reasoning tag, closed or not."""
+    return _TAG.search(text) is not None
+
+
+def _tidy(text: str) -> str:
+    return _BLANK_RUNS.sub("\n\n", text.strip())

@@ -120,7 +120,7 @@ class BudgetTable(BaseModel):
         return best
 
 
-_MODEL_HEADER = re.compile(r"^\s*\[\[\s*model\s*\]\]", re.MULTILINE)
+_MODEL_HEADER = re.compile(r"^[ \t]*\[\[[ \t]*model[ \t]*\]\]", re.MULTILINE)
 
 
 def _row_lines(text: str) -> list[int]:

@@ -37,6 +37,7 @@ Outcome = Literal["strict", "repaired", "failed"]
 _FENCE = re.compile(r"```[^\n`]*\n?(.*?)(?:```|\Z)", re.DOTALL)
 _STRUCTURAL = re.compile(r'[{}"\\]')
 _MAX_OBJECTS = 16  # top-level objects tried per candidate text
+_MAX_REPAIR_CHARS = 100_000  # json_repair is super-linear on pathological input; plans are far smaller
 
 
 class ParseResult(BaseModel):
@@ -259,6 +260,8 @@ def _repair(text: str) -> tuple[tuple[PlanOutput, dict] | None, str | None]:
 
     start = text.find("{")
     cand = text[start:] if start != -1 else text
+    if len(cand) > _MAX_REPAIR_CHARS:
+        return None, f"not valid JSON, and {len(cand)} characters is too long to repair"
     try:
         value = json_repair.repair_json(cand, return_objects=True)
     except Exception as exc:  # noqa: BLE001 - json_repair's failure modes are not typed

@@ -130,6 +130,9 @@ def compact_catalog(catalog: RoutingGuide, budget: Budget | int) -> tuple[Routin
         The trimmed catalog (the input itself when nothing ran) and the :class:`Trim` record.
     """
     max_bytes = budget if isinstance(budget, int) else budget.max_catalog_bytes
+    before = catalog.size_bytes()
+    if max_bytes <= 0 or before <= max_bytes:
+        return catalog, Trim(before_bytes=before, after_bytes=before)
     key = (catalog.fingerprint, max_bytes)
     hit = _MEMO.get(key)
     if hit is None:
@@ -147,8 +150,6 @@ _MEMO_SIZE = 64
 
 def _compact(catalog: RoutingGuide, max_bytes: int) -> tuple[RoutingGuide, Trim]:
     before = catalog.size_bytes()
-    if max_bytes <= 0 or before <= max_bytes:
-        return catalog, Trim(before_bytes=before, after_bytes=before)
     guide = catalog
     dropped: list[str] = []
     size = before

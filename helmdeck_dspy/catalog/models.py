@@ -236,6 +236,8 @@ def load_catalog(path: str | Path | None = None) -> RoutingGuide:
         text = resolved.read_text(encoding="utf-8")
     except OSError as exc:
         raise CatalogError(str(resolved), f"cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise CatalogError(str(resolved), f"not UTF-8 text (byte offset {exc.start})") from None
     try:
         data = json.loads(text)
     except ValueError as exc:

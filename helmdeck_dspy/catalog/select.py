@@ -15,6 +15,7 @@ survives the cut, so "use blog.rewrite_for_audience ..." still offers the pipeli
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Literal
 
@@ -34,9 +35,14 @@ def top_n_for(tier: str) -> int:
     return TOP_N_TIER_B if tier == "B" else TOP_N_DEFAULT
 
 
+def _names_pack(intent: str, name: str) -> bool:
+    """Whether ``intent`` names ``name`` as a whole identifier (not inside a longer one)."""
+    return re.search(r"(?<![\w.-])" + re.escape(name.lower()) + r"(?![\w-])", intent) is not None
+
+
 def _superseding_for_named_packs(catalog: RoutingGuide, intent: str) -> list[str]:
     text = intent.lower()
-    named = {p.name for p in catalog.packs if p.name.lower() in text}
+    named = {p.name for p in catalog.packs if p.name.lower() in text and _names_pack(text, p.name)}
     return [p.id for p in catalog.pipelines if named.intersection(p.metadata.supersedes)]
 
 
@@ -61,6 +67,7 @@ def restrict_catalog(catalog: RoutingGuide, ordered_ids: list[str]) -> RoutingGu
     """Keep only ``ordered_ids``: packs then pipelines, each in the given order; unknown ids ignored."""
     packs = {p.name: p for p in catalog.packs}
     pipes = {p.id: p for p in catalog.pipelines}
+    ordered_ids = list(dict.fromkeys(ordered_ids))
     return RoutingGuide(
         packs=[packs[i] for i in ordered_ids if i in packs],
         pipelines=[pipes[i] for i in ordered_ids if i in pipes],

@@ -6,9 +6,10 @@ string. Steps, in order:
 1. split off reasoning (inline tags, orphan closers, unclosed blocks; a separate
    ``reasoning_content`` value counts as reasoning too) — JSON is never taken from reasoning;
 2. candidate texts: the body of each ``` fence, wherever it is, then the whole visible text;
-3. for each candidate: a standard JSON parse, then every top-level balanced ``{...}`` found by a
-   scan that understands strings and escapes (so leading and trailing prose are tolerated and
-   the first complete object wins) — any success here is ``strict``;
+3. for each candidate: a standard JSON parse, then the first complete JSON value at each
+   top-level ``{`` (an object that fails to decode is skipped by a balanced-brace scan that
+   understands strings and escapes), so leading and trailing prose are tolerated and the first
+   complete plan wins — any success here is ``strict``;
 4. only if nothing decoded: ``json_repair`` on the JSON-shaped part, marked ``repaired``;
 5. the decoded value must validate as :class:`PlanOutput`, else ``schema_mismatch``;
 6. a ``length`` (or safety) finish is never a success, however well the text decodes.
@@ -18,9 +19,10 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from helmdeck_dspy.causes import (
     FailureCause,
@@ -30,18 +32,24 @@ from helmdeck_dspy.causes import (
     normalize_finish_reason,
 )
 from helmdeck_dspy.reasoning import split_reasoning
-from helmdeck_dspy.signatures.types import PlanOutput
+from helmdeck_dspy.signatures.types import PlanOutput, coerce_plan_dict
 
 Outcome = Literal["strict", "repaired", "failed"]
 
-_FENCE = re.compile(r"```[^\n`]*\n?(.*?)(?:```|\Z)", re.DOTALL)
 _STRUCTURAL = re.compile(r'[{}"\\]')
+_DECODER = json.JSONDecoder()
+_JSON_START = frozenset("{[\"-0123456789")
+_NOT_A_PLAN = "valid JSON, but not a plan object with a steps list"
 _MAX_OBJECTS = 16  # top-level objects tried per candidate text
 _MAX_REPAIR_CHARS = 100_000  # json_repair is super-linear on pathological input; plans are far smaller
 
 
-class ParseResult(BaseModel):
+@dataclass(frozen=True, slots=True)
+class ParseResult:
     """What :func:`parse_completion` made of one completion.
+
+    A slotted dataclass rather than a pydantic model: the evaluator builds one per record, and
+    construction cost matters there. :meth:`to_json_dict` is the boundary form.
 
     Attributes:
         outcome: ``strict`` (standard JSON after removing reasoning, fences and prose),
@@ -59,8 +67,6 @@ class ParseResult(BaseModel):
             ``unclosed_reasoning``, ``orphan_close``, ``reasoning_field``, ``tags``...).
         error: The decoder's or validator's message when something failed.
     """
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     outcome: Outcome
     cause: FailureCause | None = None
@@ -81,7 +87,18 @@ class ParseResult(BaseModel):
 
     def to_json_dict(self) -> dict[str, Any]:
         """The CLI's JSON shape: outcome, cause, value and the diagnostics."""
-        return self.model_dump(mode="json", exclude={"plan"})
+        return {
+            "outcome": self.outcome,
+            "cause": self.cause,
+            "value": self.value,
+            "finish_reason": self.finish_reason,
+            "finish_reason_raw": self.finish_reason_raw,
+            "saw_reasoning": self.saw_reasoning,
+            "visible_chars": self.visible_chars,
+            "reasoning_chars": self.reasoning_chars,
+            "notes": list(self.notes),
+            "error": self.error,
+        }
 
 
 def parse_completion(
@@ -102,7 +119,7 @@ def parse_completion(
     try:
         return _parse(content, finish_reason, reasoning_content)
     except Exception as exc:  # noqa: BLE001 - the contract is "never raises"
-        return ParseResult.model_construct(
+        return ParseResult(
             outcome="failed",
             cause="constrained_deadlock",
             finish_reason=normalize_finish_reason(finish_reason if isinstance(finish_reason, str) else None),
@@ -130,7 +147,7 @@ def _parse(content: str | None, finish_raw: str | None, reasoning_content: str |
     text = split.visible
 
     def result(outcome: Outcome, cause: FailureCause | None = None, **kw: Any) -> ParseResult:
-        return ParseResult.model_construct(
+        return ParseResult(
             outcome=outcome,
             cause=cause,
             value=kw.get("value"),
@@ -170,89 +187,98 @@ def _parse(content: str | None, finish_raw: str | None, reasoning_content: str |
     return result("failed", cause_for_unparseable(finish, json_shaped), error=error or "no JSON object found")
 
 
-def _candidates(text: str, notes: list[str]) -> list[str]:
-    out: list[str] = []
-    if "```" in text:
-        for m in _FENCE.finditer(text):
-            body = m.group(1).strip()
-            if body:
-                out.append(body)
-        if out:
-            notes.append("fenced")
-    out.append(text)
-    return out
+def _fenced_bodies(text: str) -> list[str]:
+    """Bodies of ``` fences, wherever they are (an unterminated last fence runs to the end)."""
+    bodies = []
+    pos = text.find("```")
+    while pos != -1:
+        line_end = text.find("\n", pos + 3)
+        if line_end == -1:
+            break
+        close = text.find("```", line_end)
+        body = text[line_end + 1 : close if close != -1 else len(text)].strip()
+        if body:
+            bodies.append(body)
+        if close == -1:
+            break
+        pos = text.find("```", close + 3)
+    return bodies
 
 
 def _decode_strict(text: str, notes: list[str]) -> tuple[tuple[PlanOutput, dict] | None, Any, str | None]:
     """Try every strict route. Returns (plan and its dict, first non-plan value, last error)."""
     first_other: Any = None
     error: str | None = None
-    for cand in _candidates(text, notes):
-        try:
-            value = json.loads(cand)
-        except (ValueError, RecursionError) as exc:
-            error = f"invalid JSON: {exc}"
-        else:
-            plan = _as_plan(value)
-            if plan is not None:
-                return (plan, value), None, None
-            if first_other is None:
-                first_other = value
-            error = "valid JSON, but not a plan object with a steps list"
-        for start, end in _balanced_objects(cand):
+    candidates = _fenced_bodies(text) if "```" in text else []
+    if candidates:
+        notes.append("fenced")
+    candidates.append(text)
+    for cand in candidates:
+        if cand[0] in _JSON_START or cand in ("true", "false", "null"):
             try:
-                value = json.loads(cand[start:end])
+                value = json.loads(cand)
             except (ValueError, RecursionError) as exc:
                 error = f"invalid JSON: {exc}"
-                continue
-            plan = _as_plan(value)
-            if plan is not None:
-                if start > 0 or end < len(cand):
-                    notes.append("prose")
-                return (plan, value), None, None
-            if first_other is None:
-                first_other = value
-            error = "valid JSON, but not a plan object with a steps list"
+            else:
+                plan = _as_plan(value)
+                if plan is not None:
+                    return (plan, value), None, None
+                if first_other is None:
+                    first_other = value
+                error = _NOT_A_PLAN
+        # The first complete value at each top-level '{', tolerating prose around it.
+        start = cand.find("{")
+        tries = 0
+        while start != -1 and tries < _MAX_OBJECTS:
+            tries += 1
+            try:
+                value, end = _DECODER.raw_decode(cand, start)
+            except (ValueError, RecursionError) as exc:
+                error = f"invalid JSON: {exc}"
+                end = _balanced_end(cand, start)
+                if end == -1:
+                    break
+            else:
+                plan = _as_plan(value)
+                if plan is not None:
+                    if start > 0 or cand[end:].strip():
+                        notes.append("prose")
+                    return (plan, value), None, None
+                if first_other is None:
+                    first_other = value
+                error = _NOT_A_PLAN
+            start = cand.find("{", end)
     return None, first_other, error
 
 
-def _balanced_objects(text: str):
-    """Yield (start, end) of top-level ``{...}`` spans, string- and escape-aware."""
-    start = text.find("{")
-    found = 0
-    while start != -1 and found < _MAX_OBJECTS:
-        depth = 0
-        in_string = False
-        escaped = False
-        end = -1
-        for m in _STRUCTURAL.finditer(text, start):
-            ch = m.group()
-            if in_string:
-                if escaped:
-                    escaped = False
-                elif ch == "\\":
-                    # An escape consumes the next character, structural or not.
-                    nxt = m.end()
-                    if nxt < len(text) and text[nxt] not in '{}"\\':
-                        continue
-                    escaped = True
-                elif ch == '"':
-                    in_string = False
-                continue
-            if ch == '"':
-                in_string = True
-            elif ch == "{":
-                depth += 1
-            elif ch == "}":
-                depth -= 1
-                if depth == 0:
-                    end = m.end()
-                    break
-        if end == -1:
-            return
-        found += 1
-        yield start, end
-        start = text.find("{", end)
+def _balanced_end(text: str, start: int) -> int:
+    """End (exclusive) of the balanced ``{...}`` opening at ``start``, string- and escape-aware; -1 if none."""
+    depth = 0
+    in_string = False
+    escaped = False
+    for m in _STRUCTURAL.finditer(text, start):
+        ch = m.group()
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                # An escape consumes the next character, structural or not.
+                nxt = m.end()
+                if nxt < len(text) and text[nxt] not in '{}"\\':
+                    continue
+                escaped = True
+            elif ch == '"':
+                in_string = False
+            continue
+        if ch == '"':
+            in_string = True
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return m.end()
+    return -1
 
 
 def _repair(text: str) -> tuple[tuple[PlanOutput, dict] | None, str | None]:
@@ -273,16 +299,10 @@ def _repair(text: str) -> tuple[tuple[PlanOutput, dict] | None, str | None]:
 
 
 def _as_plan(value: Any) -> PlanOutput | None:
-    if not isinstance(value, dict):
-        return None
-    if "steps" not in value:
-        lowered = {k.lower(): v for k, v in value.items() if isinstance(k, str)}
-        if "steps" not in lowered:
-            return None
-        value = lowered
-    if not isinstance(value["steps"], list):
+    coerced = coerce_plan_dict(value)
+    if coerced is None:
         return None
     try:
-        return PlanOutput.model_validate(value)
+        return PlanOutput.model_validate(coerced)
     except (ValidationError, RecursionError, ValueError):
         return None

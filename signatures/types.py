@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 Complexity = Literal["single-action", "pipeline-direct", "pack-chain"]
 COMPLEXITIES: tuple[str, ...] = Complexity.__args__  # type: ignore[attr-defined]
@@ -32,25 +32,6 @@ class PlanStep(BaseModel):
     )
     rationale: str = Field(default="", description="One sentence: why this step, and what it hands on.")
 
-    @field_validator("tool", "rationale", mode="before")
-    @classmethod
-    def _text(cls, v: Any) -> Any:
-        return "" if v is None else v
-
-    @field_validator("args", mode="before")
-    @classmethod
-    def _args(cls, v: Any) -> Any:
-        if v is None:
-            return {}
-        if isinstance(v, str):
-            # Some models send args as a JSON string; accept it when it holds an object.
-            try:
-                decoded = json.loads(v) if v.strip() else {}
-            except ValueError:
-                return v
-            return decoded if isinstance(decoded, dict) else v
-        return v
-
 
 class PlanOutput(BaseModel):
     """A decoded plan, before guards. ``steps`` is the only required key."""
@@ -68,9 +49,47 @@ class PlanOutput(BaseModel):
     )
     reasoning: str | None = Field(default=None, description="One to three sentences on the choice.")
 
-    @field_validator("reasoning", "complexity", mode="before")
-    @classmethod
-    def _textish(cls, v: Any) -> Any:
-        if v is None or isinstance(v, str):
-            return v
-        return json.dumps(v) if isinstance(v, (dict, list)) else str(v)
+
+def coerce_plan_dict(value: Any) -> dict[str, Any] | None:
+    """Loosen a decoded JSON value into the shape :class:`PlanOutput` validates, or None.
+
+    Tolerated, as Go's decoder (helmdeck's) or common model habits would have it: top-level keys
+    in any case; ``null`` tool, rationale or args; args sent as a JSON string holding an object;
+    a non-string ``reasoning`` or ``complexity``. Doing this here keeps the models free of Python
+    validators, so validating a clean plan stays fast.
+    """
+    if not isinstance(value, dict):
+        return None
+    if "steps" not in value:
+        lowered = {k.lower(): v for k, v in value.items() if isinstance(k, str)}
+        if "steps" not in lowered:
+            return None
+        value = lowered
+    steps = value["steps"]
+    if not isinstance(steps, list) or not all(isinstance(s, dict) for s in steps):
+        return None
+    out = dict(value)
+    fixed_steps = []
+    for step in steps:
+        if step.get("tool") is None or step.get("rationale") is None or not isinstance(step.get("args", {}), dict):
+            step = dict(step)
+            for key in ("tool", "rationale"):
+                if key in step and step[key] is None:
+                    step[key] = ""
+            args = step.get("args")
+            if args is None:
+                step["args"] = {}
+            elif isinstance(args, str):
+                try:
+                    decoded = json.loads(args) if args.strip() else {}
+                except ValueError:
+                    decoded = None
+                if isinstance(decoded, dict):
+                    step["args"] = decoded
+        fixed_steps.append(step)
+    out["steps"] = fixed_steps
+    for key in ("reasoning", "complexity"):
+        v = out.get(key)
+        if v is not None and not isinstance(v, str):
+            out[key] = json.dumps(v) if isinstance(v, (dict, list)) else str(v)
+    return out

@@ -8,9 +8,11 @@ STAMP  := $(VENV)/.installed-stamp
 .PHONY: demo test bench clean-venv
 
 $(STAMP): pyproject.toml
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	@$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@test -x $(PY) || { echo "creating $(VENV) (first run: installs dspy, mlflow, datasets; a few minutes)"; $(PYTHON) -m venv $(VENV); }
+	@echo "installing helmdeck-dspy into $(VENV) (log: $(VENV)/install.log)"
+	@{ $(PY) -m pip install --disable-pip-version-check --upgrade pip \
+	   && $(PY) -m pip install --disable-pip-version-check -e '.[dev]'; } > $(VENV)/install.log 2>&1 \
+	   || { tail -n 40 $(VENV)/install.log; echo "install failed: see $(VENV)/install.log"; exit 1; }
 	@touch $(STAMP)
 
 demo: $(STAMP)

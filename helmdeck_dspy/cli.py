@@ -98,41 +98,59 @@ def budgets_show(budgets_path: str | None, as_json: bool) -> None:
 
 
 @budgets.command("lookup")
-@click.argument("model")
+@click.argument("models", nargs=-1, required=True)
 @_budgets_option
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def budgets_lookup(model: str, budgets_path: str | None, as_json: bool) -> None:
-    """Resolve MODEL to its budget (exact id, longest prefix, or fallback)."""
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (a list for several models).")
+def budgets_lookup(models: tuple[str, ...], budgets_path: str | None, as_json: bool) -> None:
+    """Resolve each MODEL to its budget (exact id, longest prefix, or fallback)."""
     from helmdeck_dspy.budgets import budget_for, load_budget_table
 
-    b = budget_for(model, load_budget_table(budgets_path))
-    data = b.model_dump()
-    data["prompt_variant_explicit"] = data.pop("prompt_variant")
-    data = {"model": b.model, "tier": b.tier, "prompt_variant": b.resolved_prompt_variant, **data}
+    table = load_budget_table(budgets_path)
+    found = []
+    for model in models:
+        b = budget_for(model, table)
+        data = b.model_dump()
+        data["prompt_variant_explicit"] = data.pop("prompt_variant")
+        found.append({"model": b.model, "tier": b.tier, "prompt_variant": b.resolved_prompt_variant, **data})
     if as_json:
-        emit_json(data)
-        return
-    for key, value in data.items():
-        if value is not None:
-            click.echo(f"{key:32} {value}")
+        emit_json(found[0] if len(found) == 1 else found)
+    elif len(found) == 1:
+        for key, value in found[0].items():
+            if value is not None:
+                click.echo(f"{key:32} {value}")
+    else:
+        print_table(
+            ["model", "tier", "variant", "out_tok", "cat_bytes", "matched"],
+            [[d["model"], d["tier"], d["prompt_variant"], d["output_tokens"], d["max_catalog_bytes"], d["matched"]]
+             for d in found],
+        )
 
 
 # ----------------------------------------------------------------------------- parse
 
 
 @cli.command("parse")
-@click.argument("source", required=False, default="-", type=click.File("r", encoding="utf-8"))
+@click.argument("source", required=False, default="-", type=click.Path(allow_dash=True, dir_okay=False))
 @click.option("--finish-reason", default=None, help="The provider's finish_reason (any spelling).")
 @click.option("--reasoning-content", default=None, help="A separate reasoning field, if the provider sent one.")
+@click.option(
+    "--batch", is_flag=True,
+    help="SOURCE is JSONL: one {content, finish_reason?, reasoning_content?, id?} per line; prints a table.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (outcome, cause, value, ...).")
-def parse_cmd(source: Any, finish_reason: str | None, reasoning_content: str | None, as_json: bool) -> None:
+def parse_cmd(source: str, finish_reason: str | None, reasoning_content: str | None, batch: bool, as_json: bool) -> None:
     """Decode a completion from SOURCE (a file, or - for stdin) the way the planner does.
 
     Exits 0 whether or not a plan came out; the outcome says which.
     """
     from helmdeck_dspy.parsing import parse_completion
 
-    result = parse_completion(source.read(), finish_reason, reasoning_content)
+    if batch:
+        _parse_batch(source, as_json)
+        return
+    with click.open_file(source, encoding="utf-8") as handle:
+        text = handle.read()
+    result = parse_completion(text, finish_reason, reasoning_content)
     if as_json:
         emit_json(result.to_json_dict())
         return
@@ -147,6 +165,30 @@ def parse_cmd(source: Any, finish_reason: str | None, reasoning_content: str | N
         click.echo(f"steps          {len(result.plan.steps)}")
         for i, step in enumerate(result.plan.steps, 1):
             click.echo(f"  {i}. {step.tool or '(no tool)'} {json.dumps(step.args, ensure_ascii=False)}")
+
+
+def _parse_batch(source: str, as_json: bool) -> None:
+    from helmdeck_dspy.errors import DataFileError
+    from helmdeck_dspy.jsonl import iter_jsonl
+    from helmdeck_dspy.parsing import parse_completion
+
+    if source == "-":
+        raise click.UsageError("--batch needs a file path")
+    rows, out = [], []
+    for line_no, rec in iter_jsonl(source):
+        content = rec.get("content")
+        if content is not None and not isinstance(content, str):
+            raise DataFileError(source, f"'content' must be a string, got {type(content).__name__}", line=line_no)
+        r = parse_completion(content, rec.get("finish_reason"), rec.get("reasoning_content"))
+        label = str(rec.get("id", line_no))
+        out.append({"id": label, **r.to_json_dict()})
+        steps = [s.tool for s in r.plan.steps] if r.plan is not None else []
+        rows.append([label, r.finish_reason_raw or "-", r.outcome, r.cause or "-", ", ".join(r.notes) or "-",
+                     " > ".join(steps) or "-"])
+    if as_json:
+        emit_json(out)
+        return
+    print_table(["id", "finish", "outcome", "cause", "notes", "steps"], rows)
 
 
 # ----------------------------------------------------------------------------- catalog
@@ -185,6 +227,9 @@ def catalog_select(
     click.echo(f"model {budget.model}: tier {budget.tier}, cap {budget.max_catalog_bytes or 'none'} bytes")
     click.echo(f"bytes {trim.before_bytes} -> {trim.after_bytes}")
     click.echo(f"dropped {', '.join(trim.dropped) or '-'}")
+    if not trim.dropped:
+        click.echo(f"kept the whole catalog: {len(selected.packs)} packs, {len(selected.pipelines)} pipelines")
+        return
     click.echo(f"kept {len(selected.packs)} packs, {len(selected.pipelines)} pipelines:")
     for p in selected.packs:
         click.echo(f"  pack      {p.name}")

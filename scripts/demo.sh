@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# `make demo`: the main job on the bundled defaults. Run from the repository root.
+set -euo pipefail
+CLI=.venv/bin/helmdeck-dspy
+INTENT="remember this MiniMax M3 launch, write a blog about it and make an illustration"
+
+section() { printf '\n\033[1m== %s\033[0m\n' "$1"; }
+
+section "Budget table (compiled/budgets.toml)"
+$CLI budgets show
+
+section "Budget lookups"
+$CLI budgets lookup openrouter/nvidia/nemotron-3-super-120b-a12b:free anthropic/claude-sonnet-4-6 \
+  openrouter/deepseek/deepseek-v3.2 openrouter/meta-llama/llama-3.3-70b-instruct:free brand-new-vendor/model-x
+
+section "Tolerant decoding of bundled completions (eval/examples/completions.jsonl)"
+$CLI parse --batch eval/examples/completions.jsonl
+
+section "Catalog selection for: \"$INTENT\""
+for m in anthropic/claude-sonnet-4-6 openrouter/deepseek/deepseek-v3.2 openrouter/nvidia/nemotron-3-super-120b-a12b:free; do
+  echo
+  $CLI catalog select --model "$m" --intent "$INTENT"
+done
+
+section "The same Tier C selection ranked with BM25 over the full entries (beyond helmdeck's baseline)"
+$CLI catalog select --model openrouter/nvidia/nemotron-3-super-120b-a12b:free --intent "$INTENT" --ranker bm25 --rank-source full

@@ -65,6 +65,7 @@ _FINISH_SPELLINGS: dict[str, FinishReason] = {
     "refusal": "safety",
     # tool calls instead of text
     "tool_calls": "tool_calls",
+    "tool_call": "tool_calls",
     "tool_use": "tool_calls",
     "function_call": "tool_calls",
     "malformed_function_call": "other",

@@ -237,6 +237,63 @@ def catalog_select(
         click.echo(f"  pipeline  {p.id}")
 
 
+# ----------------------------------------------------------------------------- plan
+
+
+@cli.command("plan")
+@click.argument("intent")
+@click.option("--model", "-m", required=True, help="Model id to plan for (decides budget, tier and variant).")
+@click.option("--lm", "lm_spec", default=None, help="LiteLLM model string, replay:PATH or sim:PROFILE (default: --model).")
+@click.option("--api-base", default=None, help="API base URL for an OpenAI-compatible endpoint (vLLM, llama.cpp...).")
+@click.option("--catalog", "catalog_path", type=click.Path(dir_okay=False, exists=True), default=None)
+@click.option("--context-file", type=click.File("r", encoding="utf-8"), default=None, help="Pasted material for the request.")
+@click.option("--record", "record_path", type=click.Path(dir_okay=False), default=None, help="Append the call as a trace record.")
+@click.option("--max-tokens", type=int, default=None, help="Override the budget's output_tokens.")
+@click.option("--ranker", type=click.Choice(["lexical", "bm25"]), default="lexical", show_default=True)
+@click.option("--no-filter", is_flag=True, help="Skip the two-pass LLM filter.")
+@click.option("--history/--no-history", default=True, show_default=True, help="Write a plan_history audit row.")
+@click.option("--history-prior", is_flag=True, help="Use plan history as a ranking prior in catalog selection.")
+@_budgets_option
+@click.option("--json", "as_json", is_flag=True, help="Print the PlanResult as JSON.")
+def plan_cmd(
+    intent: str, model: str, lm_spec: str | None, api_base: str | None, catalog_path: str | None,
+    context_file: Any, record_path: str | None, max_tokens: int | None, ranker: str, no_filter: bool,
+    history: bool, history_prior: bool, budgets_path: str | None, as_json: bool,
+) -> None:
+    """Plan INTENT for MODEL: select the catalog, call the compiled module, guard the answer."""
+    import warnings
+
+    from helmdeck_dspy.history import HistoryStore
+    from helmdeck_dspy.planner import Planner
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        planner = Planner.for_model(
+            model, lm=lm_spec, catalog=catalog_path, budgets=budgets_path, api_base=api_base,
+            ranker=ranker, use_filter=not no_filter, max_tokens=max_tokens, record_path=record_path,
+            history=HistoryStore() if history or history_prior else None, history_prior=history_prior,
+        )
+        result = planner.plan(intent, context=context_file.read() if context_file else None)
+    for w in caught:
+        if issubclass(w.category, UserWarning):
+            click.echo(f"warning: {w.message}", err=True)
+    if as_json:
+        emit_json(result.model_dump(mode="json"))
+        return
+    click.echo(f"model {result.model}  tier {result.tier}  variant {result.prompt_variant_used}")
+    if result.compaction:
+        click.echo(f"catalog {result.compaction.before_bytes} -> {result.compaction.after_bytes} bytes "
+                   f"({', '.join(result.compaction.dropped)})")
+    if not result.ok:
+        click.echo(f"no plan: {result.failure_cause} ({result.error})")
+        raise SystemExit(1)
+    click.echo(f"complexity {result.complexity}  parse {result.parse_outcome}"
+               + ("  more steps likely" if result.more_steps_likely else ""))
+    click.echo(result.rewritten_prompt or "(no steps: nothing in the catalog fits)")
+    if result.dropped_steps:
+        click.echo(f"({len(result.dropped_steps)} extra step(s) dropped: single_pick returns one)")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     apply_offline_defaults()

@@ -93,3 +93,12 @@ def coerce_plan_dict(value: Any) -> dict[str, Any] | None:
         if v is not None and not isinstance(v, str):
             out[key] = json.dumps(v) if isinstance(v, (dict, list)) else str(v)
     return out
+
+
+class ExecutedStep(BaseModel):
+    """A step the caller already ran (single_pick loop), with what it returned."""
+
+    order: int
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    output: str = Field(default="", description="A short summary of the result, or an artifact key.")

@@ -6,8 +6,16 @@ from pathlib import Path
 
 import pytest
 
+import os
+import tempfile
+
 from helmdeck_dspy.offline import apply_offline_defaults
 
+# Keep user data and DSPy's cache out of the user's home for the whole session.
+_SESSION_HOME = tempfile.mkdtemp(prefix="helmdeck-dspy-tests-")
+os.environ["HELMDECK_DSPY_HOME"] = os.path.join(_SESSION_HOME, "home")
+os.environ["HELMDECK_DSPY_CACHE"] = os.path.join(_SESSION_HOME, "dspy-cache")
+os.environ["DSPY_CACHEDIR"] = os.environ["HELMDECK_DSPY_CACHE"]
 apply_offline_defaults()
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]

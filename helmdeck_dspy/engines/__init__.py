@@ -1,0 +1,1 @@
+"""DSPy engines (``dspy.LM(engine=...)``) that answer without a network: replay and simulation."""

@@ -1,0 +1,64 @@
+"""LM specs: how ``--lm`` strings become ``dspy.LM`` objects.
+
+- ``replay:PATH`` — serve the completions recorded in a trace file, in file order;
+- ``sim:PROFILE`` — the simulated tier LM (profiles under ``eval/profiles/``);
+- anything else — a LiteLLM model string (``openrouter/...``, ``ollama_chat/...``,
+  ``openai/...`` with ``api_base``), called live with a timeout and retries.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from helmdeck_dspy.errors import HelmdeckError
+
+DEFAULT_TIMEOUT_S = 120.0
+DEFAULT_RETRIES = 2
+
+
+class LMSpecError(HelmdeckError):
+    """An ``--lm`` value that cannot be turned into an LM."""
+
+
+def lm_kind(spec: str) -> str:
+    """``replay``, ``sim`` or ``live``."""
+    if spec.startswith("replay:"):
+        return "replay"
+    if spec.startswith("sim:"):
+        return "sim"
+    return "live"
+
+
+def make_lm(
+    spec: str,
+    *,
+    api_base: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    num_retries: int = DEFAULT_RETRIES,
+    cache: bool = True,
+    seed: int = 0,
+) -> Any:
+    """Build a ``dspy.LM`` for an LM spec (see module docstring)."""
+    import dspy
+
+    kind = lm_kind(spec)
+    if kind == "replay":
+        from helmdeck_dspy.engines.replay import ReplayEngine
+
+        path = Path(spec.removeprefix("replay:"))
+        if not path.is_file():
+            raise LMSpecError(f"replay file not found: {path}")
+        # No cache: a cached answer would not consume the next record.
+        return dspy.LM(f"replay/{path.name}", engine=ReplayEngine(path), cache=False)
+    if kind == "sim":
+        from helmdeck_dspy.engines.sim import SimEngine, load_profile
+
+        profile = load_profile(spec.removeprefix("sim:"))
+        return dspy.LM(f"sim/{profile.name}/seed{seed}", engine=SimEngine(profile, seed=seed), cache=cache)
+    if "/" not in spec:
+        raise LMSpecError(f"not a LiteLLM model string (provider/model): {spec!r}; or use replay:PATH / sim:PROFILE")
+    kwargs: dict[str, Any] = {"timeout": timeout}
+    if api_base:
+        kwargs["api_base"] = api_base
+    return dspy.LM(spec, num_retries=num_retries, cache=cache, **kwargs)

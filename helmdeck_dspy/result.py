@@ -1,0 +1,105 @@
+"""PlanResult and the one path from a parsed completion to it.
+
+:func:`build_result` is shared by the planner (after a live, replayed or simulated call) and by
+the evaluator (replaying a trace record with no LM), so both see exactly the same parse →
+classify → guard behaviour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from helmdeck_dspy.catalog.compact import Trim
+from helmdeck_dspy.causes import FailureCause
+from helmdeck_dspy.guards import GuardedStep, derive_complexity, guard_steps, render_rewritten_prompt
+from helmdeck_dspy.parsing import Outcome, ParseResult
+from helmdeck_dspy.signatures.types import Complexity, PlanStep
+
+
+class PlanResult(BaseModel):
+    """What a plan call returns.
+
+    Attributes:
+        steps: The guarded steps (renumbered; unknown tools demoted to ``unknown``).
+        complexity: Derived from the steps' shape; the model's value is ignored.
+        reasoning: The model's reasoning text.
+        rewritten_prompt: The steps as numbered instructions ("" when there are none).
+        prompt_variant_used: ``full_steps`` or ``single_pick``.
+        more_steps_likely: single_pick only: the model expects more calls.
+        model / tier: The model id the plan was made for and its tier.
+        compaction: The trim record when selection dropped anything, else None.
+        failure_cause: None on success.
+        dropped_steps: Extra steps a single_pick answer carried (removed, reported here).
+        parse_outcome: ``strict``, ``repaired`` or ``failed``.
+        finish_reason: The provider's finish_reason (raw).
+        error: A short diagnostic when the call failed.
+        raw_completion: The visible completion on failure (for debugging), else None.
+    """
+
+    steps: list[GuardedStep] = Field(default_factory=list)
+    complexity: Complexity = "single-action"
+    reasoning: str = ""
+    rewritten_prompt: str = ""
+    prompt_variant_used: Literal["full_steps", "single_pick"]
+    more_steps_likely: bool = False
+    model: str
+    tier: str
+    compaction: Trim | None = None
+    failure_cause: FailureCause | None = None
+    dropped_steps: list[PlanStep] = Field(default_factory=list)
+    parse_outcome: Outcome = "failed"
+    finish_reason: str | None = None
+    error: str | None = None
+    raw_completion: str | None = None
+    usage: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.failure_cause is None
+
+
+def build_result(
+    parse: ParseResult,
+    *,
+    intent: str,
+    variant: Literal["full_steps", "single_pick"],
+    model: str,
+    tier: str,
+    catalog_ids: Collection[str],
+    pipeline_ids: Collection[str],
+    trim: Trim | None = None,
+    raw_completion: str | None = None,
+    usage: dict[str, Any] | None = None,
+) -> PlanResult:
+    """Turn a parsed completion into a :class:`PlanResult` (guards, single-step rule, rendering)."""
+    compaction = trim if trim is not None and trim.dropped else None
+    common = dict(
+        prompt_variant_used=variant, model=model, tier=tier, compaction=compaction,
+        parse_outcome=parse.outcome, finish_reason=parse.finish_reason_raw, usage=usage or {},
+    )
+    if parse.plan is None:
+        return PlanResult(failure_cause=parse.cause, error=parse.error, raw_completion=raw_completion, **common)
+    steps = list(parse.plan.steps)
+    dropped: list[PlanStep] = []
+    if variant == "single_pick" and len(steps) > 1:
+        steps, dropped = steps[:1], steps[1:]
+    guarded = guard_steps(steps, catalog_ids, pipeline_ids)
+    more = variant == "single_pick" and (bool(parse.plan.more_steps_likely) or bool(dropped))
+    return PlanResult(
+        steps=guarded,
+        complexity=derive_complexity(guarded),
+        reasoning=(parse.plan.reasoning or "").strip(),
+        rewritten_prompt=render_rewritten_prompt(intent, guarded),
+        more_steps_likely=more,
+        dropped_steps=dropped,
+        **common,
+    )
+
+
+def guarded_from_prediction(steps: list[Any], catalog_ids: Collection[str], pipeline_ids: Collection[str]) -> list[GuardedStep]:
+    """Guard a DSPy prediction's steps (PlanStep objects or dicts), as the metric needs."""
+    plan_steps = [s if isinstance(s, PlanStep) else PlanStep.model_validate(s) for s in steps]
+    return guard_steps(plan_steps, catalog_ids, pipeline_ids)

@@ -1,0 +1,121 @@
+"""The trace record (design §4) and JSONL reading/writing.
+
+A trace record is one planning completion as it came back — content, reasoning, finish_reason,
+tokens, latency — with what produced it (source, model, tier, prompt variant, task). Unknown
+fields are kept; missing optional fields are null.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from helmdeck_dspy.errors import DataFileError
+from helmdeck_dspy.jsonl import OnError, iter_jsonl
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class TraceRecord(BaseModel):
+    """One planning completion.
+
+    Attributes:
+        id: Unique within its trace set.
+        source: ``live``, ``sim:<profile>``, ``published:<ref>`` or ``import:<format>``.
+        model: The model id the call was planned for (budget lookup key).
+        served_model: The model the provider says answered, when different.
+        tier: The tier the call ran under.
+        prompt_variant: ``full_steps`` or ``single_pick``.
+        task_id: The gold task this call answered, if any.
+        intent: The user request.
+        max_tokens: The output cap sent with the call.
+        content: The visible message content, as returned.
+        reasoning_content: A separate reasoning field, as returned.
+        finish_reason: The provider's finish_reason, raw spelling.
+        completion_tokens / prompt_tokens: Usage as reported.
+        latency_ms: Wall time of the call.
+        http_status / error: Transport outcome, when the call failed at the HTTP level.
+        outcome_label: For metadata-only rows whose content was not captured: the recorded outcome.
+        recorded_at: ISO 8601 time.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str = Field(min_length=1)
+    source: str = "live"
+    model: str = ""
+    served_model: str | None = None
+    tier: str | None = None
+    prompt_variant: str | None = None
+    task_id: str | None = None
+    intent: str | None = None
+    max_tokens: int | None = None
+    content: str | None = None
+    reasoning_content: str | None = None
+    finish_reason: str | None = None
+    completion_tokens: int | None = None
+    prompt_tokens: int | None = None
+    latency_ms: float | None = None
+    http_status: int | None = None
+    error: str | None = None
+    outcome_label: str | None = None
+    recorded_at: str | None = None
+
+
+def read_traces(
+    path: str | Path,
+    *,
+    on_error: OnError = "fail",
+    report: Callable[[DataFileError], None] | None = None,
+) -> Iterator[TraceRecord]:
+    """Stream trace records from a JSONL file; invalid lines raise or are reported and skipped."""
+    for line_no, obj in iter_jsonl(path, on_error=on_error, report=report):
+        try:
+            yield TraceRecord.model_validate(obj)
+        except ValidationError as exc:
+            e = exc.errors()[0]
+            loc = ".".join(str(x) for x in e["loc"]) or "record"
+            err = DataFileError(str(path), f"{loc}: {e['msg']} (got {e.get('input')!r:.60})", line=line_no)
+            if on_error == "fail":
+                raise err from None
+            if report is not None:
+                report(err)
+
+
+def write_traces(records: Iterable[TraceRecord], path: str | Path) -> int:
+    """Write records as JSONL atomically (a temporary file renamed into place). Returns the count."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    n = 0
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            for rec in records:
+                out.write(json.dumps(rec.model_dump(mode="json"), ensure_ascii=False) + "\n")
+                n += 1
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return n
+
+
+def append_trace(record: TraceRecord, path: str | Path) -> None:
+    """Append one record to a JSONL file (used when recording live calls one by one)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with target.open("a", encoding="utf-8") as out:
+        out.write(json.dumps(record.model_dump(mode="json"), ensure_ascii=False) + "\n")
+
+
+def records_from(items: Iterable[dict[str, Any] | TraceRecord]) -> list[TraceRecord]:
+    return [i if isinstance(i, TraceRecord) else TraceRecord.model_validate(i) for i in items]

@@ -18,22 +18,20 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass, field
 from typing import Any
 
 import dspy
-from dspy.lm15 import Config, Message, Request, TextPart, ThinkingPart
+from dspy.lm15 import Config, Message, Request
 from dspy.utils.exceptions import AdapterParseError
 from pydantic import BaseModel
 
+from helmdeck_dspy.calls import capture_completions, completion_from_response, log_completion
 from helmdeck_dspy.causes import FailureCause
-from helmdeck_dspy.engines.base import raw_finish_reason
 from helmdeck_dspy.parsing import ParseResult, parse_completion
 
 CATALOG_HEADER = "CATALOG (packs and pipelines you may call):"
+__all__ = ["CATALOG_HEADER", "PlanAdapter", "PlanParseError", "RenderOptions", "capture_completions"]
+
 _CONFIG_KEYS = ("max_tokens", "temperature", "top_p", "stop", "seed", "response_format")
 
 FORMAT_FULL_STEPS = """ANSWER FORMAT: one JSON object and nothing else (no prose, no code fences):
@@ -81,36 +79,6 @@ class PlanParseError(AdapterParseError):
             lm_response=raw,
             message=f"no plan: {result.cause} (finish_reason={result.finish_reason_raw!r}): {result.error}",
         )
-
-
-@dataclass
-class Completion:
-    """One LM exchange as the adapter saw it."""
-
-    system: str
-    messages: list[dict[str, str]]
-    content: str
-    reasoning: str | None
-    finish_reason: str | None
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    latency_ms: float
-    parse: ParseResult
-    config: dict[str, Any] = field(default_factory=dict)
-
-
-_LOG: ContextVar[list[Completion] | None] = ContextVar("helmdeck_completion_log", default=None)
-
-
-@contextmanager
-def capture_completions() -> Iterator[list[Completion]]:
-    """Collect every :class:`Completion` the adapter handles inside the block (this context only)."""
-    log: list[Completion] = []
-    token = _LOG.set(log)
-    try:
-        yield log
-    finally:
-        _LOG.reset(token)
 
 
 def _get(demo: Any, key: str) -> Any:
@@ -223,24 +191,10 @@ class PlanAdapter(dspy.Adapter):
 
     def _finish(self, signature: Any, response: Any, messages: list[dict[str, str]], config: dict, t0: float) -> list[dict[str, Any]]:
         latency = (time.perf_counter() - t0) * 1000
-        parts = response.message.parts if response.message is not None else []
-        content = "".join(p.text for p in parts if isinstance(p, TextPart))
-        reasoning = "".join(p.text for p in parts if isinstance(p, ThinkingPart)) or None
-        finish = raw_finish_reason(response)
-        result = parse_completion(content, finish, reasoning)
-        usage = response.usage
-        log = _LOG.get()
-        if log is not None:
-            log.append(
-                Completion(
-                    system=messages[0]["content"], messages=messages[1:], content=content, reasoning=reasoning,
-                    finish_reason=finish,
-                    prompt_tokens=getattr(usage, "input_tokens", None) if usage else None,
-                    completion_tokens=getattr(usage, "output_tokens", None) if usage else None,
-                    latency_ms=latency, parse=result, config=config,
-                )
-            )
-        return [self._fields(signature, result, content, reasoning)]
+        completion = completion_from_response("plan", response, messages[0]["content"], messages[1:], latency, config)
+        completion.parse = parse_completion(completion.content, completion.finish_reason, completion.reasoning)
+        log_completion(completion)
+        return [self._fields(signature, completion.parse, completion.content, completion.reasoning)]
 
     def __call__(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any, demos: list[Any], inputs: dict[str, Any]):
         request, kw, messages, config = self._request(lm, lm_kwargs, signature, demos, inputs)

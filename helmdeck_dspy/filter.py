@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import Any
 
 from helmdeck_dspy.budgets import Budget
@@ -87,17 +88,24 @@ def apply_filter(
     intent: str,
 ) -> tuple[RoutingGuide, Trim]:
     """Run the filter call with ``lm`` and merge; on any failure return the lexical selection."""
-    from dspy.lm15 import Config, Message, Request, TextPart
+    from dspy.lm15 import Config, Message, Request
+
+    from helmdeck_dspy.calls import completion_from_response, log_completion
 
     try:
+        user = filter_user_message(full, intent)
         request = Request(
-            model=lm.model,
-            system=FILTER_SYSTEM,
-            messages=(Message.user(filter_user_message(full, intent)),),
+            model=lm.model, system=FILTER_SYSTEM, messages=(Message.user(user),),
             config=Config(max_tokens=FILTER_MAX_TOKENS),
         )
+        t0 = time.perf_counter()
         response = lm(request)
-        text = "".join(p.text for p in response.message.parts if isinstance(p, TextPart))
+        completion = completion_from_response(
+            "filter", response, FILTER_SYSTEM, [{"role": "user", "content": user}],
+            (time.perf_counter() - t0) * 1000, {"max_tokens": FILTER_MAX_TOKENS},
+        )
+        log_completion(completion)
+        text = completion.content
     except Exception as exc:  # noqa: BLE001 - the filter is best-effort by design
         log.warning("filter call failed, keeping the lexical selection: %s", exc)
         return selected, trim

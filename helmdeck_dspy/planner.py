@@ -184,16 +184,17 @@ class Planner:
         """Plan ``intent``. Never raises for model misbehaviour: failures come back in ``failure_cause``."""
         import dspy
 
-        from helmdeck_dspy.adapter import PlanParseError, capture_completions
+        from helmdeck_dspy.adapter import PlanParseError
+        from helmdeck_dspy.calls import capture_completions
 
         if not intent or not intent.strip():
             raise ValueError("intent is required")
         t0 = time.perf_counter()
-        selected, trim = self.select(intent)
         self.program.render = self.render_options()
         parse: ParseResult | None = None
         error: BaseException | None = None
         with dspy.context(lm=self.lm), capture_completions() as calls:
+            selected, trim = self.select(intent)
             try:
                 self.program(user_intent=intent, catalog=selected.render(), context=context, prior_steps=prior_steps)
             except PlanParseError as exc:
@@ -201,7 +202,8 @@ class Planner:
             except Exception as exc:  # noqa: BLE001 - transport failures become a failure cause
                 _reraise_usage_errors(exc)
                 error = exc
-        completion = calls[-1] if calls else None
+        plan_calls = [c for c in calls if c.kind == "plan"]
+        completion = plan_calls[-1] if plan_calls else None
         if completion is not None:
             parse = completion.parse
         duration_ms = int((time.perf_counter() - t0) * 1000)
@@ -223,13 +225,14 @@ class Planner:
                 raw_completion=completion.content if completion is not None and parse.plan is None else None,
                 usage=usage,
             )
+        result.catalog_in = "system" if self.budget.supports_prefix_cache else "user"
         if result.ok:
             record_quietly(
                 self.history, intent=intent, complexity=result.complexity, steps=result.steps,
                 model=self.budget.model, caller=self.caller, duration_ms=duration_ms,
             )
         if self.record_path is not None:
-            self._record(intent, completion, error)
+            self._record(intent, calls, error)
         return result
 
     def _source(self) -> str:
@@ -238,28 +241,25 @@ class Planner:
         kind = lm_kind(self.lm_spec) if self.lm_spec else "live"
         return self.lm_spec if kind == "sim" else kind  # type: ignore[return-value]
 
-    def _record(self, intent: str, completion: Any, error: BaseException | None) -> None:
-        rec = TraceRecord(
-            id=uuid.uuid4().hex[:16],
-            source=self._source(),
-            model=self.budget.model,
-            tier=self.budget.tier,
-            prompt_variant=self.variant,
-            intent=intent,
-            max_tokens=self.max_tokens or self.budget.output_tokens,
-            recorded_at=utc_now(),
+    def _record(self, intent: str, calls: list[Any], error: BaseException | None) -> None:
+        """Append one trace record per LM exchange (filter calls marked ``call: filter``)."""
+        base = dict(
+            source=self._source(), model=self.budget.model, tier=self.budget.tier, prompt_variant=self.variant,
+            intent=intent, recorded_at=utc_now(),
         )
-        if completion is not None:
-            rec.content = completion.content
-            rec.reasoning_content = completion.reasoning
-            rec.finish_reason = completion.finish_reason
-            rec.prompt_tokens = completion.prompt_tokens
-            rec.completion_tokens = completion.completion_tokens
-            rec.latency_ms = round(completion.latency_ms, 1)
+        for c in calls:
+            rec = TraceRecord(
+                id=uuid.uuid4().hex[:16], **base, max_tokens=c.config.get("max_tokens"), content=c.content,
+                reasoning_content=c.reasoning, finish_reason=c.finish_reason, prompt_tokens=c.prompt_tokens,
+                completion_tokens=c.completion_tokens, latency_ms=round(c.latency_ms, 1), call=c.kind,
+            )
+            append_trace(rec, self.record_path)
         if error is not None:
-            rec.error = f"{type(error).__name__}: {error}"
-            rec.http_status = getattr(error, "status_code", None)
-        append_trace(rec, self.record_path)
+            rec = TraceRecord(
+                id=uuid.uuid4().hex[:16], **base, max_tokens=self.max_tokens or self.budget.output_tokens,
+                error=f"{type(error).__name__}: {error}", http_status=getattr(error, "status_code", None), call="plan",
+            )
+            append_trace(rec, self.record_path)
 
     def run_loop(
         self,

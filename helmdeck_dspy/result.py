@@ -37,6 +37,7 @@ class PlanResult(BaseModel):
         finish_reason: The provider's finish_reason (raw).
         error: A short diagnostic when the call failed.
         raw_completion: The visible completion on failure (for debugging), else None.
+        usage: prompt/completion tokens and latency of the plan call.
     """
 
     steps: list[GuardedStep] = Field(default_factory=list)
@@ -55,6 +56,9 @@ class PlanResult(BaseModel):
     error: str | None = None
     raw_completion: str | None = None
     usage: dict[str, Any] = Field(default_factory=dict)
+    catalog_in: Literal["system", "user"] | None = Field(
+        default=None, description="Where the catalog block was rendered (system for prefix-cache models)."
+    )
 
     @property
     def ok(self) -> bool:

@@ -148,3 +148,64 @@ def test_fast_paths_import_no_heavy_libraries(args):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "HEAVY []" in out
+
+
+def _replay(tmp_path, content):
+    path = tmp_path / "replay.jsonl"
+    path.write_text(json.dumps({"id": "r1", "content": content, "finish_reason": "stop"}) + "\n")
+    return path
+
+
+PLAN3 = json.dumps({
+    "steps": [
+        {"order": 1, "tool": "helmdeck.memory_store", "args": {}, "rationale": "save"},
+        {"order": 2, "tool": "blog.rewrite_for_audience", "args": {}, "rationale": "write"},
+        {"order": 3, "tool": "image.generate", "args": {}, "rationale": "draw"},
+    ],
+    "complexity": "pack-chain", "more_steps_likely": True, "reasoning": "three packs",
+})
+INTENT = "remember this launch, write a blog about it and make an illustration"
+
+
+def test_plan_done_when_nemotron_single_pick(tmp_path):
+    path = _replay(tmp_path, PLAN3)
+    r = run("plan", INTENT, "--model", "openrouter/nvidia/nemotron-3-super-120b-a12b:free",
+            "--lm", f"replay:{path}", "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["prompt_variant_used"] == "single_pick" and d["tier"] == "C"
+    assert [s["tool"] for s in d["steps"]] == ["helmdeck.memory_store"]
+    assert len(d["dropped_steps"]) == 2 and d["more_steps_likely"] is True
+    assert d["failure_cause"] is None and d["catalog_in"] == "user"
+    assert {"complexity", "reasoning", "rewritten_prompt", "model", "compaction"} <= set(d)
+
+
+def test_plan_done_when_sonnet_full_steps_catalog_in_system(tmp_path):
+    path = _replay(tmp_path, PLAN3)
+    d = json.loads(run("plan", INTENT, "--model", "anthropic/claude-sonnet-4-6", "--lm", f"replay:{path}", "--json").stdout)
+    assert d["prompt_variant_used"] == "full_steps" and d["catalog_in"] == "system"
+    assert len(d["steps"]) == 3 and d["complexity"] == "pack-chain" and d["compaction"] is None
+
+
+def test_plan_failure_exits_1_with_the_cause(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps({"id": "r1", "content": '{"steps": [', "finish_reason": "length"}) + "\n")
+    r = run("plan", INTENT, "--model", "anthropic/claude-sonnet-4-6", "--lm", f"replay:{path}")
+    assert r.exit_code == 1 and "length_truncated" in r.output
+
+
+def test_plan_record_then_replay(tmp_path):
+    path = _replay(tmp_path, PLAN3)
+    rec = tmp_path / "rec.jsonl"
+    run("plan", INTENT, "-m", "anthropic/claude-sonnet-4-6", "--lm", f"replay:{path}", "--record", str(rec))
+    first = json.loads(rec.read_text().splitlines()[0])
+    assert first["content"] == PLAN3 and first["call"] == "plan"
+    d = json.loads(run("plan", INTENT, "-m", "anthropic/claude-sonnet-4-6", "--lm", f"replay:{rec}", "--json").stdout)
+    assert len(d["steps"]) == 3
+
+
+def test_plan_missing_replay_file_is_exit_1(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["plan", "x", "-m", "anthropic/claude-sonnet-4-6", "--lm", f"replay:{tmp_path / 'nope.jsonl'}"])
+    assert exit_info.value.code == 1
+    assert "replay file not found" in capsys.readouterr().err

@@ -16,8 +16,14 @@ class ReplayExhausted(HelmdeckError):
     """A replay engine was asked for more completions than its trace file holds."""
 
 
+class ReplayNoFilterRecord(Exception):
+    """The filter call found no filter record next (not an error for the plan call)."""
+
+
 class ReplayEngine:
     """``complete(request)`` returns the next record's content, reasoning, finish_reason and usage.
+
+    Records marked ``call: filter`` answer the two-pass filter call; plan calls skip them.
 
     Use with ``dspy.LM("replay/<name>", engine=ReplayEngine(path), cache=False)``: a cache would
     answer repeated prompts without consuming records.
@@ -31,7 +37,18 @@ class ReplayEngine:
         self._lock = threading.Lock()
 
     def complete(self, request: Request) -> Response:
+        from helmdeck_dspy.filter import FILTER_SYSTEM
+
+        is_filter = request.system == FILTER_SYSTEM
         with self._lock:
+            if is_filter:
+                # Serve a filter call only from a filter record; a plan-only file makes the
+                # filter fail (the planner then keeps the lexical selection) without losing a record.
+                if self.served >= len(self.records) or self.records[self.served].call != "filter":
+                    raise ReplayNoFilterRecord(f"{self.path}: no filter record next for the filter call")
+            else:
+                while self.served < len(self.records) and self.records[self.served].call == "filter":
+                    self.served += 1  # recorded with the filter on, replayed with it off
             if self.served >= len(self.records):
                 raise ReplayExhausted(
                     f"{self.path}: replay ran out after {len(self.records)} record(s); the program made more LM calls"

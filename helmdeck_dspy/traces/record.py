@@ -46,6 +46,7 @@ class TraceRecord(BaseModel):
         http_status / error: Transport outcome, when the call failed at the HTTP level.
         outcome_label: For metadata-only rows whose content was not captured: the recorded outcome.
         recorded_at: ISO 8601 time.
+        call: ``plan`` (default) or ``filter`` (the LLM filter call that preceded a plan call).
     """
 
     model_config = ConfigDict(extra="allow")
@@ -69,6 +70,7 @@ class TraceRecord(BaseModel):
     error: str | None = None
     outcome_label: str | None = None
     recorded_at: str | None = None
+    call: str = Field(default="plan", description='"plan", or "filter" for the two-pass filter call.')
 
 
 def read_traces(

@@ -31,24 +31,26 @@ class Completion:
     config: dict[str, Any] = field(default_factory=dict)
 
 
-_LOG: ContextVar[list[Completion] | None] = ContextVar("helmdeck_completion_log", default=None)
+_LOGS: ContextVar[tuple[list[Completion], ...]] = ContextVar("helmdeck_completion_logs", default=())
 
 
 @contextmanager
 def capture_completions() -> Iterator[list[Completion]]:
-    """Collect every :class:`Completion` made inside the block (this context only)."""
+    """Collect every :class:`Completion` made inside the block (this context only).
+
+    Captures nest: an outer capture also sees what an inner one collects.
+    """
     log: list[Completion] = []
-    token = _LOG.set(log)
+    token = _LOGS.set((*_LOGS.get(), log))
     try:
         yield log
     finally:
-        _LOG.reset(token)
+        _LOGS.reset(token)
 
 
 def log_completion(completion: Completion) -> None:
-    """Add ``completion`` to the active capture, if any."""
-    log = _LOG.get()
-    if log is not None:
+    """Add ``completion`` to every active capture."""
+    for log in _LOGS.get():
         log.append(completion)
 
 

@@ -203,10 +203,11 @@ def catalog() -> None:
 @click.argument("catalog_path", required=False, type=click.Path(dir_okay=False, exists=True))
 @click.option("--model", "-m", required=True, help="Model id; its budget decides the cap and the tier.")
 @click.option("--intent", "-i", default="", help="The user's request, for ranking.")
-@click.option("--ranker", type=click.Choice(["lexical", "bm25"]), default="lexical", show_default=True)
+@click.option("--ranker", type=click.Choice(["lexical", "bm25"]), default="bm25", show_default=True,
+              help="bm25, or lexical (helmdeck's scorer).")
 @click.option(
-    "--rank-source", type=click.Choice(["compacted", "full"]), default="compacted", show_default=True,
-    help="Rank compacted entries (helmdeck) or the full entries.",
+    "--rank-source", type=click.Choice(["compacted", "full"]), default="full", show_default=True,
+    help="Rank the full entries, or the compacted ones (helmdeck).",
 )
 @_budgets_option
 @click.option("--json", "as_json", is_flag=True, help='Print {"catalog": ..., "trim": ...}.')
@@ -249,7 +250,8 @@ def catalog_select(
 @click.option("--context-file", type=click.File("r", encoding="utf-8"), default=None, help="Pasted material for the request.")
 @click.option("--record", "record_path", type=click.Path(dir_okay=False), default=None, help="Append the call as a trace record.")
 @click.option("--max-tokens", type=int, default=None, help="Override the budget's output_tokens.")
-@click.option("--ranker", type=click.Choice(["lexical", "bm25"]), default="lexical", show_default=True)
+@click.option("--ranker", type=click.Choice(["lexical", "bm25"]), default="bm25", show_default=True)
+@click.option("--rank-source", type=click.Choice(["compacted", "full"]), default="full", show_default=True)
 @click.option("--no-filter", is_flag=True, help="Skip the two-pass LLM filter.")
 @click.option("--history/--no-history", default=True, show_default=True, help="Write a plan_history audit row.")
 @click.option("--history-prior", is_flag=True, help="Use plan history as a ranking prior in catalog selection.")
@@ -257,7 +259,7 @@ def catalog_select(
 @click.option("--json", "as_json", is_flag=True, help="Print the PlanResult as JSON.")
 def plan_cmd(
     intent: str, model: str, lm_spec: str | None, api_base: str | None, catalog_path: str | None,
-    context_file: Any, record_path: str | None, max_tokens: int | None, ranker: str, no_filter: bool,
+    context_file: Any, record_path: str | None, max_tokens: int | None, ranker: str, rank_source: str, no_filter: bool,
     history: bool, history_prior: bool, budgets_path: str | None, as_json: bool,
 ) -> None:
     """Plan INTENT for MODEL: select the catalog, call the compiled module, guard the answer."""
@@ -270,7 +272,7 @@ def plan_cmd(
         warnings.simplefilter("always")
         planner = Planner.for_model(
             model, lm=lm_spec, catalog=catalog_path, budgets=budgets_path, api_base=api_base,
-            ranker=ranker, use_filter=not no_filter, max_tokens=max_tokens, record_path=record_path,
+            ranker=ranker, rank_source=rank_source, use_filter=not no_filter, max_tokens=max_tokens, record_path=record_path,
             history=HistoryStore() if history or history_prior else None, history_prior=history_prior,
         )
         result = planner.plan(intent, context=context_file.read() if context_file else None)

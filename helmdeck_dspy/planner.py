@@ -80,7 +80,13 @@ class LoopResult(BaseModel):
 
 
 class Planner:
-    """A planner bound to one model: its budget, compiled module, catalog and LM."""
+    """A planner bound to one model: its budget, compiled module, catalog and LM.
+
+    Selection defaults to BM25 over the full entries: on the gold dev+test tasks it keeps every
+    gold tool for 84% of Tier C requests against 72% for helmdeck's lexical ranking of the
+    compacted catalog (benchmarks/bench_selection.py). ``ranker="lexical",
+    rank_source="compacted"`` restores helmdeck's behaviour.
+    """
 
     def __init__(
         self,
@@ -89,8 +95,8 @@ class Planner:
         program: Any,
         lm: Any,
         catalog: RoutingGuide,
-        ranker: str = "lexical",
-        rank_source: Literal["compacted", "full"] = "compacted",
+        ranker: str = "bm25",
+        rank_source: Literal["compacted", "full"] = "full",
         history: HistoryStore | None = None,
         history_prior: bool = False,
         use_filter: bool = True,

@@ -22,5 +22,5 @@ for m in anthropic/claude-sonnet-4-6 openrouter/deepseek/deepseek-v3.2 openroute
   $CLI catalog select --model "$m" --intent "$INTENT"
 done
 
-section "The same Tier C selection ranked with BM25 over the full entries (beyond helmdeck's baseline)"
-$CLI catalog select --model openrouter/nvidia/nemotron-3-super-120b-a12b:free --intent "$INTENT" --ranker bm25 --rank-source full
+section "The same Tier C selection with helmdeck's ranking (lexical scorer over the compacted catalog)"
+$CLI catalog select --model openrouter/nvidia/nemotron-3-super-120b-a12b:free --intent "$INTENT" --ranker lexical --rank-source compacted

@@ -296,6 +296,113 @@ def plan_cmd(
         click.echo(f"({len(result.dropped_steps)} extra step(s) dropped: single_pick returns one)")
 
 
+# ----------------------------------------------------------------------------- traces
+
+
+@cli.group()
+def traces() -> None:
+    """Trace sets: recorded, imported, published or simulated completions."""
+
+
+_on_error_option = click.option(
+    "--on-error", type=click.Choice(["fail", "skip"]), default="fail", show_default=True,
+    help="An invalid record stops the run (fail) or is reported as file:line and skipped.",
+)
+
+
+def _report_to_stderr(err: Exception) -> None:
+    click.echo(f"skipped: {err}", err=True)
+
+
+@traces.command("import")
+@click.argument("fmt", metavar="FORMAT", type=click.Choice(["openai", "llamastack"]))
+@click.argument("path", type=click.Path(dir_okay=False, exists=True))
+@click.option("--out", "-o", required=True, type=click.Path(), help="Output: .jsonl, .parquet, or a directory (HF dataset).")
+@_on_error_option
+def traces_import(fmt: str, path: str, out: str, on_error: str) -> None:
+    """Convert PATH (FORMAT: openai chat completions or llama-stack recordings) into trace records."""
+    from helmdeck_dspy.traces.importers import import_traces
+    from helmdeck_dspy.traces.io import save_traces
+
+    n = save_traces(import_traces(fmt, path, on_error=on_error, report=_report_to_stderr), out)  # type: ignore[arg-type]
+    click.echo(f"wrote {n} records to {out}")
+
+
+@traces.command("convert")
+@click.argument("src", type=click.Path(exists=True))
+@click.argument("dst", type=click.Path())
+@_on_error_option
+def traces_convert(src: str, dst: str, on_error: str) -> None:
+    """Copy a trace set between JSONL, Parquet and a saved HF dataset (by the paths' form)."""
+    from helmdeck_dspy.traces.io import load_traces, save_traces
+
+    n = save_traces(load_traces(src, on_error=on_error, report=_report_to_stderr), dst)
+    click.echo(f"wrote {n} records to {dst}")
+
+
+# ----------------------------------------------------------------------------- eval
+
+
+def _bundled_traces() -> list[str]:
+    from helmdeck_dspy.resources import bundled_dir
+
+    return sorted(str(p) for p in (bundled_dir() / "traces").glob("*.jsonl"))
+
+
+@cli.command("eval")
+@click.argument("trace_paths", nargs=-1, type=click.Path(exists=True))
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Write report.json, report.md and PNG plots here.")
+@click.option("--catalog", "catalog_path", type=click.Path(dir_okay=False, exists=True), default=None)
+@click.option("--tasks", "tasks_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Gold tasks JSONL (default: the bundled train/dev/test).")
+@click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True)
+@click.option("--mlflow", "use_mlflow", is_flag=True, help="Log the run to MLflow (local sqlite store by default).")
+@click.option("--tracking-uri", default=None, help="MLflow tracking URI (with --mlflow).")
+@_on_error_option
+@click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
+@click.option("--json", "as_json", is_flag=True, help="Print report.json to stdout.")
+def eval_cmd(
+    trace_paths: tuple[str, ...], out_dir: str | None, catalog_path: str | None, tasks_path: str | None,
+    workers: int, use_mlflow: bool, tracking_uri: str | None, on_error: str, progress: bool | None, as_json: bool,
+) -> None:
+    """Replay trace sets (default: the bundled ones) through the planner's parse/guard path and report."""
+    from pathlib import Path
+
+    from helmdeck_dspy.catalog import load_catalog
+    from helmdeck_dspy.evaluation.output import write_outputs
+    from helmdeck_dspy.evaluation.report import SUMMARY_HEADERS, summary_rows
+    from helmdeck_dspy.evaluation.runner import evaluate
+    from helmdeck_dspy.tasks import load_tasks
+
+    paths = list(trace_paths) or _bundled_traces()
+    if not paths:
+        raise click.UsageError("no trace files given and none bundled")
+    report = evaluate(
+        paths, catalog=load_catalog(catalog_path), tasks=load_tasks(path=tasks_path) if tasks_path else None,
+        workers=workers, on_error=on_error, progress=progress,  # type: ignore[arg-type]
+    )
+    plots: list[str] = []
+    if out_dir:
+        plots = write_outputs(report, Path(out_dir))
+    if use_mlflow:
+        from helmdeck_dspy.tracking import log_eval_run
+
+        run_id = log_eval_run(report, Path(out_dir) if out_dir else None, plots, tracking_uri=tracking_uri)
+        click.echo(f"mlflow run {run_id}", err=True)
+    if as_json:
+        click.echo(report.model_dump_json(indent=2))
+        return
+    print_table(SUMMARY_HEADERS, summary_rows(report))
+    click.echo(f"\n{report.n_records} records ({report.n_skipped} skipped) in {report.seconds:.2f} s")
+    for c in report.comparisons:
+        lo, hi = c.strict_diff_ci
+        click.echo(f"single_pick - full_steps, {c.model}: {100 * c.strict_diff:+.1f} pts strict "
+                   f"[{100 * lo:.1f}, {100 * hi:.1f}]")
+    if out_dir:
+        click.echo(f"wrote {out_dir}/report.json, report.md" + (f" and {len(plots)} plots" if plots else ""))
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     apply_offline_defaults()

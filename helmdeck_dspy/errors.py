@@ -27,6 +27,9 @@ class DataFileError(HelmdeckError):
         where = f"{self.path}:{line}" if line is not None else self.path
         super().__init__(f"{where}: {detail}")
 
+    def __reduce__(self):  # keep the fields across process boundaries (evaluation workers)
+        return (type(self), (self.path, self.detail, self.line))
+
 
 class BudgetTableError(DataFileError):
     """The budget table failed validation; the message names the offending row."""

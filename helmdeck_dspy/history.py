@@ -154,11 +154,17 @@ class HistoryStore:
             model=model,
         )
         with self._connect() as db:
-            db.execute(
-                "INSERT INTO plan_history (key, caller, intent_sha, body, at_unix) VALUES (?, ?, ?, ?, ?)",
-                (row.key, row.caller, row.intent_sha, row.model_dump_json(), row.at_unix),
-            )
-        return row
+            for bump in range(1000):  # two plans in one clock tick: move to the next free nanosecond
+                key = f"plan_history/{sha}/{now_ns + bump:020d}"
+                try:
+                    db.execute(
+                        "INSERT INTO plan_history (key, caller, intent_sha, body, at_unix) VALUES (?, ?, ?, ?, ?)",
+                        (key, row.caller, row.intent_sha, row.model_copy(update={"key": key}).model_dump_json(), row.at_unix),
+                    )
+                except sqlite3.IntegrityError:
+                    continue
+                return row.model_copy(update={"key": key})
+        raise sqlite3.IntegrityError(f"no free plan_history key for {sha} near {now_ns}")
 
     def rows(self, caller: str | None = None, *, now: int | None = None) -> list[AuditRow]:
         """Unexpired rows, newest first; all callers when ``caller`` is None."""

@@ -75,6 +75,8 @@ def _args_match(pred: list[GuardedStep], gold: list[GoldStep], pipeline_ids: fro
 
 
 def _score_against(pred: list[GuardedStep], gold: list[GoldStep], pipeline_ids: frozenset[str] | None) -> PlanScore:
+    if not pred:
+        return PlanScore(score=0.0)  # nothing planned for a task that needs steps
     pred_keys = [step_key(s.tool, s.args, pipeline_ids) for s in pred]
     gold_keys = [g.key for g in gold]
     valid = [s for s in pred if s.tool != UNKNOWN_TOOL]

@@ -367,3 +367,15 @@ def test_record_quietly_does_not_hide_other_errors(store, monkeypatch):
     monkeypatch.setattr(store, "record", boom)
     with pytest.raises(ValueError):
         record_quietly(store, intent="x", complexity="single-action", steps=[], model="m")
+
+
+def test_two_plans_in_the_same_clock_tick_are_both_recorded(store, monkeypatch):
+    """Coarse clocks (e.g. Windows, ~1-16 ms) give equal time_ns() values for back-to-back calls:
+    the second audit row must not collide with the first (key = intent sha + ns)."""
+    import helmdeck_dspy.history as mod
+
+    monkeypatch.setattr(mod.time, "time_ns", lambda: 1_700_000_000_123_456_789)
+    a = store.record(intent="same intent", complexity="single-action", steps=steps("image.generate"), model="m")
+    b = store.record(intent="same intent", complexity="single-action", steps=steps("doc.parse"), model="m")
+    assert a.key != b.key
+    assert len(store.rows(now=1_700_000_000)) == 2

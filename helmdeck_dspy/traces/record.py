@@ -8,8 +8,6 @@ fields are kept; missing optional fields are null.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -18,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from helmdeck_dspy.errors import DataFileError
+from helmdeck_dspy.fileio import atomic_writer
 from helmdeck_dspy.jsonl import OnError, iter_jsonl
 
 
@@ -95,19 +94,11 @@ def read_traces(
 
 def write_traces(records: Iterable[TraceRecord], path: str | Path) -> int:
     """Write records as JSONL atomically (a temporary file renamed into place). Returns the count."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     n = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            for rec in records:
-                out.write(json.dumps(rec.model_dump(mode="json"), ensure_ascii=False) + "\n")
-                n += 1
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_writer(path) as out:
+        for rec in records:
+            out.write(json.dumps(rec.model_dump(mode="json"), ensure_ascii=False) + "\n")
+            n += 1
     return n
 
 

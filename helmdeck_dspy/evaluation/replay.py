@@ -1,0 +1,124 @@
+"""Replaying one trace record through the planner's own parse → classify → guard path.
+
+No LM is involved: the record's content, finish_reason and reasoning go through
+:func:`parse_completion` and :func:`build_result` exactly as a live completion would, and the
+guarded plan is scored against the record's gold task when it names one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from helmdeck_dspy.budgets import BudgetTable
+from helmdeck_dspy.causes import FAILURE_CAUSES, cause_for_http, normalize_finish_reason
+from helmdeck_dspy.metric import score_plan
+from helmdeck_dspy.parsing import parse_completion
+from helmdeck_dspy.result import build_result
+from helmdeck_dspy.tasks import PlanTask
+from helmdeck_dspy.traces.record import TraceRecord
+
+LEAK_VISIBLE_CHARS = 100
+"""A reply with reasoning and fewer visible characters than this counts as a reasoning leak
+(helmdeck's Nemotron trace: 423 completion tokens, 71 visible characters)."""
+
+SUCCESS_LABELS = frozenset({"success", "strict", "clean"})
+
+
+@dataclass(frozen=True)
+class ReplayContext:
+    """What every record is checked against."""
+
+    catalog_ids: frozenset[str]
+    pipeline_ids: frozenset[str]
+    tasks: dict[str, PlanTask]
+    budgets: BudgetTable
+
+
+@dataclass(slots=True)
+class RecordOutcome:
+    """One record's replay, reduced to what the report aggregates."""
+
+    model: str
+    variant: str
+    tier: str
+    source: str
+    outcome: str  # strict | repaired | failed
+    cause: str | None
+    finish: str
+    finish_raw: str | None
+    completion_tokens: int | None
+    prompt_tokens: int | None
+    latency_ms: float | None
+    max_tokens: int | None
+    reasoning_leak: bool
+    reasoning_tags: bool
+    reasoning_field: bool
+    from_label: bool
+    n_steps: int = 0
+    n_valid_steps: int = 0
+    scored: bool = False
+    score: float = 0.0
+    f1: float = 0.0
+    exact: bool = False
+
+
+def _label_outcome(label: str) -> tuple[str, str | None]:
+    key = label.strip().lower()
+    if key in SUCCESS_LABELS:
+        return "strict", None
+    if key in FAILURE_CAUSES:
+        return "failed", key
+    raise ValueError(f"unknown outcome_label {label!r}: expected 'success' or a failure cause")
+
+
+def replay_record(rec: TraceRecord, ctx: ReplayContext) -> RecordOutcome:
+    """Replay ``rec``; raises ValueError only for a record that cannot be interpreted."""
+    budget = None
+    if not rec.tier or not rec.prompt_variant:
+        budget = ctx.budgets.lookup(rec.model)
+    tier = rec.tier or budget.tier  # type: ignore[union-attr]
+    variant = rec.prompt_variant or budget.resolved_prompt_variant  # type: ignore[union-attr]
+    base = dict(
+        model=rec.model, variant=variant, tier=tier, source=rec.source, finish=normalize_finish_reason(rec.finish_reason),
+        finish_raw=rec.finish_reason, completion_tokens=rec.completion_tokens, prompt_tokens=rec.prompt_tokens,
+        latency_ms=rec.latency_ms, max_tokens=rec.max_tokens,
+    )
+    http_cause = cause_for_http(rec.http_status, rec.error)
+    if http_cause is not None:
+        return RecordOutcome(outcome="failed", cause=http_cause, reasoning_leak=False, reasoning_tags=False,
+                             reasoning_field=False, from_label=False, **base)
+    if rec.content is None and rec.outcome_label:
+        outcome, cause = _label_outcome(rec.outcome_label)
+        return RecordOutcome(outcome=outcome, cause=cause, reasoning_leak=cause == "reasoning_only",
+                             reasoning_tags=False, reasoning_field=bool(rec.reasoning_content), from_label=True, **base)
+
+    parse = parse_completion(rec.content, rec.finish_reason, rec.reasoning_content)
+    leak = parse.cause == "reasoning_only" or (parse.saw_reasoning and parse.visible_chars < LEAK_VISIBLE_CHARS)
+    out = RecordOutcome(
+        outcome=parse.outcome, cause=parse.cause, reasoning_leak=leak, reasoning_tags="tags" in parse.notes,
+        reasoning_field="reasoning_field" in parse.notes, from_label=False, **base,
+    )
+    task = ctx.tasks.get(rec.task_id) if rec.task_id else None
+    if parse.plan is None:
+        if task is not None:
+            out.scored = True  # a parse failure scores 0
+        return out
+    result = build_result(
+        parse, intent=rec.intent or (task.intent if task else ""), variant=variant,  # type: ignore[arg-type]
+        model=rec.model, tier=tier, catalog_ids=ctx.catalog_ids, pipeline_ids=ctx.pipeline_ids,
+    )
+    out.n_steps = len(result.steps)
+    out.n_valid_steps = sum(1 for s in result.steps if not s.demoted)
+    if task is not None:
+        done = _as_int(getattr(rec, "done", None) or (rec.model_extra or {}).get("done"))
+        s = score_plan(task, result.steps, variant=variant, done=done, pipeline_ids=ctx.pipeline_ids)
+        out.scored, out.score, out.f1, out.exact = True, s.score, s.f1, s.exact
+    return out
+
+
+def _as_int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0

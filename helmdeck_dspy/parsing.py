@@ -64,7 +64,8 @@ class ParseResult:
         visible_chars: Length of the visible answer after removing reasoning.
         reasoning_chars: Length of the reasoning text.
         notes: Short markers of what decoding had to do (``fenced``, ``prose``, ``repaired``,
-            ``unclosed_reasoning``, ``orphan_close``, ``reasoning_field``, ``tags``...).
+            ``unclosed_reasoning``, ``orphan_close``, ``reasoning_field``, ``tags`` and one
+            ``tag:<kind>`` per reasoning tag kind seen...).
         error: The decoder's or validator's message when something failed.
     """
 
@@ -136,6 +137,7 @@ def _parse(content: str | None, finish_raw: str | None, reasoning_content: str |
     reasoning_chars = len(split.reasoning)
     if split.had_tags:
         notes.append("tags")
+        notes.extend(f"tag:{k}" for k in sorted(split.kinds))
     if split.unclosed:
         notes.append("unclosed_reasoning")
     if split.orphan_close:

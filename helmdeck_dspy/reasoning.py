@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_ANGLE_TAG = re.compile(r"<\s*(/?)\s*(?:think|thinking|reasoning)\b[^>]*>", re.IGNORECASE)
+_ANGLE_TAG = re.compile(r"<\s*(/?)\s*(think|thinking|reasoning)\b[^>]*>", re.IGNORECASE)
 _BRACKET_TAG = re.compile(r"\[(/?)REASONING\]", re.IGNORECASE)
 _BLANK_RUNS = re.compile(r"\n[ \t\r\f\v]*(?:\n[ \t\r\f\v]*)+\n")
 
@@ -27,6 +27,8 @@ class SplitText:
         had_tags: Any reasoning tag was found.
         unclosed: A reasoning block was still open at the end: the answer never started after it.
         orphan_close: A closing tag appeared with no opener; only what follows it is visible.
+        kinds: The tag names seen, lower-cased: ``think``, ``thinking``, ``reasoning`` or
+            ``[reasoning]`` for the bracket form.
     """
 
     visible: str
@@ -34,25 +36,26 @@ class SplitText:
     had_tags: bool
     unclosed: bool
     orphan_close: bool
+    kinds: frozenset[str] = frozenset()
 
 
-def _tags(text: str) -> list[tuple[int, int, bool]]:
-    """(start, end, is_closing) of every reasoning tag, in order.
+def _tags(text: str) -> list[tuple[int, int, bool, str]]:
+    """(start, end, is_closing, kind) of every reasoning tag, in order.
 
     Jumps from ``<`` to ``<`` with str.find and tries the tag pattern only there: much faster
     than a regex search over the whole text on long answers with no tags.
     """
-    tags: list[tuple[int, int, bool]] = []
+    tags: list[tuple[int, int, bool, str]] = []
     pos = text.find("<")
     while pos != -1:
         m = _ANGLE_TAG.match(text, pos)
         if m:
-            tags.append((pos, m.end(), bool(m.group(1))))
+            tags.append((pos, m.end(), bool(m.group(1)), m.group(2).lower()))
             pos = text.find("<", m.end())
         else:
             pos = text.find("<", pos + 1)
     if "[" in text and "reasoning]" in text.lower():
-        tags.extend((m.start(), m.end(), bool(m.group(1))) for m in _BRACKET_TAG.finditer(text))
+        tags.extend((m.start(), m.end(), bool(m.group(1)), "[reasoning]") for m in _BRACKET_TAG.finditer(text))
         tags.sort()
     return tags
 
@@ -69,7 +72,7 @@ def split_reasoning(text: str) -> SplitText:
     pos = 0  # end of the last tag consumed
     block_start = 0  # where the current outermost reasoning block's body starts
     orphan = False
-    for start, end, closing in tags:
+    for start, end, closing, _kind in tags:
         if start < pos:
             continue  # overlapping match (cannot happen with these patterns, but be safe)
         if not closing:
@@ -99,6 +102,7 @@ def split_reasoning(text: str) -> SplitText:
         had_tags=True,
         unclosed=unclosed,
         orphan_close=orphan,
+        kinds=frozenset(t[3] for t in tags),
     )
 
 

@@ -16,7 +16,7 @@ from helmdeck_dspy.catalog.compact import Trim
 from helmdeck_dspy.causes import FailureCause
 from helmdeck_dspy.guards import GuardedStep, derive_complexity, guard_steps, render_rewritten_prompt
 from helmdeck_dspy.parsing import Outcome, ParseResult
-from helmdeck_dspy.signatures.types import Complexity, PlanStep
+from helmdeck_dspy.signatures.types import Complexity, PlanOutput, PlanStep
 
 
 class PlanResult(BaseModel):
@@ -65,6 +65,21 @@ class PlanResult(BaseModel):
         return self.failure_cause is None
 
 
+def guard_plan(
+    plan: PlanOutput, variant: str, catalog_ids: Collection[str], pipeline_ids: Collection[str]
+) -> tuple[list[GuardedStep], list[PlanStep], bool]:
+    """The guard stage shared by the planner and the evaluator: single_pick keeps one step (the
+    rest are returned as dropped), every kept step is guarded; returns (steps, dropped,
+    more_steps_likely)."""
+    steps = list(plan.steps)
+    dropped: list[PlanStep] = []
+    if variant == "single_pick" and len(steps) > 1:
+        steps, dropped = steps[:1], steps[1:]
+    guarded = guard_steps(steps, catalog_ids, pipeline_ids)
+    more = variant == "single_pick" and (bool(plan.more_steps_likely) or bool(dropped))
+    return guarded, dropped, more
+
+
 def build_result(
     parse: ParseResult,
     *,
@@ -86,12 +101,7 @@ def build_result(
     )
     if parse.plan is None:
         return PlanResult(failure_cause=parse.cause, error=parse.error, raw_completion=raw_completion, **common)
-    steps = list(parse.plan.steps)
-    dropped: list[PlanStep] = []
-    if variant == "single_pick" and len(steps) > 1:
-        steps, dropped = steps[:1], steps[1:]
-    guarded = guard_steps(steps, catalog_ids, pipeline_ids)
-    more = variant == "single_pick" and (bool(parse.plan.more_steps_likely) or bool(dropped))
+    guarded, dropped, more = guard_plan(parse.plan, variant, catalog_ids, pipeline_ids)
     return PlanResult(
         steps=guarded,
         complexity=derive_complexity(guarded),

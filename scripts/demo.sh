@@ -24,3 +24,6 @@ done
 
 section "The same Tier C selection with helmdeck's ranking (lexical scorer over the compacted catalog)"
 $CLI catalog select --model openrouter/nvidia/nemotron-3-super-120b-a12b:free --intent "$INTENT" --ranker lexical --rank-source compacted
+
+section "Replay evaluation of the bundled trace sets (eval/traces/)"
+$CLI eval --out .helmdeck/demo-report --no-progress

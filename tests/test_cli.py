@@ -209,3 +209,41 @@ def test_plan_missing_replay_file_is_exit_1(tmp_path, capsys):
         main(["plan", "x", "-m", "anthropic/claude-sonnet-4-6", "--lm", f"replay:{tmp_path / 'nope.jsonl'}"])
     assert exit_info.value.code == 1
     assert "replay file not found" in capsys.readouterr().err
+
+
+def test_traces_import_then_eval_with_outputs(tmp_path):
+    src = tmp_path / "c.jsonl"
+    src.write_text("".join(json.dumps({
+        "id": f"c{i}", "model": "openrouter/nvidia/nemotron-3-super-120b-a12b:free",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": PLAN3 if i % 2 else ""},
+                     "finish_reason": "stop" if i % 2 else "length"}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 50 + i}}) + "\n" for i in range(10)))
+    out = tmp_path / "t.parquet"
+    r = run("traces", "import", "openai", str(src), "--out", str(out))
+    assert r.exit_code == 0 and "wrote 10 records" in r.output
+    rep_dir = tmp_path / "rep"
+    r = run("eval", str(out), "--out", str(rep_dir), "--no-progress")
+    assert r.exit_code == 0, r.output
+    report = json.loads((rep_dir / "report.json").read_text())
+    assert report["schema_version"] == 1
+    (g,) = report["groups"]
+    assert {"model", "prompt_variant", "n", "strict_rate", "tolerant_rate", "finish_reason_counts",
+            "failure_cause_counts"} <= set(g)
+    assert g["n"] == 10 and g["strict_rate"] == 0.5 and g["failure_cause_counts"] == {"length_truncated": 5}
+    md = (rep_dir / "report.md").read_text()
+    assert "parse_success.png" in md and "| openrouter/nvidia/nemotron-3-super-120b-a12b:free |" in md
+    assert all((rep_dir / name).stat().st_size > 1000 for name in ("parse_success.png", "finish_reasons.png", "completion_tokens.png"))
+
+
+def test_eval_defaults_to_the_bundled_traces_and_prints_json():
+    d = json.loads(run("eval", "--json", "--no-progress").stdout)
+    published = [g for g in d["groups"] if "published:adr-053" in g["sources"]]
+    assert published and published[0]["strict"] >= 3
+
+
+def test_eval_skip_reports_bad_lines(tmp_path):
+    p = tmp_path / "t.jsonl"
+    p.write_text('{"id": "a", "model": "m/a", "content": "{}"}\nnope\n')
+    r = run("eval", str(p), "--on-error", "skip", "--json", "--no-progress")
+    d = json.loads(r.stdout)
+    assert d["n_skipped"] == 1 and f"{p}:2:" in d["errors"][0]

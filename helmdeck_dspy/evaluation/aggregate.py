@@ -25,6 +25,7 @@ class GroupAgg:
     sources: Counter = field(default_factory=Counter)
     max_tokens: Counter = field(default_factory=Counter)
     tiers: Counter = field(default_factory=Counter)
+    tag_kinds: Counter = field(default_factory=Counter)
     tokens: Reservoir = field(default_factory=Reservoir)
     clean_tokens: Reservoir = field(default_factory=Reservoir)
     latency: Reservoir = field(default_factory=Reservoir)
@@ -68,6 +69,7 @@ class GroupAgg:
             bucket[1] += o.cause == "length_truncated"
         self.leak += o.reasoning_leak
         self.tags += o.reasoning_tags
+        self.tag_kinds.update(o.tag_kinds)
         self.reasoning_field += o.reasoning_field
         if o.scored:
             self.scored += 1
@@ -82,7 +84,7 @@ class GroupAgg:
         for name in ("n", "strict", "repaired", "from_label", "leak", "tags", "reasoning_field", "scored",
                      "score_sum", "score_sq", "f1_sum", "exact", "steps", "valid_steps"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
-        for name in ("finish", "finish_raw", "causes", "sources", "max_tokens", "tiers"):
+        for name in ("finish", "finish_raw", "causes", "sources", "max_tokens", "tiers", "tag_kinds"):
             getattr(self, name).update(getattr(other, name))
         for name in ("tokens", "clean_tokens", "latency", "prompt_tokens"):
             getattr(self, name).merge(getattr(other, name))

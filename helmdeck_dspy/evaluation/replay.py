@@ -1,20 +1,21 @@
 """Replaying one trace record through the planner's own parse → classify → guard path.
 
 No LM is involved: the record's content, finish_reason and reasoning go through
-:func:`parse_completion` and :func:`build_result` exactly as a live completion would, and the
-guarded plan is scored against the record's gold task when it names one.
+:func:`parse_completion` and :func:`guard_plan` (the guard stage of :func:`build_result`)
+exactly as a live completion would, and the guarded plan is scored against the record's gold
+task when it names one.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from helmdeck_dspy.budgets import BudgetTable
 from helmdeck_dspy.causes import FAILURE_CAUSES, cause_for_http, normalize_finish_reason
 from helmdeck_dspy.metric import score_plan
 from helmdeck_dspy.parsing import parse_completion
-from helmdeck_dspy.result import build_result
+from helmdeck_dspy.result import guard_plan
 from helmdeck_dspy.tasks import PlanTask
 from helmdeck_dspy.traces.record import TraceRecord
 
@@ -33,6 +34,15 @@ class ReplayContext:
     pipeline_ids: frozenset[str]
     tasks: dict[str, PlanTask]
     budgets: BudgetTable
+    _defaults: dict[str, tuple[str, str]] = field(default_factory=dict, compare=False)
+
+    def tier_and_variant(self, model: str) -> tuple[str, str]:
+        """The budget table's tier and resolved variant for ``model`` (memoised)."""
+        hit = self._defaults.get(model)
+        if hit is None:
+            b = self.budgets.lookup(model)
+            hit = self._defaults[model] = (b.tier, b.resolved_prompt_variant)
+        return hit
 
 
 @dataclass(slots=True)
@@ -55,6 +65,7 @@ class RecordOutcome:
     reasoning_tags: bool
     reasoning_field: bool
     from_label: bool
+    tag_kinds: tuple[str, ...] = ()
     n_steps: int = 0
     n_valid_steps: int = 0
     scored: bool = False
@@ -74,11 +85,10 @@ def _label_outcome(label: str) -> tuple[str, str | None]:
 
 def replay_record(rec: TraceRecord, ctx: ReplayContext) -> RecordOutcome:
     """Replay ``rec``; raises ValueError only for a record that cannot be interpreted."""
-    budget = None
-    if not rec.tier or not rec.prompt_variant:
-        budget = ctx.budgets.lookup(rec.model)
-    tier = rec.tier or budget.tier  # type: ignore[union-attr]
-    variant = rec.prompt_variant or budget.resolved_prompt_variant  # type: ignore[union-attr]
+    tier, variant = rec.tier, rec.prompt_variant
+    if not tier or not variant:
+        default_tier, default_variant = ctx.tier_and_variant(rec.model)
+        tier, variant = tier or default_tier, variant or default_variant
     base = dict(
         model=rec.model, variant=variant, tier=tier, source=rec.source, finish=normalize_finish_reason(rec.finish_reason),
         finish_raw=rec.finish_reason, completion_tokens=rec.completion_tokens, prompt_tokens=rec.prompt_tokens,
@@ -97,22 +107,20 @@ def replay_record(rec: TraceRecord, ctx: ReplayContext) -> RecordOutcome:
     leak = parse.cause == "reasoning_only" or (parse.saw_reasoning and parse.visible_chars < LEAK_VISIBLE_CHARS)
     out = RecordOutcome(
         outcome=parse.outcome, cause=parse.cause, reasoning_leak=leak, reasoning_tags="tags" in parse.notes,
-        reasoning_field="reasoning_field" in parse.notes, from_label=False, **base,
+        reasoning_field="reasoning_field" in parse.notes, from_label=False,
+        tag_kinds=tuple(n[4:] for n in parse.notes if n.startswith("tag:")), **base,
     )
     task = ctx.tasks.get(rec.task_id) if rec.task_id else None
     if parse.plan is None:
         if task is not None:
             out.scored = True  # a parse failure scores 0
         return out
-    result = build_result(
-        parse, intent=rec.intent or (task.intent if task else ""), variant=variant,  # type: ignore[arg-type]
-        model=rec.model, tier=tier, catalog_ids=ctx.catalog_ids, pipeline_ids=ctx.pipeline_ids,
-    )
-    out.n_steps = len(result.steps)
-    out.n_valid_steps = sum(1 for s in result.steps if not s.demoted)
+    steps, _dropped, _more = guard_plan(parse.plan, variant, ctx.catalog_ids, ctx.pipeline_ids)
+    out.n_steps = len(steps)
+    out.n_valid_steps = sum(1 for s in steps if not s.demoted)
     if task is not None:
-        done = _as_int(getattr(rec, "done", None) or (rec.model_extra or {}).get("done"))
-        s = score_plan(task, result.steps, variant=variant, done=done, pipeline_ids=ctx.pipeline_ids)
+        done = _as_int((rec.model_extra or {}).get("done"))
+        s = score_plan(task, steps, variant=variant, done=done, pipeline_ids=ctx.pipeline_ids)
         out.scored, out.score, out.f1, out.exact = True, s.score, s.f1, s.exact
     return out
 

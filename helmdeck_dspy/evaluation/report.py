@@ -66,6 +66,9 @@ class GroupReport(BaseModel):
     reasoning_leak_count: int
     reasoning_leak_rate: float
     reasoning_tag_count: int
+    reasoning_tag_kinds: dict[str, int] = Field(
+        default_factory=dict, description="Responses containing each tag kind (think, thinking, reasoning...)."
+    )
     reasoning_field_count: int
     from_label: int
     gold: GoldStats | None = None
@@ -164,6 +167,7 @@ def group_report(model: str, variant: str, agg: GroupAgg) -> GroupReport:
         reasoning_leak_count=agg.leak,
         reasoning_leak_rate=agg.leak / agg.n if agg.n else 0.0,
         reasoning_tag_count=agg.tags,
+        reasoning_tag_kinds=dict(agg.tag_kinds.most_common()),
         reasoning_field_count=agg.reasoning_field,
         from_label=agg.from_label,
         gold=gold,
@@ -270,7 +274,9 @@ def render_markdown(report: EvalReport, plots: list[str] | None = None) -> str:
         causes = ", ".join(f"{k} {v}" for k, v in g.failure_cause_counts.items()) or "none"
         raw = ", ".join(f"`{k}` {v}" for k, v in g.finish_reason_raw_counts.items())
         lines.append(f"- **{g.model}** / {g.prompt_variant}: causes: {causes}; finish_reason (raw): {raw}; "
-                     f"reasoning: {g.reasoning_tag_count} with tags, {g.reasoning_field_count} with a separate field, "
+                     f"reasoning: {g.reasoning_tag_count} with tags "
+                     f"({', '.join(f'{k} {v}' for k, v in g.reasoning_tag_kinds.items()) or 'none'}), "
+                     f"{g.reasoning_field_count} with a separate field, "
                      f"{g.reasoning_leak_count} leaks; completion tokens p50 {_num(g.completion_tokens.p50)}, "
                      f"p95 {_num(g.completion_tokens.p95)}, max {_num(g.completion_tokens.max)}; latency p50 "
                      f"{_num(g.latency_ms.p50)} ms, p95 {_num(g.latency_ms.p95)} ms.")

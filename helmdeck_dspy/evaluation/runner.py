@@ -50,11 +50,21 @@ def _init_worker(ctx: ReplayContext) -> None:
     _CTX = ctx
 
 
-def process_chunk(path: str, rows: list[tuple[int, Any]], on_error: OnError, ctx: ReplayContext | None = None) -> ChunkResult:
-    """Validate and replay one chunk of ``(line_number, raw row)`` pairs."""
+def process_chunk(
+    path: str,
+    rows: list[tuple[int, Any]] | tuple[int, int, int],
+    on_error: OnError,
+    ctx: ReplayContext | None = None,
+    groups: dict[GroupKey, GroupAgg] | None = None,
+) -> ChunkResult:
+    """Validate and replay one chunk: ``(line_number, raw row)`` pairs, or a JSONL byte range
+    ``(start, end, first_line)`` that the worker reads itself. Accumulates into ``groups`` when
+    given (one worker), else into a fresh dict returned for merging."""
     context = ctx or _CTX
     assert context is not None, "worker context not initialised"
-    groups: dict[GroupKey, GroupAgg] = {}
+    if isinstance(rows, tuple):
+        rows = list(_read_range(path, *rows))
+    groups = {} if groups is None else groups
     records = skipped = 0
     errors: list[str] = []
     for line_no, raw in rows:
@@ -79,6 +89,38 @@ def process_chunk(path: str, rows: list[tuple[int, Any]], on_error: OnError, ctx
         agg.add(outcome)
         records += 1
     return ChunkResult(groups, records, skipped, errors)
+
+
+def _read_range(path: str, start: int, end: int, first_line: int) -> Iterator[tuple[int, str]]:
+    with open(path, "rb") as handle:
+        handle.seek(start)
+        data = handle.read(end - start)
+    for i, raw in enumerate(data.split(b"\n"), first_line):
+        if raw.strip():
+            yield i, raw.decode("utf-8", errors="replace")
+
+
+def _byte_ranges(path: Path, lines_per_chunk: int = CHUNK_RECORDS) -> Iterator[tuple[int, int, int]]:
+    """Split a JSONL file into ``(start, end, first_line)`` ranges of whole lines (one fast scan)."""
+    start, line, pos, count = 0, 1, 0, 0
+    first_line = 1
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            offset = 0
+            while True:
+                nl = block.find(b"\n", offset)
+                if nl == -1:
+                    break
+                count += 1
+                line += 1
+                offset = nl + 1
+                if count == lines_per_chunk:
+                    end = pos + offset
+                    yield start, end, first_line
+                    start, first_line, count = end, line, 0
+            pos += len(block)
+    if pos > start:
+        yield start, pos, first_line
 
 
 def _describe(exc: BaseException) -> str:
@@ -156,13 +198,18 @@ def evaluate(
                 all_errors.extend(res.errors[: max(0, MAX_ERRORS_KEPT - len(all_errors))])
                 bar.update(res.records + res.skipped)
 
-            for chunk in _chunks(path, fmt):
-                if pool is None:
-                    fold(process_chunk(str(path), chunk, on_error, ctx))
-                    continue
-                pending.append(pool.submit(process_chunk, str(path), chunk, on_error))
-                while len(pending) >= 2 * workers:
-                    fold(pending.pop(0).result())
+            if pool is None:
+                for chunk in _chunks(path, fmt):
+                    res = process_chunk(str(path), chunk, on_error, ctx, groups)
+                    res.groups = {}  # already folded in place
+                    fold(res)
+            else:
+                # Workers read JSONL byte ranges themselves; other formats are read here.
+                chunks = _byte_ranges(path) if fmt == "jsonl" else _chunks(path, fmt)
+                for chunk in chunks:
+                    pending.append(pool.submit(process_chunk, str(path), chunk, on_error))
+                    while len(pending) >= 2 * workers:
+                        fold(pending.pop(0).result())
             for fut in pending:
                 fold(fut.result())
             inputs.append(InputFile(path=str(path), format=fmt, sha256=file_sha256(path), records=n, skipped=skipped))

@@ -35,27 +35,64 @@ def newcombe_diff(s1: int, n1: int, s2: int, n2: int, z: float = Z95) -> tuple[f
 
 @dataclass
 class Reservoir:
-    """Values for percentiles with bounded memory: exact up to ``capacity`` values, then a
-    uniform reservoir sample (Algorithm R, seeded). ``max`` and ``count`` stay exact."""
+    """Values for percentiles with bounded memory.
 
-    capacity: int = 20_000
+    Exact up to ``capacity`` values; beyond that a uniform reservoir sample (Algorithm R,
+    seeded). Merging two reservoirs keeps each kept value's weight (how many records it stands
+    for), so percentiles of merged samples stay unbiased. ``count``, ``total`` and ``maximum``
+    are always exact.
+    """
+
+    capacity: int = 10_000
     seed: int = 0
     values: list[float] = field(default_factory=list)
+    weights: list[float] = field(default_factory=list)
     count: int = 0
     maximum: float | None = None
     total: float = 0.0
 
     def add(self, value: float) -> None:
-        self.count += 1
         self.total += value
         if self.maximum is None or value > self.maximum:
             self.maximum = value
+        self._offer(value)
+
+    def _offer(self, value: float) -> None:
+        """One step of Algorithm R: keep ``value`` while there is room, else replace at random."""
+        self.count += 1
         if len(self.values) < self.capacity:
             self.values.append(value)
+            self.weights.append(1.0)
             return
         j = self._rng().randrange(self.count)
         if j < self.capacity:
             self.values[j] = value
+            self.weights[j] = 1.0
+
+    def _offer_many(self, values: list[float]) -> None:
+        """Algorithm R over a batch, vectorised: only the few values that win a slot cost Python time."""
+        room = self.capacity - len(self.values)
+        if room > 0:
+            head = values[:room]
+            self.values.extend(head)
+            self.weights.extend([1.0] * len(head))
+            self.count += len(head)
+            values = values[room:]
+        if not values:
+            return
+        import numpy as np
+
+        gen = getattr(self, "_np_random", None)
+        if gen is None:
+            gen = self._np_random = np.random.default_rng(self.seed)
+        k = len(values)
+        seen = np.arange(self.count + 1, self.count + k + 1)
+        kept = np.nonzero(gen.random(k) < self.capacity / seen)[0]
+        slots = gen.integers(0, self.capacity, size=len(kept))
+        for j, slot in zip(kept.tolist(), slots.tolist()):
+            self.values[slot] = values[j]
+            self.weights[slot] = 1.0
+        self.count += k
 
     def _rng(self) -> random.Random:
         rng = getattr(self, "_random", None)
@@ -64,31 +101,55 @@ class Reservoir:
             self._random = rng
         return rng
 
+    def _mass(self) -> list[float]:
+        """Records each kept value stands for."""
+        kept = sum(self.weights)
+        scale = self.count / kept if kept else 0.0
+        return [w * scale for w in self.weights]
+
     def merge(self, other: Reservoir) -> None:
-        """Fold another reservoir in (exact while the union fits, else a weighted sample)."""
+        """Fold another reservoir in.
+
+        An exact reservoir (all its values kept, e.g. one evaluation chunk) continues this one's
+        stream value by value, costing O(its size); a subsampled one is merged by weighted sampling.
+        """
         if other.count == 0:
             return
-        if self.count + other.count <= self.capacity:
-            self.values.extend(other.values)
-        else:
-            rng = self._rng()
-            pool = [(v, self.count / max(len(self.values), 1)) for v in self.values]
-            pool += [(v, other.count / max(len(other.values), 1)) for v in other.values]
-            keys = sorted(pool, key=lambda vw: rng.random() ** (1.0 / vw[1]), reverse=True)
-            self.values = [v for v, _ in keys[: self.capacity]]
+        if other.count == len(other.values) and len(set(self.weights)) <= 1:
+            self._offer_many(other.values)
+            self.total += other.total
+            if other.maximum is not None and (self.maximum is None or other.maximum > self.maximum):
+                self.maximum = other.maximum
+            return
+        pool = list(zip(self.values, self._mass())) + list(zip(other.values, other._mass()))
+        if len(pool) > self.capacity:
+            rng = self._rng()  # weighted sampling without replacement (Efraimidis-Spirakis)
+            pool = sorted(pool, key=lambda vw: rng.random() ** (1.0 / vw[1]), reverse=True)[: self.capacity]
+            pool = [(v, 1.0) for v, _ in pool]
+        self.values = [v for v, _ in pool]
+        self.weights = [w for _, w in pool]
         self.count += other.count
         self.total += other.total
         if other.maximum is not None and (self.maximum is None or other.maximum > self.maximum):
             self.maximum = other.maximum
 
     def percentile(self, q: float) -> float | None:
-        """Linear-interpolated percentile (0-100) of the kept values; None when empty."""
+        """Percentile (0-100) of the kept values, weighted; linear interpolation when unweighted."""
         if not self.values:
             return None
-        data = sorted(self.values)
-        k = (len(data) - 1) * q / 100
-        lo, hi = math.floor(k), math.ceil(k)
-        return data[lo] + (data[hi] - data[lo]) * (k - lo)
+        if len(set(self.weights)) <= 1:
+            data = sorted(self.values)
+            k = (len(data) - 1) * q / 100
+            lo, hi = math.floor(k), math.ceil(k)
+            return data[lo] + (data[hi] - data[lo]) * (k - lo)
+        pairs = sorted(zip(self.values, self.weights))
+        target = sum(self.weights) * q / 100
+        acc = 0.0
+        for value, weight in pairs:
+            acc += weight
+            if acc >= target:
+                return value
+        return pairs[-1][0]
 
     def summary(self) -> dict[str, float | int | None]:
         return {
@@ -98,5 +159,5 @@ class Reservoir:
             "p90": self.percentile(90),
             "p95": self.percentile(95),
             "max": self.maximum,
-            "exact": self.count <= self.capacity,
+            "exact": self.count == len(self.values),
         }

@@ -1,0 +1,66 @@
+"""Wilson and Newcombe intervals against known values; the bounded reservoir."""
+
+from __future__ import annotations
+
+import pytest
+
+from helmdeck_dspy.evaluation.stats import Reservoir, newcombe_diff, wilson
+
+
+def test_wilson_known_values():
+    # 3/6: the published Nemotron success rate
+    lo, hi = wilson(3, 6)
+    assert lo == pytest.approx(0.1876, abs=1e-4) and hi == pytest.approx(0.8124, abs=1e-4)
+    assert wilson(0, 10)[0] == 0.0 and wilson(0, 10)[1] == pytest.approx(0.2775, abs=1e-4)
+    assert wilson(10, 10)[1] == pytest.approx(1.0)
+    assert wilson(0, 0) == (0.0, 1.0)
+
+
+def test_newcombe_difference_known_values():
+    # Newcombe (1998) example 1: 56/70 vs 48/80 -> 0.2 [0.0524, 0.3339]
+    d, lo, hi = newcombe_diff(56, 70, 48, 80)
+    assert d == pytest.approx(0.2)
+    assert lo == pytest.approx(0.0524, abs=5e-4) and hi == pytest.approx(0.3339, abs=5e-4)
+
+
+def test_reservoir_exact_then_bounded():
+    r = Reservoir(capacity=100, seed=1)
+    for v in range(50):
+        r.add(v)
+    assert r.percentile(50) == pytest.approx(24.5) and r.summary()["exact"]
+    for v in range(50, 10_000):
+        r.add(v)
+    assert len(r.values) == 100 and r.count == 10_000 and r.maximum == 9999
+    assert not r.summary()["exact"]
+    assert 3500 < r.percentile(50) < 6500  # a uniform sample of 0..9999
+
+
+def test_reservoir_merge_keeps_counts_and_max():
+    a, b = Reservoir(capacity=1000), Reservoir(capacity=1000)
+    for v in range(300):
+        a.add(v)
+    for v in range(300, 500):
+        b.add(v)
+    a.merge(b)
+    assert a.count == 500 and a.maximum == 499 and len(a.values) == 500
+    assert a.percentile(50) == pytest.approx(249.5)
+    big = Reservoir(capacity=100)
+    for v in range(1000):
+        big.add(v)
+    a.merge(big)
+    # 600 kept values now stand for 1500 records: big's 100 values weigh 10 records each
+    assert a.count == 1500 and len(a.values) == 600 and not a.summary()["exact"]
+    assert 350 < a.percentile(50) < 650  # the weighted median of 0..499 (500) and 0..999 (1000)
+
+
+def test_merged_percentiles_match_one_stream():
+    one = Reservoir(capacity=50_000)
+    parts = [Reservoir(capacity=50_000) for _ in range(4)]
+    for v in range(20_000):
+        one.add(v % 997)
+        parts[v % 4].add(v % 997)
+    merged = Reservoir(capacity=50_000)
+    for part in parts:
+        merged.merge(part)
+    for q in (50, 90, 95):
+        assert merged.percentile(q) == pytest.approx(one.percentile(q), abs=1)

@@ -65,6 +65,11 @@ def completion_from_response(
 
     parts = response.message.parts if response.message is not None else []
     usage = response.usage
+    from helmdeck_dspy.engines.base import LATENCY_KEY
+
+    simulated = (response.provider_data or {}).get(LATENCY_KEY)  # a simulating engine's latency
+    if simulated is not None:
+        latency_ms = float(simulated)
     return Completion(
         kind=kind,
         system=system,

@@ -340,6 +340,38 @@ def traces_convert(src: str, dst: str, on_error: str) -> None:
     click.echo(f"wrote {n} records to {dst}")
 
 
+@traces.command("simulate")
+@click.option("--profile", "-p", "profiles", multiple=True, required=True,
+              help="Simulator profile name or .toml path; repeatable; 'all' for every bundled profile.")
+@click.option("--variant", type=click.Choice(["full_steps", "single_pick", "both"]), default="both", show_default=True)
+@click.option("--tasks", "split", default="dev", show_default=True, help="Gold task split (train, dev, test, all) or a JSONL path.")
+@click.option("--n", "n", type=click.IntRange(1), default=None, help="Tasks per profile and variant (cycled if more than the split).")
+@click.option("--max-tokens", type=click.IntRange(1), default=None, help="Override the budget's output_tokens.")
+@click.option("--model", default=None, help="Budget lookup id (default: the profile's model).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False))
+def traces_simulate(
+    profiles: tuple[str, ...], variant: str, split: str, n: int | None, max_tokens: int | None,
+    model: str | None, seed: int, out: str,
+) -> None:
+    """Run the real plan modules against the simulated tier LM and record the traces."""
+    from pathlib import Path
+
+    from tqdm import tqdm
+
+    from helmdeck_dspy.tasks import load_tasks
+    from helmdeck_dspy.traces.simulate import VARIANTS, resolve_profiles, simulate
+
+    chosen = resolve_profiles(profiles)
+    tasks = load_tasks(path=split) if Path(split).suffix == ".jsonl" else load_tasks(None if split == "all" else split)
+    variants = VARIANTS if variant == "both" else (variant,)
+    total = len(chosen) * len(variants) * (n or len(tasks))
+    with tqdm(total=total, unit=" plan", desc="simulate", disable=not sys.stderr.isatty(), file=sys.stderr) as bar:
+        written = simulate(chosen, tasks, out, variants=variants, n=n, max_tokens=max_tokens, seed=seed, model=model,
+                           progress=bar.update)
+    click.echo(f"wrote {written} plan records ({', '.join(p.name for p in chosen)} x {', '.join(variants)}) to {out}")
+
+
 # ----------------------------------------------------------------------------- eval
 
 

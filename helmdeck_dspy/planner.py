@@ -130,6 +130,7 @@ class Planner:
         budgets: BudgetTable | str | Path | None = None,
         compiled_root: Path | None = None,
         api_base: str | None = None,
+        variant: str | None = None,
         **options: Any,
     ) -> Planner:
         """Everything a model needs: budget lookup, variant, compiled program, catalog, LM.
@@ -142,12 +143,17 @@ class Planner:
             budgets: A budget table or its path (default: the bundled table).
             compiled_root: Where compiled programs live (default: the bundled ``compiled/``).
             api_base: API base URL for a live OpenAI-compatible endpoint.
+            variant: Force ``full_steps`` or ``single_pick`` instead of the budget's variant.
             **options: Passed to :class:`Planner` (ranker, history, record_path, max_tokens...).
         """
         from helmdeck_dspy.lm import make_lm
 
         table = budgets if isinstance(budgets, BudgetTable) else load_budget_table(budgets)
         budget = budget_for(model_id, table)
+        if variant is not None:
+            if variant not in ("full_steps", "single_pick"):
+                raise ValueError(f"unknown prompt variant {variant!r}")
+            budget = budget.model_copy(update={"prompt_variant": variant})
         guide = catalog if isinstance(catalog, RoutingGuide) else load_catalog(catalog)
         spec = None
         if lm is None or isinstance(lm, str):
@@ -185,9 +191,17 @@ class Planner:
     # ------------------------------------------------------------------ planning
 
     def plan(
-        self, intent: str, context: str | None = None, prior_steps: list[ExecutedStep] | None = None
+        self,
+        intent: str,
+        context: str | None = None,
+        prior_steps: list[ExecutedStep] | None = None,
+        *,
+        task_id: str | None = None,
     ) -> PlanResult:
-        """Plan ``intent``. Never raises for model misbehaviour: failures come back in ``failure_cause``."""
+        """Plan ``intent``. Never raises for model misbehaviour: failures come back in ``failure_cause``.
+
+        ``task_id`` only labels the trace record when recording (the gold task the call answers).
+        """
         import dspy
 
         from helmdeck_dspy.adapter import PlanParseError
@@ -238,7 +252,7 @@ class Planner:
                 model=self.budget.model, caller=self.caller, duration_ms=duration_ms,
             )
         if self.record_path is not None:
-            self._record(intent, calls, error)
+            self._record(intent, calls, error, task_id)
         return result
 
     def _source(self) -> str:
@@ -247,11 +261,11 @@ class Planner:
         kind = lm_kind(self.lm_spec) if self.lm_spec else "live"
         return self.lm_spec if kind == "sim" else kind  # type: ignore[return-value]
 
-    def _record(self, intent: str, calls: list[Any], error: BaseException | None) -> None:
+    def _record(self, intent: str, calls: list[Any], error: BaseException | None, task_id: str | None) -> None:
         """Append one trace record per LM exchange (filter calls marked ``call: filter``)."""
         base = dict(
             source=self._source(), model=self.budget.model, tier=self.budget.tier, prompt_variant=self.variant,
-            intent=intent, recorded_at=utc_now(),
+            intent=intent, task_id=task_id, recorded_at=utc_now(),
         )
         for c in calls:
             rec = TraceRecord(

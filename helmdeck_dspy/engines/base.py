@@ -8,6 +8,7 @@ from helmdeck_dspy.causes import normalize_finish_reason
 
 _LM15_FINISH = {"stop": "stop", "length": "length", "safety": "content_filter", "tool_calls": "tool_call"}
 RAW_FINISH_KEY = "helmdeck_finish_reason_raw"
+LATENCY_KEY = "helmdeck_latency_ms"  # a simulated latency, when an engine simulates one
 
 
 def make_response(
@@ -19,8 +20,10 @@ def make_response(
     prompt_tokens: int | None = None,
     completion_tokens: int | None = None,
     response_id: str | None = None,
+    latency_ms: float | None = None,
 ) -> Response:
-    """An lm15 Response carrying the raw finish_reason spelling in ``provider_data``.
+    """An lm15 Response carrying the raw finish_reason spelling (and any simulated latency) in
+    ``provider_data``.
 
     lm15 only knows stop/length/tool_call/content_filter/error; an absent or unknown
     finish_reason becomes ``error`` there, and the raw value travels alongside.
@@ -30,13 +33,16 @@ def make_response(
         parts.append(ThinkingPart(reasoning))
     parts.append(TextPart(content or ""))
     finish = _LM15_FINISH.get(normalize_finish_reason(finish_reason), "error")
+    data: dict = {RAW_FINISH_KEY: finish_reason}
+    if latency_ms is not None:
+        data[LATENCY_KEY] = latency_ms
     return Response(
         id=response_id,
         model=model,
         message=Message.assistant(parts),
         finish_reason=finish,  # type: ignore[arg-type]
         usage=Usage(input_tokens=prompt_tokens, output_tokens=completion_tokens),
-        provider_data={RAW_FINISH_KEY: finish_reason},
+        provider_data=data,
     )
 
 

@@ -73,6 +73,8 @@ def process_chunk(
             if not isinstance(obj, dict):
                 raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
             rec = TraceRecord.model_validate(obj)
+            if rec.call == "filter":
+                continue  # the two-pass filter's exchange: not a plan completion
             outcome = replay_record(rec, context)
         except (ValueError, ValidationError, RecursionError) as exc:
             msg = str(DataFileError(path, _describe(exc), line=line_no))

@@ -1,0 +1,276 @@
+"""SimEngine: a simulated tier LM that answers our plan prompts as a model of some kind would.
+
+It reads the request and the catalog actually present in the prompt, plans with a noisy
+lexical planner (BM25 over the shown entries, clause by clause, a pipeline when one covers the
+whole request), and then dresses the answer the way the profile's model does: reasoning in a
+separate field or inline ``<think>`` tags, reasoning leaks, verbose rationales, code fences,
+trailing prose, empty 200s, content filters, and truncation at ``max_tokens`` with
+``finish_reason = length``. Reasoning grows with the number of steps the prompt asks for, so
+single_pick (one step per call) spends far fewer tokens than full_steps.
+
+Answers are deterministic for (profile, seed, request). Latency (time to first token plus
+tokens / rate) is simulated, not slept, and travels in ``provider_data``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+import re
+from functools import lru_cache
+from typing import Any
+
+from dspy.lm15 import Request, Response
+
+from helmdeck_dspy.adapter import CATALOG_HEADER
+from helmdeck_dspy.catalog.models import RoutingGuide, parse_catalog
+from helmdeck_dspy.catalog.rank import rank_bm25
+from helmdeck_dspy.catalog.text import tokenize
+from helmdeck_dspy.engines.base import make_response
+from helmdeck_dspy.engines.profile import SimProfile, load_profile
+from helmdeck_dspy.signatures.types import PIPELINE_RUN_TOOL
+from helmdeck_dspy.tokens import count_tokens
+
+__all__ = ["SimEngine", "load_profile"]
+
+_CLAUSES = re.compile(r"\s*(?:;|\.\s|,\s*(?:and\s+)?then\b|\band then\b|\bthen\b|\band also\b|,\s*and\b|\band\b)\s*", re.I)
+_PLANNER_IDS = frozenset({"helmdeck.plan", "helmdeck__plan"})
+MIN_SCORE = 3.0  # BM25 score below which a clause is treated as something the catalog cannot do
+LEAK_TEXTS = ("I will plan this step by step.", "Planning the steps now.", "{", "Let me think about the tools first")
+
+
+@lru_cache(maxsize=64)
+def _catalog(text: str) -> RoutingGuide | None:
+    try:
+        return parse_catalog(json.loads(text))
+    except Exception:  # noqa: BLE001 - a prompt without a readable catalog plans nothing
+        return None
+
+
+def _section(text: str, header: str) -> str | None:
+    i = text.find(header)
+    if i == -1:
+        return None
+    start = i + len(header)
+    end = text.find("\n\n", start)
+    return text[start : end if end != -1 else len(text)].strip()
+
+
+class SimEngine:
+    """``engine=`` for ``dspy.LM("sim/<profile>/seed<N>", engine=SimEngine(profile, seed))``."""
+
+    def __init__(self, profile: SimProfile | str, seed: int = 0) -> None:
+        self.profile = load_profile(profile) if isinstance(profile, str) else profile
+        self.seed = seed
+        self.calls = 0
+
+    # DSPy can save an LM with its engine; keep that possible.
+    def dump_state(self) -> dict[str, Any]:
+        return {"profile": self.profile.model_dump(), "seed": self.seed}
+
+    @classmethod
+    def load_state(cls, state: dict[str, Any]) -> SimEngine:
+        return cls(SimProfile.model_validate(state["profile"]), state.get("seed", 0))
+
+    def close(self) -> None:
+        pass
+
+    # ------------------------------------------------------------------ entry point
+
+    def complete(self, request: Request) -> Response:
+        self.calls += 1
+        system = request.system if isinstance(request.system, str) else ""
+        messages = [(m.role, m.text or "") for m in request.messages]
+        rng = random.Random(self._seed_for(system, messages, request.config.max_tokens))
+        if "ANSWER FORMAT" in system:
+            return self._plan_reply(request, system, messages, rng)
+        from helmdeck_dspy.filter import FILTER_SYSTEM
+
+        if system == FILTER_SYSTEM:
+            return self._filter_reply(request, messages[-1][1])
+        return make_response(request.model, _generic_answer(request, system, messages), finish_reason="stop")
+
+    def _seed_for(self, system: str, messages: list[tuple[str, str]], max_tokens: int | None) -> int:
+        h = hashlib.sha256(f"{self.profile.name}|{self.seed}|{max_tokens}|{system}".encode())
+        for role, text in messages:
+            h.update(f"|{role}:{text}".encode())
+        return int.from_bytes(h.digest()[:8], "big")
+
+    # ------------------------------------------------------------------ planning
+
+    def _plan_reply(self, request: Request, system: str, messages: list[tuple[str, str]], rng: random.Random) -> Response:
+        user = messages[-1][1] if messages else ""
+        catalog_text = _section(system, CATALOG_HEADER + "\n") or _section(user, CATALOG_HEADER + "\n")
+        guide = _catalog(catalog_text) if catalog_text else None
+        intent = _section(user, "USER REQUEST:\n") or ""
+        prior = _section(user, "PRIOR STEPS (already done):\n")
+        done = len(prior.splitlines()) if prior else 0
+        demos = sum(1 for role, _ in messages[:-1] if role == "assistant")
+        single = '"more_steps_likely"' in system
+        steps, reasoning = self._plan(guide, intent, demos, rng)
+        asked = 1 if single else max(1, len(steps))
+        if single:
+            more = len(steps) > done + 1
+            steps = steps[done : done + 1]
+        return self._dress(request, steps, reasoning, single, more if single else False, asked, rng)
+
+    def _plan(self, guide: RoutingGuide | None, intent: str, demos: int, rng: random.Random) -> tuple[list[dict], str]:
+        p = self.profile.planning
+        damp = 1.0 - p.demo_gain * min(demos, 4) / 4
+        if guide is None or not tokenize(intent):
+            return [], "Nothing in the request maps to a catalog entry."
+        whole = [r for r in rank_bm25(guide, intent) if r.id not in _PLANNER_IDS]
+        if whole and whole[0].kind == "pipeline" and whole[0].score >= MIN_SCORE:
+            if rng.random() >= p.pipeline_blindness:
+                steps = [self._step(guide, whole, 0, intent, rng, damp)]
+                return steps, f"{whole[0].id} covers the whole request, so one pipeline run is enough."
+            # Blind to the pipeline: spell out the packs it supersedes (named in the prompt), one step each.
+            pipe = next(pl for pl in guide.pipelines if pl.id == whole[0].id)
+            packs = list(pipe.metadata.supersedes)
+            if len(packs) >= 2:
+                return ([{"tool": name, "args": {}, "why": f"{name} for this part of the request"} for name in packs],
+                        "Each part of the request maps to a pack, run in order.")
+        steps: list[dict] = []
+        used: set[str] = set()
+        for clause in (c for c in _CLAUSES.split(intent) if len(tokenize(c)) >= 2):
+            ranked = [r for r in rank_bm25(guide, clause) if r.id not in _PLANNER_IDS and r.id not in used]
+            if not ranked or ranked[0].score < MIN_SCORE:
+                continue
+            step = self._step(guide, ranked, len(steps), clause, rng, damp)
+            used.add(step["args"].get("id", step["tool"]) if step["tool"] == PIPELINE_RUN_TOOL else step["tool"])
+            steps.append(step)
+        if len(steps) > 1 and rng.random() < p.missing_step_rate * damp:
+            steps.pop(rng.randrange(len(steps)))
+        if steps and rng.random() < p.self_call_rate * damp:
+            steps.insert(0, {"tool": "helmdeck.plan", "args": {}, "why": "break the request down first"})
+        reasoning = "The request has several parts; one pack per part, in order." if len(steps) > 1 else (
+            "One pack covers it." if steps else "No catalog entry fits this request.")
+        return steps, reasoning
+
+    def _step(self, guide: RoutingGuide, ranked: list, index: int, clause: str, rng: random.Random, damp: float) -> dict:
+        p = self.profile.planning
+        pick = ranked[0]
+        if len(ranked) > 1 and rng.random() < p.wrong_tool_rate * damp:
+            pick = ranked[1]
+        if rng.random() < p.invented_tool_rate * damp:
+            words = [t for t in tokenize(clause) if len(t) > 3] or ["helper"]
+            return {"tool": f"{rng.choice(words)}.{rng.choice(['run', 'get', 'make', 'transcript'])}", "args": {}, "why": clause}
+        url = re.search(r"https?://\S+", clause)
+        args: dict[str, Any] = {"url": url.group(0).rstrip(".,)")} if url else {}
+        if pick.kind == "pipeline":
+            return {"tool": PIPELINE_RUN_TOOL, "args": {"id": pick.id, "inputs": args}, "why": clause}
+        return {"tool": pick.id, "args": args, "why": clause}
+
+    # ------------------------------------------------------------------ shaping the reply
+
+    def _dress(self, request: Request, steps: list[dict], reasoning: str, single: bool, more: bool, asked: int,
+               rng: random.Random) -> Response:
+        s, t = self.profile.shape, self.profile.timing
+        cap = request.config.max_tokens or 4096
+        verbose = rng.random() < s.verbose_rate
+        words = s.rationale_words
+        plan_steps = []
+        for i, st in enumerate(steps, 1):
+            why = _sentence(st["why"], words, rng)
+            if verbose:
+                why += " " + _padding(int(s.verbose_tokens_per_step), rng)
+            plan_steps.append({"order": i, "tool": st["tool"], "args": st["args"], "rationale": why})
+        complexity = "pack-chain" if len(steps) > 1 or more else (
+            "pipeline-direct" if steps and steps[0]["tool"] == PIPELINE_RUN_TOOL else "single-action")
+        answer: dict[str, Any] = {"steps": plan_steps, "complexity": complexity}
+        if single:
+            answer["more_steps_likely"] = more
+        answer["reasoning"] = reasoning
+        visible = json.dumps(answer, ensure_ascii=False, indent=2 if verbose else None)
+
+        strict = request.config.response_format is not None and s.strict_json_obeys
+        if not strict and rng.random() < s.malformed_rate:
+            visible = visible.replace('"complexity"', ',"complexity"', 1) if '"complexity"' in visible else visible
+            visible = visible.replace("],,", "],", 1)
+        if not strict and rng.random() < s.fence_rate:
+            visible = f"```json\n{visible}\n```"
+        if not strict and rng.random() < s.prose_rate:
+            visible += "\n\nThis plan covers every part of the request."
+
+        r_tokens = 0
+        if s.reasoning != "none":
+            mean = s.reasoning_base_tokens + s.reasoning_per_step_tokens * asked
+            r_tokens = int(mean * math.exp(rng.gauss(0, s.reasoning_sigma) - s.reasoning_sigma**2 / 2)) if mean else 0
+        reasoning_text = _padding(r_tokens, rng) if r_tokens else None
+        finish: str | None = "stop"
+        roll = rng.random()
+        if roll < s.empty_rate:
+            visible, reasoning_text, finish, r_tokens = "", None, None, 0
+        elif roll < s.empty_rate + s.content_filter_rate:
+            visible, finish = "", "content_filter"
+        elif roll < s.empty_rate + s.content_filter_rate + s.leak_rate and s.reasoning != "none":
+            visible = rng.choice(LEAK_TEXTS)
+
+        inline = s.reasoning == "inline" and reasoning_text
+        if inline:
+            visible = f"<think>\n{reasoning_text}\n</think>\n{visible}"
+        v_tokens = count_tokens(visible) if visible else 0
+        counted = v_tokens if (inline or not s.reasoning_counts_toward_cap) else v_tokens + r_tokens
+        completion = v_tokens + (0 if inline else r_tokens)
+        if finish == "stop" and counted > cap:
+            # cut the visible text where the cap ran out (inline reasoning eats the cap first)
+            budget = cap - (0 if inline or not s.reasoning_counts_toward_cap else r_tokens)
+            visible = _truncate_tokens(visible, max(budget, 0))
+            finish, completion = "length", cap
+        rate = t.tokens_per_s * math.exp(rng.gauss(0, t.tokens_per_s_sigma))
+        latency = t.ttft_ms * math.exp(rng.gauss(0, 0.2)) + 1000 * completion / rate
+        return make_response(
+            request.model, visible, reasoning=None if inline else reasoning_text, finish_reason=finish,
+            prompt_tokens=_prompt_tokens(request), completion_tokens=completion, latency_ms=round(latency, 1),
+        )
+
+    def _filter_reply(self, request: Request, user: str) -> Response:
+        ids = re.findall(r"^- (\S+)", user, re.M)
+        intent = _section(user, "REQUEST:\n") or ""
+        wanted = set(tokenize(intent))
+        scored = sorted(ids, key=lambda i: (-len(set(tokenize(i)) & wanted), i))[:8]
+        return make_response(request.model, json.dumps({"ids": scored}), finish_reason="stop", completion_tokens=40)
+
+
+def _sentence(clause: str, words: int, rng: random.Random) -> str:
+    base = clause.strip().rstrip(".")
+    text = f"Handles '{base}'" if base else "Needed for the request"
+    return text + ("." if len(text.split()) >= words else " and passes its result on.")
+
+
+_FILLER = ("the user wants this part done before the next one so the output of this call feeds the "
+           "following step and nothing else in the catalog fits better for that reason").split()
+
+
+def _padding(tokens: int, rng: random.Random) -> str:
+    n = max(1, int(tokens * 0.75))  # about 0.75 words per token
+    start = rng.randrange(len(_FILLER))
+    return " ".join(_FILLER[(start + i) % len(_FILLER)] for i in range(n))
+
+
+def _truncate_tokens(text: str, tokens: int) -> str:
+    from helmdeck_dspy.tokens import _encoding
+
+    enc = _encoding()
+    if enc is None:
+        return text[: tokens * 4]
+    ids = enc.encode(text, disallowed_special=())
+    return enc.decode(ids[:tokens])
+
+
+def _prompt_tokens(request: Request) -> int:
+    system = request.system if isinstance(request.system, str) else ""
+    return count_tokens(system) + sum(count_tokens(m.text or "") + 4 for m in request.messages)
+
+
+def _generic_answer(request: Request, system: str, messages: list[tuple[str, str]]) -> str:
+    """Answer DSPy's own prompts (instruction proposals, reflection) in the format they ask for."""
+    m = re.search(r"Your output fields are:\n(.*?)\n\n", system, re.S)
+    names = re.findall(r"\d+\. `(\w+)`", m.group(1)) if m else ["answer"]
+    values = {n: "Plan with exact catalog ids; prefer a pipeline that covers the whole request; "
+                 "one short rationale per step." for n in names}
+    if request.config.response_format is not None or "JSON" in system:
+        return json.dumps(values)
+    return "\n\n".join(f"[[ ## {n} ## ]]\n{v}" for n, v in values.items()) + "\n\n[[ ## completed ## ]]"

@@ -435,6 +435,69 @@ def eval_cmd(
         click.echo(f"wrote {out_dir}/report.json, report.md" + (f" and {len(plots)} plots" if plots else ""))
 
 
+# ----------------------------------------------------------------------------- compile
+
+
+@cli.command("compile")
+@click.option("--tier", type=click.Choice(["A", "B", "C"]), default=None)
+@click.option("--variant", type=click.Choice(["full_steps", "single_pick"]), default=None)
+@click.option("--all", "compile_all", is_flag=True, help="All six (tier, variant) programs.")
+@click.option("--optimizer", type=click.Choice(["fit", "bootstrap", "mipro", "gepa"]), default="fit", show_default=True)
+@click.option("--lm", "lm_spec", default=None, help="LiteLLM model string, replay:PATH or sim:PROFILE (fit needs none).")
+@click.option("--reflection-lm", default=None, help="GEPA's reflection LM (default: --lm).")
+@click.option("--train", "train_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Train tasks JSONL (default: the bundled train split).")
+@click.option("--dev", "dev_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Dev tasks JSONL (default: the bundled dev split).")
+@click.option("--out", "out_root", type=click.Path(file_okay=False), default=None,
+              help="Where tier_T/V.json and manifest.json go (default: the bundled compiled/).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--mlflow", "use_mlflow", is_flag=True, help="Log each compile to MLflow.")
+@click.option("--tracking-uri", default=None)
+@click.option("--json", "as_json", is_flag=True, help="Print the manifest entries as JSON.")
+def compile_cmd(
+    tier: str | None, variant: str | None, compile_all: bool, optimizer: str, lm_spec: str | None,
+    reflection_lm: str | None, train_path: str | None, dev_path: str | None, out_root: str | None, seed: int,
+    use_mlflow: bool, tracking_uri: str | None, as_json: bool,
+) -> None:
+    """Compile the plan program for a tier and prompt variant (or --all six)."""
+    from pathlib import Path
+
+    from helmdeck_dspy.compiler import TIERS, VARIANTS, compile_program
+    from helmdeck_dspy.tasks import load_tasks
+
+    if compile_all == bool(tier or variant):
+        raise click.UsageError("give --tier and --variant, or --all")
+    if not compile_all and not (tier and variant):
+        raise click.UsageError("--tier and --variant go together")
+    targets = [(t, v) for t in TIERS for v in VARIANTS] if compile_all else [(tier, variant)]
+    train = load_tasks(path=train_path) if train_path else None
+    dev = load_tasks(path=dev_path) if dev_path else None
+    root = Path(out_root) if out_root else None
+    results = []
+    for t, v in targets:
+        r = compile_program(
+            t, v, optimizer=optimizer, lm_spec=lm_spec, train=train, dev=dev, out_root=root,  # type: ignore[arg-type]
+            reflection_lm_spec=reflection_lm, seed=seed,
+        )
+        results.append(r)
+        if use_mlflow:
+            from helmdeck_dspy.compiler import program_path
+            from helmdeck_dspy.tracking import log_compile_run
+
+            metrics = {k: v for k, v in r.model_dump().items()
+                       if isinstance(v, (int, float)) and not isinstance(v, bool) and v is not None}
+            params = {k: v for k, v in r.model_dump().items() if k not in metrics}
+            log_compile_run(params, metrics, program_path(t, v, root), tracking_uri=tracking_uri)
+        if not as_json:
+            before = "-" if r.dev_score_before is None else f"{r.dev_score_before:.3f}"
+            after = "-" if r.dev_score_after is None else f"{r.dev_score_after:.3f}"
+            click.echo(f"tier {t} {v:11} {optimizer:9} demos {r.demos}  prompt {r.prompt_tokens} tok  "
+                       f"dev {before} -> {after}  LM calls {r.lm_calls}  {r.seconds:.1f}s  -> {r.path}")
+    if as_json:
+        emit_json([r.model_dump() for r in results])
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     apply_offline_defaults()

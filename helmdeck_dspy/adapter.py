@@ -17,6 +17,7 @@ a failure raises :class:`PlanParseError` carrying the cause and the raw completi
 from __future__ import annotations
 
 import json
+import logging
 import time
 from typing import Any
 
@@ -95,12 +96,25 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+class _DropTruncationNotice(logging.Filter):
+    """DSPy logs every length-cut response; the planner reports them as failure causes instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "response was truncated" not in record.getMessage()
+
+
+_NOTICE_FILTER = _DropTruncationNotice()
+
+
 class PlanAdapter(dspy.Adapter):
     """Formats plan requests and decodes plan completions (see module docstring)."""
 
     def __init__(self, options: RenderOptions | None = None) -> None:
         super().__init__()
         self.options = options or RenderOptions()
+        lm_log = logging.getLogger("dspy.clients.lm")
+        if _NOTICE_FILTER not in lm_log.filters:
+            lm_log.addFilter(_NOTICE_FILTER)
 
     # -------------------------------------------------------------- rendering
 

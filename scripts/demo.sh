@@ -3,6 +3,7 @@
 set -euo pipefail
 CLI=.venv/bin/helmdeck-dspy
 INTENT="remember this MiniMax M3 launch, write a blog about it and make an illustration"
+OUT=.helmdeck/demo-report
 
 section() { printf '\n\033[1m== %s\033[0m\n' "$1"; }
 
@@ -17,13 +18,25 @@ section "Tolerant decoding of bundled completions (eval/examples/completions.jso
 $CLI parse --batch eval/examples/completions.jsonl
 
 section "Catalog selection for: \"$INTENT\""
-for m in anthropic/claude-sonnet-4-6 openrouter/deepseek/deepseek-v3.2 openrouter/nvidia/nemotron-3-super-120b-a12b:free; do
+for m in anthropic/claude-sonnet-4-6 openrouter/nvidia/nemotron-3-super-120b-a12b:free; do
   echo
   $CLI catalog select --model "$m" --intent "$INTENT"
 done
+echo
+echo "(helmdeck's ranking, lexical over the compacted catalog, for comparison:)"
+$CLI catalog select --model openrouter/nvidia/nemotron-3-super-120b-a12b:free --intent "$INTENT" \
+  --ranker lexical --rank-source compacted | tail -n +4
 
-section "The same Tier C selection with helmdeck's ranking (lexical scorer over the compacted catalog)"
-$CLI catalog select --model openrouter/nvidia/nemotron-3-super-120b-a12b:free --intent "$INTENT" --ranker lexical --rank-source compacted
+section "Planning with the compiled programs against simulated models"
+for intent in "$INTENT" "make a narrated presentation video about https://github.com/acme/ledger"; do
+  $CLI plan "$intent" --model openrouter/nvidia/nemotron-3-super-120b-a12b:free --lm sim:nemotron-like --no-history \
+    || echo "(the simulated Tier C model failed this call; its profile fails about one call in five)"
+  echo
+done
+$CLI plan "$INTENT" --model anthropic/claude-sonnet-4-6 --lm sim:frontier-like --no-history
 
-section "Replay evaluation of the bundled trace sets (eval/traces/)"
-$CLI eval --out .helmdeck/demo-report --no-progress
+section "Replay evaluation of the bundled trace sets (eval/traces/) -> $OUT"
+$CLI eval --out "$OUT" --no-progress
+
+section "Calibration proposal from that report (nothing is applied)"
+$CLI calibrate --report "$OUT/report.json"

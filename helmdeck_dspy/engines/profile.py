@@ -47,6 +47,7 @@ class Shape(BaseModel):
     malformed_rate: float = Field(0.0, ge=0, le=1, description="Leave a trailing comma (needs repair).")
     verbose_rate: float = Field(0.0, ge=0, le=1, description="Write long rationales and reasoning text.")
     verbose_tokens_per_step: float = Field(0.0, ge=0, description="Extra visible tokens per step when verbose.")
+    verbose_sigma: float = Field(0.3, ge=0, description="Log-normal spread of the verbose extra.")
     rationale_words: int = Field(12, ge=1)
     strict_json_obeys: bool = Field(True, description="With response_format json_object, no fences or prose.")
 

@@ -174,8 +174,9 @@ class SimEngine:
         plan_steps = []
         for i, st in enumerate(steps, 1):
             why = _sentence(st["why"], words, rng)
-            if verbose:
-                why += " " + _padding(int(s.verbose_tokens_per_step), rng)
+            if verbose and s.verbose_tokens_per_step:
+                extra = s.verbose_tokens_per_step * math.exp(rng.gauss(0, s.verbose_sigma) - s.verbose_sigma**2 / 2)
+                why += " " + _padding(int(extra), rng)
             plan_steps.append({"order": i, "tool": st["tool"], "args": st["args"], "rationale": why})
         complexity = "pack-chain" if len(steps) > 1 or more else (
             "pipeline-direct" if steps and steps[0]["tool"] == PIPELINE_RUN_TOOL else "single-action")

@@ -34,6 +34,7 @@ def simulate(
     max_tokens: int | None = None,
     seed: int = 0,
     model: str | None = None,
+    budgets: str | Path | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> int:
     """Plan each task (the first ``n``, cycling when ``n`` exceeds them) for every profile and
@@ -53,6 +54,7 @@ def simulate(
                     warnings.simplefilter("ignore")
                     planner = Planner.for_model(
                         model or profile.model, lm=lm, variant=variant, max_tokens=max_tokens, record_path=scratch,
+                        budgets=budgets,
                     )
                 planner.lm_spec = f"sim:{profile.name}"
                 for i, task in enumerate(chosen):

@@ -52,10 +52,10 @@ def make_lm(
         # No cache: a cached answer would not consume the next record.
         return dspy.LM(f"replay/{path.name}", engine=ReplayEngine(path), cache=False)
     if kind == "sim":
-        from helmdeck_dspy.engines.sim import SimEngine, load_profile
+        from helmdeck_dspy.engines.sim import SimEngine, load_profile, sim_model_name
 
         profile = load_profile(spec.removeprefix("sim:"))
-        return dspy.LM(f"sim/{profile.name}/seed{seed}", engine=SimEngine(profile, seed=seed), cache=cache)
+        return dspy.LM(sim_model_name(profile, seed), engine=SimEngine(profile, seed=seed), cache=cache)
     if "/" not in spec:
         raise LMSpecError(f"not a LiteLLM model string (provider/model): {spec!r}; or use replay:PATH / sim:PROFILE")
     kwargs: dict[str, Any] = {"timeout": timeout}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
@@ -77,7 +78,7 @@ class PipelineMetadata(_Metadata):
 class RankFeatures:
     """Pre-tokenised fields of one entry, for the rankers."""
 
-    __slots__ = ("keywords", "io", "name", "entry_id", "description", "supersedes", "document")
+    __slots__ = ("keywords", "io", "name", "entry_id", "description", "supersedes", "document", "counts")
 
     def __init__(self, entry: Pack | Pipeline) -> None:
         m = entry.metadata
@@ -91,6 +92,7 @@ class RankFeatures:
         if isinstance(entry, Pipeline):
             parts += [entry.name, *m.supersedes]
         self.document = tuple(tokenize(" ".join(parts)))
+        self.counts = Counter(self.document)
 
 
 def _wire_metadata(meta: _Metadata) -> dict[str, Any]:

@@ -101,7 +101,7 @@ def rank_bm25(
     """
     entries: list[tuple[Pack | Pipeline, EntryKind]] = [(p, "pack") for p in catalog.packs]
     entries += [(p, "pipeline") for p in catalog.pipelines]
-    docs = [Counter(e.features.document) for e, _ in entries]
+    docs = [e.features.counts for e, _ in entries]
     query = token_set(intent)
     n = len(docs)
     avg_len = (sum(len(e.features.document) for e, _ in entries) / n) if n else 0.0

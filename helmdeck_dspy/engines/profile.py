@@ -20,7 +20,9 @@ class Planning(BaseModel):
     wrong_tool_rate: float = Field(0.0, ge=0, le=1, description="Take the runner-up entry instead of the best.")
     missing_step_rate: float = Field(0.0, ge=0, le=1, description="Drop a step of a multi-step plan.")
     invented_tool_rate: float = Field(0.0, ge=0, le=1, description="Name a tool that is not in the catalog.")
-    self_call_rate: float = Field(0.0, ge=0, le=1, description="Plan a call to the planner itself.")
+    self_call_rate: float = Field(
+        0.0, ge=0, le=1, description="Plan a call to the planner itself (whether or not the catalog lists it)."
+    )
     pipeline_blindness: float = Field(
         0.0, ge=0, le=1, description="Decompose into packs although a pipeline covers the request."
     )
@@ -44,7 +46,7 @@ class Shape(BaseModel):
     content_filter_rate: float = Field(0.0, ge=0, le=1)
     fence_rate: float = Field(0.0, ge=0, le=1, description="Wrap the JSON in a code fence.")
     prose_rate: float = Field(0.0, ge=0, le=1, description="Add a sentence after the JSON.")
-    malformed_rate: float = Field(0.0, ge=0, le=1, description="Leave a trailing comma (needs repair).")
+    malformed_rate: float = Field(0.0, ge=0, le=1, description="Leave a trailing comma before the last brace (needs repair).")
     verbose_rate: float = Field(0.0, ge=0, le=1, description="Write long rationales and reasoning text.")
     verbose_tokens_per_step: float = Field(0.0, ge=0, description="Extra visible tokens per step when verbose.")
     verbose_sigma: float = Field(0.3, ge=0, description="Log-normal spread of the verbose extra.")

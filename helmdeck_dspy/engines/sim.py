@@ -33,10 +33,11 @@ from helmdeck_dspy.engines.profile import SimProfile, load_profile
 from helmdeck_dspy.signatures.types import PIPELINE_RUN_TOOL
 from helmdeck_dspy.tokens import count_tokens
 
-__all__ = ["SimEngine", "load_profile"]
+__all__ = ["SimEngine", "load_profile", "sim_model_name"]
 
 _CLAUSES = re.compile(r"\s*(?:;|\.\s|,\s*(?:and\s+)?then\b|\band then\b|\bthen\b|\band also\b|,\s*and\b|\band\b)\s*", re.I)
 _PLANNER_IDS = frozenset({"helmdeck.plan", "helmdeck__plan"})
+SIM_VERSION = 2  # bump when the simulator's behaviour changes: it is part of the LM name, so of DSPy's cache key
 MIN_SCORE = 3.0  # BM25 score below which a clause is treated as something the catalog cannot do
 LEAK_TEXTS = ("I will plan this step by step.", "Planning the steps now.", "{", "Let me think about the tools first")
 
@@ -49,6 +50,19 @@ def _catalog(text: str) -> RoutingGuide | None:
         return None
 
 
+_REQUEST_ENDS = ("\n\nCONTEXT:\n", "\n\nPRIOR STEPS (already done):\n", "\n\nReturn the JSON object now.")
+
+
+def _request(user: str) -> str:
+    """The user's request from a rendered user message (it may span paragraphs)."""
+    i = user.find("USER REQUEST:\n")
+    if i == -1:
+        return ""
+    start = i + len("USER REQUEST:\n")
+    ends = [j for j in (user.find(e, start) for e in _REQUEST_ENDS) if j != -1]
+    return user[start : min(ends) if ends else len(user)].strip()
+
+
 def _section(text: str, header: str) -> str | None:
     i = text.find(header)
     if i == -1:
@@ -58,8 +72,15 @@ def _section(text: str, header: str) -> str | None:
     return text[start : end if end != -1 else len(text)].strip()
 
 
+def sim_model_name(profile: SimProfile, seed: int) -> str:
+    """The LM name for a simulated model. DSPy's cache key holds the name but not the engine, so
+    the name carries the profile's content hash and the simulator version."""
+    digest = hashlib.sha256(profile.model_dump_json().encode()).hexdigest()[:10]
+    return f"sim/{profile.name}/v{SIM_VERSION}-{digest}/seed{seed}"
+
+
 class SimEngine:
-    """``engine=`` for ``dspy.LM("sim/<profile>/seed<N>", engine=SimEngine(profile, seed))``."""
+    """``engine=`` for ``dspy.LM(sim_model_name(profile, seed), engine=SimEngine(profile, seed))``."""
 
     def __init__(self, profile: SimProfile | str, seed: int = 0) -> None:
         self.profile = load_profile(profile) if isinstance(profile, str) else profile
@@ -104,7 +125,7 @@ class SimEngine:
         user = messages[-1][1] if messages else ""
         catalog_text = _section(system, CATALOG_HEADER + "\n") or _section(user, CATALOG_HEADER + "\n")
         guide = _catalog(catalog_text) if catalog_text else None
-        intent = _section(user, "USER REQUEST:\n") or ""
+        intent = _request(user)
         prior = _section(user, "PRIOR STEPS (already done):\n")
         done = len(prior.splitlines()) if prior else 0
         demos = sum(1 for role, _ in messages[:-1] if role == "assistant")
@@ -123,7 +144,7 @@ class SimEngine:
             return [], "Nothing in the request maps to a catalog entry."
         whole = [r for r in rank_bm25(guide, intent) if r.id not in _PLANNER_IDS]
         if whole and whole[0].kind == "pipeline" and whole[0].score >= MIN_SCORE:
-            if rng.random() >= p.pipeline_blindness:
+            if rng.random() >= p.pipeline_blindness * damp:
                 steps = [self._step(guide, whole, 0, intent, rng, damp)]
                 return steps, f"{whole[0].id} covers the whole request, so one pipeline run is enough."
             # Blind to the pipeline: spell out the packs it supersedes (named in the prompt), one step each.
@@ -188,8 +209,7 @@ class SimEngine:
 
         strict = request.config.response_format is not None and s.strict_json_obeys
         if not strict and rng.random() < s.malformed_rate:
-            visible = visible.replace('"complexity"', ',"complexity"', 1) if '"complexity"' in visible else visible
-            visible = visible.replace("],,", "],", 1)
+            visible = visible.rstrip()[:-1].rstrip() + ",}"  # a trailing comma before the closing brace
         if not strict and rng.random() < s.fence_rate:
             visible = f"```json\n{visible}\n```"
         if not strict and rng.random() < s.prose_rate:
@@ -272,6 +292,7 @@ def _generic_answer(request: Request, system: str, messages: list[tuple[str, str
     names = re.findall(r"\d+\. `(\w+)`", m.group(1)) if m else ["answer"]
     values = {n: "Plan with exact catalog ids; prefer a pipeline that covers the whole request; "
                  "one short rationale per step." for n in names}
-    if request.config.response_format is not None or "JSON" in system:
+    # DSPy's ChatAdapter ends its field list with [[ ## completed ## ]]; its JSON adapter does not.
+    if request.config.response_format is not None or "[[ ## completed ## ]]" not in system:
         return json.dumps(values)
     return "\n\n".join(f"[[ ## {n} ## ]]\n{v}" for n, v in values.items()) + "\n\n[[ ## completed ## ]]"

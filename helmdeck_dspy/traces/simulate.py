@@ -39,7 +39,7 @@ def simulate(
 ) -> int:
     """Plan each task (the first ``n``, cycling when ``n`` exceeds them) for every profile and
     variant; write all records to ``out`` atomically. Returns the number of plan records."""
-    from helmdeck_dspy.engines.sim import SimEngine
+    from helmdeck_dspy.engines.sim import SimEngine, sim_model_name
     from helmdeck_dspy.planner import Planner
 
     import dspy
@@ -48,7 +48,7 @@ def simulate(
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp) / "records.jsonl"
         for profile in profiles:
-            lm = dspy.LM(f"sim/{profile.name}/seed{seed}", engine=SimEngine(profile, seed=seed), cache=False)
+            lm = dspy.LM(sim_model_name(profile, seed), engine=SimEngine(profile, seed=seed), cache=False)
             for variant in variants:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")

@@ -84,17 +84,18 @@ def test_missing_profile_file_is_a_data_file_error(tmp_path):
 def test_make_lm_builds_a_sim_lm():
     lm = make_lm("sim:nemotron-like")
     assert isinstance(lm, dspy.LM) and lm_kind("sim:nemotron-like") == "sim"
-    assert lm.model == "sim/nemotron-like/seed0"
+    # the name carries the profile's content hash and the simulator version (DSPy's cache key)
+    assert lm.model.startswith("sim/nemotron-like/v") and lm.model.endswith("/seed0")
     assert isinstance(lm.engine, SimEngine) and lm.engine.profile == load_profile("nemotron-like")
     seeded = make_lm("sim:mid-tier", seed=5, cache=False)
-    assert seeded.model == "sim/mid-tier/seed5" and seeded.engine.seed == 5
+    assert seeded.model.startswith("sim/mid-tier/") and seeded.model.endswith("/seed5") and seeded.engine.seed == 5
 
 
 def test_make_lm_takes_a_profile_path(tmp_path):
     path = tmp_path / "mine.toml"
     path.write_text('name = "mine"\nmodel = "x/y"\n', encoding="utf-8")
     lm = make_lm(f"sim:{path}")
-    assert lm.model == "sim/mine/seed0" and lm.engine.profile.name == "mine"
+    assert lm.model.startswith("sim/mine/") and lm.model.endswith("/seed0") and lm.engine.profile.name == "mine"
 
 
 def test_unknown_sim_profile_lists_the_bundled_ones():
@@ -104,3 +105,13 @@ def test_unknown_sim_profile_lists_the_bundled_ones():
     assert "unknown" in message
     for name in BUNDLED:
         assert name in message
+
+
+def test_sim_lm_name_changes_with_profile_content_so_the_cache_cannot_serve_stale_answers():
+    from helmdeck_dspy.engines.sim import sim_model_name
+
+    base = load_profile("nemotron-like")
+    changed = base.model_copy(update={"shape": base.shape.model_copy(update={"leak_rate": 0.5})})
+    assert sim_model_name(base, 0) != sim_model_name(changed, 0)
+    assert sim_model_name(base, 0) == sim_model_name(load_profile("nemotron-like"), 0)
+    assert sim_model_name(base, 0) != sim_model_name(base, 1)

@@ -85,6 +85,11 @@ class CompileResult(BaseModel):
     lm_calls: int
     prompt_tokens_used: int
     completion_tokens_used: int
+    cost_usd: float | None = Field(
+        default=None,
+        description="Summed from the cost the LM reports in its history (copies an optimizer makes are not seen); "
+        "None when it reports none (simulated, replayed).",
+    )
     seconds: float
     dspy_version: str
     compiled_at: str
@@ -301,6 +306,7 @@ def compile_program(
             program.render = setup.render
         after = dev_score(setup, program, lm, dev) if lm is not None else None
     calls, ptok, ctok = _usage(tracker)
+    costs = [e.get("cost") for e in (getattr(lm, "history", None) or []) if e.get("cost") is not None and e.get("usage")]
 
     path = program_path(tier, variant, out_root)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -310,7 +316,7 @@ def compile_program(
         train_sha256=_sha(train), dev_sha256=_sha(dev), train_n=len(train), dev_n=len(dev),
         dev_score_before=before, dev_score_after=after, demos=len(program.plan.demos),
         prompt_tokens=setup.prompt_tokens(program), lm_calls=calls, prompt_tokens_used=ptok,
-        completion_tokens_used=ctok, seconds=round(time.perf_counter() - t0, 2), dspy_version=dspy.__version__,
+        completion_tokens_used=ctok, cost_usd=round(sum(costs), 6) if costs else None, seconds=round(time.perf_counter() - t0, 2), dspy_version=dspy.__version__,
         compiled_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         path=str(path.relative_to(path.parents[1])),
     )

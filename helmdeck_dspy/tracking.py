@@ -19,7 +19,7 @@ import re
 import tempfile
 import time
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -129,19 +129,22 @@ def eval_params(report: EvalReport) -> dict[str, str]:
     return {k: _param_value(v) for k, v in params.items()}
 
 
-def _group_metrics(keys: _Keys, prefix: str, g: GroupReport) -> None:
-    keys.put(f"strict_rate.{prefix}", g.strict_rate)
-    keys.put(f"strict_ci_low.{prefix}", g.strict_ci[0])
-    keys.put(f"strict_ci_high.{prefix}", g.strict_ci[1])
-    keys.put(f"tolerant_rate.{prefix}", g.tolerant_rate)
-    keys.put(f"length_rate.{prefix}", g.length_rate)
-    keys.put(f"reasoning_leak_rate.{prefix}", g.reasoning_leak_rate)
-    keys.put(f"n.{prefix}", g.n)
+def _group_metrics(keys: _Keys, g: GroupReport, key: Callable[[str], str], *, detail: bool = True) -> None:
+    """One group's metrics; ``key`` names each metric (group and tier keys differ in shape)."""
+    keys.put(key("strict_rate"), g.strict_rate)
+    if detail:
+        keys.put(key("strict_ci_low"), g.strict_ci[0])
+        keys.put(key("strict_ci_high"), g.strict_ci[1])
+    keys.put(key("tolerant_rate"), g.tolerant_rate)
+    keys.put(key("length_rate"), g.length_rate)
+    keys.put(key("reasoning_leak_rate"), g.reasoning_leak_rate)
+    keys.put(key("n"), g.n)
     if g.completion_tokens.n and g.completion_tokens.p95 is not None:
-        keys.put(f"completion_tokens_p95.{prefix}", g.completion_tokens.p95)
+        keys.put(key("completion_tokens_p95"), g.completion_tokens.p95)
     if g.gold is not None:
-        keys.put(f"plan_score_mean.{prefix}", g.gold.plan_score_mean)
-        keys.put(f"exact_rate.{prefix}", g.gold.exact_rate)
+        keys.put(key("plan_score_mean"), g.gold.plan_score_mean)
+        if detail:
+            keys.put(key("exact_rate"), g.gold.exact_rate)
 
 
 def eval_metrics(report: EvalReport) -> dict[str, float]:
@@ -154,18 +157,9 @@ def eval_metrics(report: EvalReport) -> dict[str, float]:
         keys.put("all.strict_rate", sum(g.strict for g in report.groups) / n)
         keys.put("all.tolerant_rate", sum(g.tolerant for g in report.groups) / n)
     for g in report.groups:
-        _group_metrics(keys, f"{g.model}.{g.prompt_variant}", g)
+        _group_metrics(keys, g, lambda m, g=g: f"{m}.{g.model}.{g.prompt_variant}")
     for t in report.tiers:
-        name = f"tier_{t.tier}"
-        keys.put(f"{name}.strict_rate", t.strict_rate)
-        keys.put(f"{name}.tolerant_rate", t.tolerant_rate)
-        keys.put(f"{name}.length_rate", t.length_rate)
-        keys.put(f"{name}.reasoning_leak_rate", t.reasoning_leak_rate)
-        keys.put(f"{name}.n", t.n)
-        if t.completion_tokens.n and t.completion_tokens.p95 is not None:
-            keys.put(f"{name}.completion_tokens_p95", t.completion_tokens.p95)
-        if t.gold is not None:
-            keys.put(f"{name}.plan_score_mean", t.gold.plan_score_mean)
+        _group_metrics(keys, t, lambda m, t=t: f"tier_{t.tier}.{m}", detail=False)
     for c in report.comparisons:
         keys.put(f"strict_diff.{c.model}", c.strict_diff)
         keys.put(f"tolerant_diff.{c.model}", c.tolerant_diff)

@@ -8,7 +8,6 @@ accumulators into the running totals. At most ``2 x workers`` chunks are in flig
 from __future__ import annotations
 
 import hashlib
-import json
 import sys
 import time
 from collections.abc import Iterator
@@ -69,10 +68,8 @@ def process_chunk(
     errors: list[str] = []
     for line_no, raw in rows:
         try:
-            obj = json.loads(raw) if isinstance(raw, str) else raw
-            if not isinstance(obj, dict):
-                raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
-            rec = TraceRecord.model_validate(obj)
+            # pydantic parses and validates a JSON line in one pass, faster than json.loads + validate
+            rec = TraceRecord.model_validate_json(raw) if isinstance(raw, str) else TraceRecord.model_validate(raw)
             if rec.call == "filter":
                 continue  # the two-pass filter's exchange: not a plan completion
             outcome = replay_record(rec, context)
@@ -128,6 +125,10 @@ def _byte_ranges(path: Path, lines_per_chunk: int = CHUNK_RECORDS) -> Iterator[t
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, ValidationError):
         e = exc.errors()[0]
+        if e["type"] == "json_invalid":
+            return f"expected one JSON object per line: {e['msg']}"
+        if e["type"] == "model_type":
+            return f"expected a JSON object, got {type(e.get('input')).__name__}"
         loc = ".".join(str(x) for x in e["loc"]) or "record"
         return f"{loc}: {e['msg']} (got {e.get('input')!r:.60})"
     return f"expected a trace record: {exc}"

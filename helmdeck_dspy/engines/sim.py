@@ -35,9 +35,9 @@ from helmdeck_dspy.tokens import count_tokens
 
 __all__ = ["SimEngine", "load_profile", "sim_model_name"]
 
-_CLAUSES = re.compile(r"\s*(?:;|\.\s|,\s*(?:and\s+)?then\b|\band then\b|\bthen\b|\band also\b|,\s*and\b|\band\b)\s*", re.I)
+_CLAUSES = re.compile(r"\s*(?:;|\.\s|,\s*(?:and\s+)?then\b|\band then\b|\bthen\b|\band also\b|,\s*and\b|,|\band\b)\s*", re.I)
 _PLANNER_IDS = frozenset({"helmdeck.plan", "helmdeck__plan"})
-SIM_VERSION = 2  # bump when the simulator's behaviour changes: it is part of the LM name, so of DSPy's cache key
+SIM_VERSION = 3  # bump when the simulator's behaviour changes: it is part of the LM name, so of DSPy's cache key
 MIN_SCORE = 3.0  # BM25 score below which a clause is treated as something the catalog cannot do
 LEAK_TEXTS = ("I will plan this step by step.", "Planning the steps now.", "{", "Let me think about the tools first")
 

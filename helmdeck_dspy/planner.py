@@ -104,6 +104,7 @@ class Planner:
         caller: str | None = None,
         record_path: str | Path | None = None,
         lm_spec: str | None = None,
+        record_source: str | None = None,
     ) -> None:
         self.budget = budget
         self.variant = budget.resolved_prompt_variant
@@ -119,6 +120,7 @@ class Planner:
         self.caller = caller
         self.record_path = Path(record_path) if record_path else None
         self.lm_spec = lm_spec
+        self.record_source = record_source
 
     @classmethod
     def for_model(
@@ -256,8 +258,11 @@ class Planner:
         return result
 
     def _source(self) -> str:
+        """The trace records' ``source``: as given, else from the LM spec (``live``, ``replay``, ``sim:<profile>``)."""
         from helmdeck_dspy.lm import lm_kind
 
+        if self.record_source:
+            return self.record_source
         kind = lm_kind(self.lm_spec) if self.lm_spec else "live"
         return self.lm_spec if kind == "sim" else kind  # type: ignore[return-value]
 

@@ -54,9 +54,8 @@ def simulate(
                     warnings.simplefilter("ignore")
                     planner = Planner.for_model(
                         model or profile.model, lm=lm, variant=variant, max_tokens=max_tokens, record_path=scratch,
-                        budgets=budgets,
+                        budgets=budgets, record_source=f"sim:{profile.name}",
                     )
-                planner.lm_spec = f"sim:{profile.name}"
                 for i, task in enumerate(chosen):
                     # Repeated tasks (n > len(tasks)) get a distinct request so the simulator varies.
                     intent = task.intent if i < len(tasks) else f"{task.intent} (again, #{i // len(tasks)})"

@@ -171,3 +171,61 @@ def test_bad_report_is_a_clear_error(tmp_path):
     p.write_text(json.dumps({"groups": "nope"}))
     with pytest.raises(DataFileError, match="not an eval report.json"):
         load_report(p)
+
+
+def _write(tmp_path, rows, name="t.jsonl"):
+    p = tmp_path / name
+    p.write_text("".join(json.dumps({"id": f"r{i}", **r}) + "\n" for i, r in enumerate(rows)))
+    return p
+
+
+PLAN = json.dumps({"steps": [{"order": 1, "tool": "web.scrape", "args": {}}]})
+
+
+def test_catalog_cap_shrinks_when_cutoffs_rise_with_prompt_size(tmp_path):
+    model = "acme/long-prompts"
+    budgets = table_with(tmp_path, row(model, "C", 1500, 10000))
+    rows = []
+    for i in range(80):
+        big = i % 2 == 1
+        cut = big and i % 4 == 1  # half of the big-prompt calls are cut, none of the small ones
+        rows.append({"model": model, "prompt_variant": "single_pick", "tier": "C", "prompt_tokens": 6000 if big else 1500,
+                     "max_tokens": 1500, "completion_tokens": 1500 if cut else 200,
+                     "content": PLAN[:20] if cut else PLAN, "finish_reason": "length" if cut else "stop"})
+    cal = calibrate(evaluate([_write(tmp_path, rows)], progress=False), load_budget_table(budgets))
+    prop = by_field(cal, model)["max_catalog_bytes"]
+    assert (prop.current, prop.proposed) == (10000, 7500)
+    assert prop.evidence["diff_ci"][0] > 0
+
+
+def test_no_catalog_change_when_cutoffs_do_not_track_prompt_size(tmp_path):
+    model = "acme/flat"
+    budgets = table_with(tmp_path, row(model, "C", 1500, 10000))
+    rows = [{"model": model, "prompt_variant": "single_pick", "tier": "C", "prompt_tokens": 1500 + 100 * i,
+             "max_tokens": 1500, "completion_tokens": 200, "content": PLAN, "finish_reason": "stop"} for i in range(60)]
+    cal = calibrate(evaluate([_write(tmp_path, rows)], progress=False), load_budget_table(budgets))
+    assert "max_catalog_bytes" not in by_field(cal, model)
+
+
+def test_caps_are_not_lowered_by_default(tmp_path):
+    model = "acme/terse"
+    budgets = table_with(tmp_path, row(model, "B", 4000, 22000))
+    rows = [{"model": model, "prompt_variant": v, "tier": "B", "max_tokens": 4000, "completion_tokens": 120,
+             "content": PLAN, "finish_reason": "stop"} for v in ("full_steps", "single_pick") for _ in range(40)]
+    report = evaluate([_write(tmp_path, rows)], progress=False)
+    assert "output_tokens" not in by_field(calibrate(report, load_budget_table(budgets)), model)
+    from helmdeck_dspy.calibrate import load_rules
+
+    rules = load_rules()
+    rules["output_tokens"]["allow_lowering"] = True
+    prop = by_field(calibrate(report, load_budget_table(budgets), rules=rules), model)["output_tokens"]
+    assert prop.current == 4000 and prop.proposed == 300  # p95 120 x 1.2, rounded up, at the minimum
+
+
+def test_hybrid_flag_from_reasoning_share(tmp_path):
+    model = "acme/thinker"
+    budgets = table_with(tmp_path, row(model, "C", 1500))
+    rows = [{"model": model, "prompt_variant": "single_pick", "tier": "C", "content": PLAN, "finish_reason": "stop",
+             "reasoning_content": "thinking" if i % 2 else None} for i in range(40)]
+    prop = by_field(calibrate(evaluate([_write(tmp_path, rows)], progress=False), load_budget_table(budgets)), model)
+    assert prop["is_hybrid_reasoning"].proposed is True and prop["is_hybrid_reasoning"].evidence["share"] == 0.5

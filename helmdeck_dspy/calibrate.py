@@ -90,8 +90,9 @@ def _cap_of(g: GroupReport, budget: Budget) -> int:
 
 
 def _length_share(g: GroupReport) -> tuple[int, int]:
-    """(cut-offs, answers that ran to the end or to the cap)."""
-    length = g.failure_cause_counts.get("length_truncated", 0)
+    """(cut-offs at the cap, answers that ran to the end or to the cap). Cut-offs far below the
+    cap are not the cap's doing and are left to the catalog rule."""
+    length = g.failure_cause_counts.get("length_truncated", 0) - g.length_below_cap
     return length, g.tolerant + length
 
 
@@ -112,9 +113,10 @@ def estimate_output_tokens(g: GroupReport, budget: Budget, rules: dict[str, Any]
             z_med = _ndtri(0.5 * (1 - share))
             sigma = (math.log(cap) - math.log(clean.p50)) / (z_cap - z_med)
             mu = math.log(cap) - sigma * z_cap
-            need = math.exp(mu + sigma * _ndtri(r["quantile"]))
-            evidence.update(method=f"log-normal fitted to the clean median and the cut-off share: q{r['quantile']} = {need:.0f} tok",
-                            fitted_median=round(math.exp(mu)), fitted_q=round(need))
+            fitted = math.exp(mu + sigma * _ndtri(r["quantile"]))
+            need = fitted / r["headroom"]  # a fitted tail already errs high: no headroom on top
+            evidence.update(method=f"log-normal fitted to the clean median and the cut-off share: q{r['quantile']} = {fitted:.0f} tok",
+                            fitted_median=round(math.exp(mu)), fitted_q=round(fitted))
         else:
             need = cap * 1.5
             evidence.update(method="cap x 1.5: too few clean answers below the cap to fit")
@@ -129,10 +131,12 @@ def estimate_output_tokens(g: GroupReport, budget: Budget, rules: dict[str, Any]
 
 
 def _tier(g: GroupReport, rules: dict[str, Any], drop_length: bool) -> tuple[str, dict[str, Any]]:
-    length = g.failure_cause_counts.get("length_truncated", 0) if drop_length else 0
+    length = _length_share(g)[0] if drop_length else 0
     n = g.n - length
     lo, hi = wilson(g.strict, n)
     score = g.gold.plan_score_mean if g.gold else None
+    if score is not None and length and g.gold and g.gold.n > length:
+        score = score * g.gold.n / (g.gold.n - length)  # cut-offs scored 0; set them aside here too
     evidence = {"n": n, "strict": g.strict, "strict_rate": round(g.strict / n, 4) if n else 0.0,
                 "strict_ci": [round(lo, 4), round(hi, 4)], "plan_score": None if score is None else round(score, 4),
                 "length_cutoffs_set_aside": length}
@@ -153,15 +157,16 @@ def _conclusively_below(current: str, evidence: dict[str, Any], rules: dict[str,
 
 
 def _catalog_signal(g: GroupReport, rules: dict[str, Any]) -> dict[str, Any] | None:
+    """Cut-offs below the output cap that rise with prompt size: the prompt is crowding the answer."""
     buckets = [b for b in g.length_by_prompt_tokens if b["n"]]
     if len(buckets) < 2:
         return None
     half = len(buckets) // 2
     low, high = buckets[:half], buckets[half:]
-    ln, ll = sum(b["n"] for b in low), sum(b["length"] for b in low)
-    hn, hl = sum(b["n"] for b in high), sum(b["length"] for b in high)
+    ln, ll = sum(b["n"] for b in low), sum(b.get("length_below_cap", 0) for b in low)
+    hn, hl = sum(b["n"] for b in high), sum(b.get("length_below_cap", 0) for b in high)
     d, lo, hi = newcombe_diff(hl, hn, ll, ln)
-    if lo <= 0:
+    if lo <= 0 or d < rules["catalog"]["min_diff"]:
         return None
     return {"low_prompts": {"n": ln, "length": ll}, "high_prompts": {"n": hn, "length": hl},
             "diff": round(d, 4), "diff_ci": [round(lo, 4), round(hi, 4)]}

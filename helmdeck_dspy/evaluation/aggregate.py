@@ -9,6 +9,7 @@ from helmdeck_dspy.evaluation.replay import RecordOutcome
 from helmdeck_dspy.evaluation.stats import Reservoir
 
 PROMPT_BUCKET_TOKENS = 1000
+BELOW_CAP = 0.9  # a length cut-off with fewer completion tokens than this share of max_tokens
 
 
 @dataclass
@@ -30,8 +31,9 @@ class GroupAgg:
     clean_tokens: Reservoir = field(default_factory=Reservoir)
     latency: Reservoir = field(default_factory=Reservoir)
     prompt_tokens: Reservoir = field(default_factory=Reservoir)
-    # prompt-size bucket -> [records, length-truncated records]
+    # prompt-size bucket -> [records, length cut-offs, cut-offs well below the output cap]
     length_by_prompt: dict[int, list[int]] = field(default_factory=dict)
+    length_below_cap: int = 0
     leak: int = 0
     tags: int = 0
     reasoning_field: int = 0
@@ -62,11 +64,16 @@ class GroupAgg:
                 self.clean_tokens.add(o.completion_tokens)
         if o.latency_ms is not None:
             self.latency.add(o.latency_ms)
+        cut = o.cause == "length_truncated"
+        # A cut-off far below the cap was not the cap's doing (the context ran out, or a provider limit).
+        below = cut and o.completion_tokens is not None and bool(o.max_tokens) and o.completion_tokens < BELOW_CAP * o.max_tokens
+        self.length_below_cap += below
         if o.prompt_tokens is not None:
             self.prompt_tokens.add(o.prompt_tokens)
-            bucket = self.length_by_prompt.setdefault(o.prompt_tokens // PROMPT_BUCKET_TOKENS, [0, 0])
+            bucket = self.length_by_prompt.setdefault(o.prompt_tokens // PROMPT_BUCKET_TOKENS, [0, 0, 0])
             bucket[0] += 1
-            bucket[1] += o.cause == "length_truncated"
+            bucket[1] += cut
+            bucket[2] += below
         self.leak += o.reasoning_leak
         self.tags += o.reasoning_tags
         self.tag_kinds.update(o.tag_kinds)
@@ -81,17 +88,17 @@ class GroupAgg:
             self.valid_steps += o.n_valid_steps
 
     def merge(self, other: GroupAgg) -> None:
-        for name in ("n", "strict", "repaired", "from_label", "leak", "tags", "reasoning_field", "scored",
+        for name in ("n", "strict", "repaired", "from_label", "leak", "tags", "reasoning_field", "scored", "length_below_cap",
                      "score_sum", "score_sq", "f1_sum", "exact", "steps", "valid_steps"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for name in ("finish", "finish_raw", "causes", "sources", "max_tokens", "tiers", "tag_kinds"):
             getattr(self, name).update(getattr(other, name))
         for name in ("tokens", "clean_tokens", "latency", "prompt_tokens"):
             getattr(self, name).merge(getattr(other, name))
-        for bucket, (n, length) in other.length_by_prompt.items():
-            mine = self.length_by_prompt.setdefault(bucket, [0, 0])
-            mine[0] += n
-            mine[1] += length
+        for bucket, counts in other.length_by_prompt.items():
+            mine = self.length_by_prompt.setdefault(bucket, [0, 0, 0])
+            for i, c in enumerate(counts):
+                mine[i] += c
 
 
 GroupKey = tuple[str, str]  # (model, prompt_variant)

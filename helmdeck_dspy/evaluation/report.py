@@ -60,8 +60,11 @@ class GroupReport(BaseModel):
     latency_ms: Distribution
     prompt_tokens: Distribution
     length_by_prompt_tokens: list[dict[str, int]] = Field(
-        default_factory=list, description=f"Per {PROMPT_BUCKET_TOKENS}-token prompt bucket: records and length cut-offs."
+        default_factory=list,
+        description=f"Per {PROMPT_BUCKET_TOKENS}-token prompt bucket: records, length cut-offs, and cut-offs "
+        "well below the output cap (context pressure rather than the cap).",
     )
+    length_below_cap: int = Field(0, description="Length cut-offs with completion tokens well below max_tokens.")
     max_tokens_counts: dict[str, int]
     reasoning_leak_count: int
     reasoning_leak_rate: float
@@ -160,9 +163,10 @@ def group_report(model: str, variant: str, agg: GroupAgg) -> GroupReport:
         latency_ms=_dist(agg.latency),
         prompt_tokens=_dist(agg.prompt_tokens),
         length_by_prompt_tokens=[
-            {"from_tokens": b * PROMPT_BUCKET_TOKENS, "n": n, "length": length_n}
-            for b, (n, length_n) in sorted(agg.length_by_prompt.items())
+            {"from_tokens": b * PROMPT_BUCKET_TOKENS, "n": n, "length": length_n, "length_below_cap": below}
+            for b, (n, length_n, below) in sorted(agg.length_by_prompt.items())
         ],
+        length_below_cap=agg.length_below_cap,
         max_tokens_counts={str(k): v for k, v in agg.max_tokens.most_common()},
         reasoning_leak_count=agg.leak,
         reasoning_leak_rate=agg.leak / agg.n if agg.n else 0.0,

@@ -356,21 +356,54 @@ def traces_simulate(
     model: str | None, seed: int, budgets_path: str | None, out: str,
 ) -> None:
     """Run the real plan modules against the simulated tier LM and record the traces."""
-    from pathlib import Path
-
-    from tqdm import tqdm
-
-    from helmdeck_dspy.tasks import load_tasks
-    from helmdeck_dspy.traces.simulate import VARIANTS, resolve_profiles, simulate
+    from helmdeck_dspy.traces.runs import VARIANTS, resolve_profiles, simulate
 
     chosen = resolve_profiles(profiles)
-    tasks = load_tasks(path=split) if Path(split).suffix == ".jsonl" else load_tasks(None if split == "all" else split)
+    tasks = _tasks_for(split)
     variants = VARIANTS if variant == "both" else (variant,)
-    total = len(chosen) * len(variants) * (n or len(tasks))
-    with tqdm(total=total, unit=" plan", desc="simulate", disable=not sys.stderr.isatty(), file=sys.stderr) as bar:
+    with _bar(len(chosen) * len(variants) * (n or len(tasks)), "simulate") as bar:
         written = simulate(chosen, tasks, out, variants=variants, n=n, max_tokens=max_tokens, seed=seed, model=model,
                            budgets=budgets_path, progress=bar.update)
     click.echo(f"wrote {written} plan records ({', '.join(p.name for p in chosen)} x {', '.join(variants)}) to {out}")
+
+
+@traces.command("record")
+@click.option("--model", "-m", required=True, help="Model id to plan for (budget, tier, variant).")
+@click.option("--lm", "lm_spec", default=None, help="LiteLLM model string, replay:PATH or sim:PROFILE (default: --model).")
+@click.option("--api-base", default=None, help="API base URL for an OpenAI-compatible endpoint.")
+@click.option("--variant", type=click.Choice(["full_steps", "single_pick", "both"]), default="both", show_default=True)
+@click.option("--tasks", "split", default="dev", show_default=True, help="Gold task split (train, dev, test, all) or a JSONL path.")
+@click.option("--n", "n", type=click.IntRange(1), default=None, help="Tasks per variant (cycled if more than the split).")
+@click.option("--max-tokens", type=click.IntRange(1), default=None, help="Override the budget's output_tokens.")
+@_budgets_option
+@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False))
+def traces_record(
+    model: str, lm_spec: str | None, api_base: str | None, variant: str, split: str, n: int | None,
+    max_tokens: int | None, budgets_path: str | None, out: str,
+) -> None:
+    """Plan gold tasks with a real (or replayed, or simulated) model and record every exchange."""
+    from helmdeck_dspy.traces.runs import VARIANTS, record
+
+    tasks = _tasks_for(split)
+    variants = VARIANTS if variant == "both" else (variant,)
+    with _bar(len(variants) * (n or len(tasks)), "record") as bar:
+        written = record(model, lm_spec, tasks, out, variants=variants, n=n, max_tokens=max_tokens, api_base=api_base,
+                         budgets=budgets_path, progress=bar.update)
+    click.echo(f"wrote {written} plan records ({model} x {', '.join(variants)}) to {out}")
+
+
+def _tasks_for(split: str) -> list:
+    from pathlib import Path
+
+    from helmdeck_dspy.tasks import load_tasks
+
+    return load_tasks(path=split) if Path(split).suffix == ".jsonl" else load_tasks(None if split == "all" else split)
+
+
+def _bar(total: int, desc: str):
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit=" plan", desc=desc, disable=not sys.stderr.isatty(), file=sys.stderr)
 
 
 # ----------------------------------------------------------------------------- eval

@@ -12,7 +12,7 @@ from helmdeck_dspy.calibrate import apply_calibration, calibrate
 from helmdeck_dspy.engines.profile import Planning, Shape, SimProfile, Timing, load_profile
 from helmdeck_dspy.evaluation.runner import evaluate
 from helmdeck_dspy.tasks import load_tasks
-from helmdeck_dspy.traces.simulate import simulate
+from helmdeck_dspy.traces.runs import simulate
 from tests.conftest import PROJECT_ROOT
 
 BUNDLED_BUDGETS = PROJECT_ROOT / "compiled" / "budgets.toml"

@@ -14,7 +14,7 @@ from helmdeck_dspy.errors import DataFileError
 from helmdeck_dspy.resources import bundled_dir
 from helmdeck_dspy.tasks import load_tasks
 from helmdeck_dspy.traces.record import read_traces
-from helmdeck_dspy.traces.simulate import VARIANTS, resolve_profiles, simulate
+from helmdeck_dspy.traces.runs import VARIANTS, resolve_profiles, simulate
 
 DEV = load_tasks("dev")
 

@@ -189,35 +189,30 @@ def _write(tmp_path, rows, name="t.jsonl"):
 PLAN = json.dumps({"steps": [{"order": 1, "tool": "web.scrape", "args": {}}]})
 
 
-def test_catalog_cap_shrinks_when_cutoffs_rise_with_prompt_size(tmp_path):
-    model = "acme/long-prompts"
+def _prompt_size_run(tmp_path, model: str, cut_tokens: int, clean_tokens: int) -> dict:
+    """80 calls under a 1500 cap: half with big prompts, half of those cut after ``cut_tokens``."""
     budgets = table_with(tmp_path, row(model, "C", 1500, 10000))
     rows = []
     for i in range(80):
         big = i % 2 == 1
         cut = big and i % 4 == 1  # half of the big-prompt calls are cut, none of the small ones
-        # cut at 300 tokens, far below the 1500 cap: the context ran out, not the output budget
         rows.append({"model": model, "prompt_variant": "single_pick", "tier": "C", "prompt_tokens": 6000 if big else 1500,
-                     "max_tokens": 1500, "completion_tokens": 300 if cut else 200,
+                     "max_tokens": 1500, "completion_tokens": cut_tokens if cut else clean_tokens,
                      "content": PLAN[:20] if cut else PLAN, "finish_reason": "length" if cut else "stop"})
-    cal = calibrate(evaluate([_write(tmp_path, rows)], progress=False), load_budget_table(budgets))
-    props = by_field(cal, model)
+    return by_field(calibrate(evaluate([_write(tmp_path, rows)], progress=False), load_budget_table(budgets)), model)
+
+
+def test_catalog_cap_shrinks_when_cutoffs_rise_with_prompt_size(tmp_path):
+    # cut at 300 tokens, far below the 1500 cap: the context ran out, not the output budget
+    props = _prompt_size_run(tmp_path, "acme/long-prompts", cut_tokens=300, clean_tokens=200)
     assert (props["max_catalog_bytes"].current, props["max_catalog_bytes"].proposed) == (10000, 7500)
     assert props["max_catalog_bytes"].evidence["diff_ci"][0] > 0
     assert "output_tokens" not in props  # the cap did not cut these answers
 
 
 def test_cutoffs_at_the_cap_raise_the_cap_not_shrink_the_catalog(tmp_path):
-    model = "acme/long-answers"
-    budgets = table_with(tmp_path, row(model, "C", 1500, 10000))
-    rows = []
-    for i in range(80):
-        big = i % 2 == 1
-        cut = big and i % 4 == 1  # long requests: bigger prompts and longer answers that hit the cap
-        rows.append({"model": model, "prompt_variant": "single_pick", "tier": "C", "prompt_tokens": 6000 if big else 1500,
-                     "max_tokens": 1500, "completion_tokens": 1500 if cut else 900,
-                     "content": PLAN[:20] if cut else PLAN, "finish_reason": "length" if cut else "stop"})
-    props = by_field(calibrate(evaluate([_write(tmp_path, rows)], progress=False), load_budget_table(budgets)), model)
+    # long requests: bigger prompts and longer answers that hit the cap
+    props = _prompt_size_run(tmp_path, "acme/long-answers", cut_tokens=1500, clean_tokens=900)
     assert "max_catalog_bytes" not in props
     assert props["output_tokens"].proposed > 1500
 

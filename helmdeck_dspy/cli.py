@@ -597,6 +597,15 @@ def compile_cmd(
         emit_json([r.model_dump() for r in results])
 
 
+def _register_extras() -> None:
+    from helmdeck_dspy.cli_bench import bench
+
+    cli.add_command(bench)
+
+
+_register_extras()
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     apply_offline_defaults()

@@ -49,10 +49,15 @@ def test_installed_wheel_resolves_budgets_and_catalog_from_itself(wheel, tmp_pat
         "print(r.default_budgets_path())\n"
         "print(budget_for('openrouter/nvidia/nemotron-3-super-120b-a12b:free').tier)\n"
         "print(len(load_catalog().packs))\n"
+        "import helmdeck_dspy.catalog.rank, helmdeck_dspy.engines.sim, helmdeck_dspy.evaluation.runner\n"
+        "import helmdeck_dspy.traces.io, helmdeck_dspy.bfcl.load\n"
+        "mods = [helmdeck_dspy.catalog.rank, helmdeck_dspy.engines.sim, helmdeck_dspy.evaluation.runner,\n"
+        "        helmdeck_dspy.traces.io, helmdeck_dspy.bfcl.load]\n"
+        "print(all(m.__file__.startswith(helmdeck_dspy.__path__[0]) for m in mods))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(site)}
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
     lines = out.stdout.split("\n")
     assert lines[0].startswith(str(site)), lines[0]
     assert lines[1].startswith(str(site))
-    assert lines[2:4] == ["C", "65"]
+    assert lines[2:5] == ["C", "65", "True"], "subpackages must come from the wheel, not the editable checkout"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -92,6 +93,26 @@ def _drop_io_schemas(g: RoutingGuide) -> RoutingGuide:
     return _pipelines(g, change)
 
 
+def _schema_without_descriptions(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {k: _schema_without_descriptions(v) for k, v in schema.items() if k != "description"}
+    if isinstance(schema, list):
+        return [_schema_without_descriptions(v) for v in schema]
+    return schema
+
+
+def _drop_parameter_descriptions(g: RoutingGuide) -> RoutingGuide:
+    packs = tuple(
+        p.model_copy(update={"parameters": _schema_without_descriptions(p.parameters)}) if p.parameters else p
+        for p in g.packs
+    )
+    return g.model_copy(update={"packs": packs})
+
+
+def _has_parameters(g: RoutingGuide) -> bool:
+    return any(p.parameters for p in g.packs)
+
+
 def _first_sentences(g: RoutingGuide) -> RoutingGuide:
     def cut(entry):
         short = first_sentence(entry.description)
@@ -102,15 +123,21 @@ def _first_sentences(g: RoutingGuide) -> RoutingGuide:
     )
 
 
-TRIM_STEPS: tuple[tuple[str, Callable[[RoutingGuide], RoutingGuide]], ...] = (
-    ("pack.intent_keywords[]", _drop_pack_keywords),
-    ("pack.typical_use", _drop_pack_typical_use),
-    ("pack.limitations[]", _drop_pack_limitations),
-    ("pipeline.steps[].body", _drop_step_bodies),
-    ("pipeline.inputs/outputs.schema", _drop_io_schemas),
-    ("description.firstSentence", _first_sentences),
+Step = Callable[[RoutingGuide], RoutingGuide]
+
+TRIM_STEPS: tuple[tuple[str, Step, Callable[[RoutingGuide], bool] | None], ...] = (
+    ("pack.intent_keywords[]", _drop_pack_keywords, None),
+    ("pack.typical_use", _drop_pack_typical_use, None),
+    ("pack.limitations[]", _drop_pack_limitations, None),
+    ("pipeline.steps[].body", _drop_step_bodies, None),
+    ("pipeline.inputs/outputs.schema", _drop_io_schemas, None),
+    ("pack.parameters[].description", _drop_parameter_descriptions, _has_parameters),
+    ("description.firstSentence", _first_sentences, None),
 )
-"""The trim order: (label, step). Each step returns a new catalog sharing unchanged entries."""
+"""The trim order: (label, step, applies). Each step returns a new catalog sharing unchanged
+entries. helmdeck's steps always run (and are labelled) while over the cap; a step of ours with an
+``applies`` test runs only on catalogs it concerns (pack argument schemas, which helmdeck's
+routing guide does not carry), so helmdeck-shaped catalogs trim exactly as upstream."""
 
 
 def still_over_budget_label(size: int, cap: int) -> str:
@@ -153,9 +180,11 @@ def _compact(catalog: RoutingGuide, max_bytes: int) -> tuple[RoutingGuide, Trim]
     guide = catalog
     dropped: list[str] = []
     size = before
-    for label, step in TRIM_STEPS:
+    for label, step, applies in TRIM_STEPS:
         if size <= max_bytes:
             break
+        if applies is not None and not applies(guide):
+            continue
         guide = step(guide)
         dropped.append(label)
         size = guide.size_bytes()

@@ -89,10 +89,31 @@ class RankFeatures:
         self.description = token_set(entry.description)
         self.supersedes = tuple(token_set(s) for s in getattr(m, "supersedes", ()))
         parts = [entry.entry_id, entry.entry_id, entry.description, *m.intent_keywords, *m.accepts, *m.produces]
+        if isinstance(entry, Pack) and entry.parameters:
+            parts += parameter_words(entry.parameters)
         if isinstance(entry, Pipeline):
             parts += [entry.name, *m.supersedes]
         self.document = tuple(tokenize(" ".join(parts)))
         self.counts = Counter(self.document)
+
+
+def parameter_words(schema: dict[str, Any], depth: int = 0) -> list[str]:
+    """Argument names and their descriptions from a JSON Schema object (nested up to 16 levels)."""
+    words: list[str] = []
+    if depth >= 16:
+        return words
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        for name, spec in props.items():
+            words.append(str(name))
+            if isinstance(spec, dict):
+                if isinstance(spec.get("description"), str):
+                    words.append(spec["description"])
+                words += parameter_words(spec, depth + 1)
+    items = schema.get("items")
+    if isinstance(items, dict):
+        words += parameter_words(items, depth + 1)
+    return words
 
 
 def _wire_metadata(meta: _Metadata) -> dict[str, Any]:
@@ -118,10 +139,15 @@ class _Entry(_CachingModel):
 
 
 class Pack(_Entry):
-    """An atomic tool, called by its name."""
+    """An atomic tool, called by its name.
+
+    ``parameters`` is an optional JSON Schema object for the tool's arguments (helmdeck's routing
+    guide has none; catalogs converted from function-calling benchmarks such as BFCL carry one).
+    """
 
     name: str = Field(min_length=1)
     description: str = ""
+    parameters: dict[str, Any] | None = None
     metadata: PackMetadata = Field(default_factory=PackMetadata)
 
     @property
@@ -132,6 +158,8 @@ class Pack(_Entry):
         entry: dict[str, Any] = {"name": self.name}
         if self.description:
             entry["description"] = self.description
+        if self.parameters:
+            entry["parameters"] = self.parameters
         entry["metadata"] = _wire_metadata(self.metadata)
         return entry
 
@@ -220,14 +248,20 @@ def parse_catalog(data: Any, path: str = "<catalog>") -> RoutingGuide:
             items = data.get(loc[0]) or []
             item = items[loc[1]] if loc[1] < len(items) else None
             label = (item.get("name") or item.get("id")) if isinstance(item, dict) else None
-            if label:
-                where += f" ({label})"
+            if label and isinstance(label, (str, int, float)):  # not a (possibly deep) container
+                where += f" ({str(label)[:80]})"
         raise CatalogError(path, f"{where}: {e['msg']}") from None
     seen: set[str] = set()
     for entry_id in guide.ids():
         if entry_id in seen:
             raise CatalogError(path, f"duplicate id {entry_id!r}")
         seen.add(entry_id)
+    try:  # render once now (cached): a catalog that loads must also fit in a prompt
+        guide.size_bytes()
+    except UnicodeEncodeError as exc:
+        raise CatalogError(path, f"a string holds {exc.object[exc.start:exc.end]!r}, which is not UTF-8 (an unpaired surrogate)") from None
+    except (ValueError, RecursionError) as exc:  # pydantic/json serialisation depth limits
+        raise CatalogError(path, f"a value is nested too deeply to render ({exc})") from None
     return guide
 
 
@@ -242,6 +276,8 @@ def load_catalog(path: str | Path | None = None) -> RoutingGuide:
         raise CatalogError(str(resolved), f"not UTF-8 text (byte offset {exc.start})") from None
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise CatalogError(str(resolved), "not valid JSON: nested too deeply to decode") from None
     except ValueError as exc:
         line = getattr(exc, "lineno", None)
         raise CatalogError(str(resolved), f"not valid JSON: {getattr(exc, 'msg', exc)}", line=line) from None

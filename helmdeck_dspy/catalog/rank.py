@@ -1,10 +1,12 @@
 """Ranking catalog entries against an intent.
 
-Two rankers with one signature, ``(catalog, intent, prior=None) -> list[Ranked]``:
+Three rankers with one signature, ``(catalog, intent, prior=None) -> list[Ranked]``:
 
 - :func:`rank_lexical` — helmdeck's scorer: weighted overlap of intent tokens with keyword
   phrases, accepts/produces, names, ids, supersedes and descriptions.
 - :func:`rank_bm25` — Okapi BM25 over the same fields, one document per entry.
+- :func:`rank_embedding` — cosine similarity of sentence embeddings; needs the ``embed`` extra
+  and is imported only when used.
 
 Both keep zero scores and sort by score descending, then id ascending. ``prior`` adds a per-id
 bonus (for example from plan history) before sorting.
@@ -26,6 +28,7 @@ __all__ = [
     "STOP_WORDS",
     "high_confidence",
     "rank_bm25",
+    "rank_embedding",
     "rank_lexical",
     "should_escalate",
     "tokenize",
@@ -67,7 +70,8 @@ def _score(entry: Pack | Pipeline, intent: frozenset[str]) -> float:
     return score
 
 
-def _sorted(items: list[Ranked], prior: Mapping[str, float] | None) -> list[Ranked]:
+def sort_ranked(items: list[Ranked], prior: Mapping[str, float] | None = None) -> list[Ranked]:
+    """Add the optional per-id prior, then sort by score descending, id ascending."""
     if prior:
         items = [Ranked(r.id, r.kind, r.score + prior.get(r.id, 0.0)) for r in items]
     return sorted(items, key=lambda r: (-r.score, r.id))
@@ -83,7 +87,7 @@ def rank_lexical(catalog: RoutingGuide, intent: str, prior: Mapping[str, float] 
     tokens = token_set(intent)
     items = [Ranked(p.name, "pack", _score(p, tokens) if tokens else 0.0) for p in catalog.packs]
     items += [Ranked(p.id, "pipeline", _score(p, tokens) if tokens else 0.0) for p in catalog.pipelines]
-    return _sorted(items, prior)
+    return sort_ranked(items, prior)
 
 
 def rank_bm25(
@@ -117,10 +121,17 @@ def rank_bm25(
             idf = math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5))
             score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / (avg_len or 1.0)))
         items.append(Ranked(entry.entry_id, kind, round(score, 6)))
-    return _sorted(items, prior)
+    return sort_ranked(items, prior)
 
 
-RANKERS: dict[str, Ranker] = {"lexical": rank_lexical, "bm25": rank_bm25}
+def rank_embedding(catalog: RoutingGuide, intent: str, prior: Mapping[str, float] | None = None) -> list[Ranked]:
+    """Cosine similarity of sentence embeddings (optional extra; see :mod:`helmdeck_dspy.catalog.embed`)."""
+    from helmdeck_dspy.catalog.embed import rank_embedding as rank
+
+    return rank(catalog, intent, prior)
+
+
+RANKERS: dict[str, Ranker] = {"lexical": rank_lexical, "bm25": rank_bm25, "embedding": rank_embedding}
 
 
 def top_k(ranked: list[Ranked], k: int) -> list[Ranked]:

@@ -284,3 +284,21 @@ def test_pass_through_returns_the_input_object():
     assert first is not second
     assert compact_catalog(first, 0)[0] is first
     assert compact_catalog(second, 0)[0] is second
+
+
+def test_parameter_descriptions_are_trimmed_only_on_catalogs_that_have_them():
+    from helmdeck_dspy.catalog.models import Pack, RoutingGuide
+
+    schema = {"type": "object", "properties": {"city": {"type": "string", "description": "The city to look up " * 8}}}
+    packs = tuple(Pack(name=f"t{i}", description="Short.", parameters=schema) for i in range(20))
+    with_params = RoutingGuide(packs=packs)
+    cap = with_params.size_bytes() // 2
+    trimmed, trim = compact_catalog(with_params, cap)
+    assert "pack.parameters[].description" in trim.dropped
+    assert trimmed.packs[0].parameters == {"type": "object", "properties": {"city": {"type": "string"}}}
+    assert with_params.packs[0].parameters == schema  # the input is untouched
+
+    plain = RoutingGuide(packs=tuple(Pack(name=f"t{i}", description="Does a thing. " * 30) for i in range(20)))
+    _, trim = compact_catalog(plain, plain.size_bytes() // 2)
+    assert "pack.parameters[].description" not in trim.dropped
+    assert "description.firstSentence" in trim.dropped

@@ -315,4 +315,6 @@ def test_bm25_on_empty_catalog():
 
 
 def test_rankers_registry():
-    assert RANKERS == {"lexical": rank_lexical, "bm25": rank_bm25}
+    from helmdeck_dspy.catalog.rank import rank_embedding
+
+    assert RANKERS == {"lexical": rank_lexical, "bm25": rank_bm25, "embedding": rank_embedding}

@@ -203,8 +203,8 @@ def catalog() -> None:
 @click.argument("catalog_path", required=False, type=click.Path(dir_okay=False, exists=True))
 @click.option("--model", "-m", required=True, help="Model id; its budget decides the cap and the tier.")
 @click.option("--intent", "-i", default="", help="The user's request, for ranking.")
-@click.option("--ranker", type=click.Choice(["lexical", "bm25"]), default="bm25", show_default=True,
-              help="bm25, or lexical (helmdeck's scorer).")
+@click.option("--ranker", type=click.Choice(["lexical", "bm25", "embedding"]), default="bm25", show_default=True,
+              help="bm25, lexical (helmdeck's scorer) or embedding (needs the 'embed' extra).")
 @click.option(
     "--rank-source", type=click.Choice(["compacted", "full"]), default="full", show_default=True,
     help="Rank the full entries, or the compacted ones (helmdeck).",

@@ -40,3 +40,11 @@ $CLI eval --out "$OUT" --no-progress
 
 section "Calibration proposal from that report (nothing is applied)"
 $CLI calibrate --report "$OUT/report.json"
+
+BFCL=../shared/data/bfcl
+if [ -d "$BFCL" ]; then
+  section "BFCL: do the gold tools survive catalog selection? (pooled catalog, bm25 vs helmdeck's lexical)"
+  $CLI bench bfcl --data "$BFCL" --pool --rankers lexical,bm25 --out "$OUT/bfcl" --no-progress
+else
+  echo "(skipping the BFCL benchmark: $BFCL is absent)"
+fi

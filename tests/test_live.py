@@ -27,3 +27,15 @@ def test_live_plan_returns_a_classified_result_and_records_it(tmp_path):
     assert result.ok or result.failure_cause is not None
     records = list(read_traces(out))
     assert records and records[-1].source == "live"
+
+
+def test_live_bfcl_plans_are_scored_and_recorded(tmp_path, shared_dir):
+    from helmdeck_dspy.bfcl.load import load_bfcl
+    from helmdeck_dspy.bfcl.plans import plan_questions, score_traces
+
+    data = load_bfcl(shared_dir / "data" / "bfcl", ["parallel"]).limited(3)
+    out = tmp_path / "bfcl.jsonl"
+    live = plan_questions(data, model=LIVE_MODEL, lm_spec=LIVE_MODEL, api_base=os.environ.get("HELMDECK_LIVE_API_BASE"),
+                          record_path=out)
+    assert live.summary.n == 3
+    assert [s.model_dump() for s in score_traces(data, out).scores] == [s.model_dump() for s in live.scores]

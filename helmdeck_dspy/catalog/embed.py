@@ -5,8 +5,9 @@ offline with sentence-transformers on CPU. Both are an optional extra
 (``pip install 'helmdeck-dspy[embed]'``); without them :func:`rank_embedding` raises
 :class:`RankerUnavailableError` with the install line.
 
-Entry vectors are cached by entry text for the life of the process, so ranking many intents over
-one catalog embeds each entry once and each query once.
+Entry vectors are cached by entry text for the life of the process, and the stacked matrix per
+catalog, so ranking many intents over one catalog embeds each entry once; queries are embedded
+on every call.
 """
 
 from __future__ import annotations
@@ -77,6 +78,12 @@ class _Encoder:
             self.matrices[key] = matrix
         return matrix
 
+    def encode_query(self, text: str) -> Any:
+        """One query's unit vector (not cached: queries rarely repeat, and the cache would grow)."""
+        return self.model.encode(
+            [text], normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True
+        )[0]
+
     def encode(self, texts: list[str]) -> Any:
         import numpy as np
 
@@ -119,7 +126,7 @@ def rank_embedding(catalog: RoutingGuide, intent: str, prior: Mapping[str, float
         return []
     enc = encoder()
     docs = enc.catalog_matrix(catalog, [e for e, _ in entries])
-    query = enc.encode([intent.strip() or " "])[0]
+    query = enc.encode_query(intent.strip() or " ")
     scores = docs @ query
     items = [Ranked(e.entry_id, kind, round(float(s), 6)) for (e, kind), s in zip(entries, scores)]
     return sort_ranked(items, prior)

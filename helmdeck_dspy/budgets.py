@@ -11,7 +11,6 @@ and pydantic.
 from __future__ import annotations
 
 import re
-import tomllib
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -20,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from helmdeck_dspy.errors import BudgetTableError
 from helmdeck_dspy.resources import default_budgets_path
+from helmdeck_dspy.tomlfile import parse_toml, read_text
 
 Tier = Literal["A", "B", "C"]
 PromptVariant = Literal["full_steps", "single_pick"]
@@ -142,10 +142,7 @@ def parse_budget_table(text: str, path: str = "<string>") -> BudgetTable:
     Raises:
         BudgetTableError: naming the file, the row (index, ``match`` and line) and the problem.
     """
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise BudgetTableError(path, f"not valid TOML: {exc}") from None
+    data = parse_toml(text, path, BudgetTableError)
     unknown_top = set(data) - {"fallback", "model"}
     if unknown_top:
         raise BudgetTableError(path, f"unknown top-level key(s) {sorted(unknown_top)}; expected [fallback] and [[model]]")
@@ -187,12 +184,14 @@ def load_budget_table(path: str | Path | None = None) -> BudgetTable:
         stat = resolved.stat()
     except OSError as exc:
         raise BudgetTableError(str(resolved), f"cannot read: {exc.strerror}") from None
+    if resolved.is_dir():
+        raise BudgetTableError(str(resolved), "is a directory; expected a budget table (.toml) file")
     return _load_cached(str(resolved), stat.st_mtime_ns, stat.st_size)
 
 
 @lru_cache(maxsize=8)
 def _load_cached(path: str, _mtime_ns: int, _size: int) -> BudgetTable:
-    return parse_budget_table(Path(path).read_text(encoding="utf-8"), path)
+    return parse_budget_table(read_text(path, BudgetTableError), path)
 
 
 def budget_for(model: str, table: BudgetTable | None = None) -> Budget:

@@ -18,19 +18,24 @@ exact row (with provenance) for a model that only matched a prefix or the fallba
 from __future__ import annotations
 
 import math
-import tomllib
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from helmdeck_dspy.budgets import Budget, BudgetTable, parse_budget_table, resolve_prompt_variant
+from helmdeck_dspy.budgets import (
+    Budget,
+    BudgetTable,
+    parse_budget_table,
+    resolve_prompt_variant,
+)
 from helmdeck_dspy.errors import DataFileError
 from helmdeck_dspy.evaluation.report import EvalReport, GroupReport
 from helmdeck_dspy.evaluation.stats import newcombe_diff, wilson
 from helmdeck_dspy.fileio import atomic_write_text
 from helmdeck_dspy.resources import bundled_dir, default_budgets_path
+from helmdeck_dspy.tomlfile import read_toml
 
 
 class Proposal(BaseModel):
@@ -60,21 +65,33 @@ class Calibration(BaseModel):
 
 def load_rules(path: Path | None = None) -> dict[str, Any]:
     p = path or bundled_dir() / "calibration.toml"
-    try:
-        return tomllib.loads(p.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise DataFileError(str(p), f"cannot read calibration rules: {exc}") from None
+    return read_toml(p)
 
 
 def load_report(path: str | Path) -> EvalReport:
+    import json
+
+    from pydantic import ValidationError
+
+    from helmdeck_dspy.jsonl import json_error_text
+
     p = Path(path)
     try:
-        return EvalReport.model_validate_json(p.read_text(encoding="utf-8"))
+        data = json.loads(p.read_bytes())
     except OSError as exc:
         raise DataFileError(str(p), f"cannot read: {exc.strerror}") from None
-    except ValueError as exc:
-        first = str(exc).splitlines()
-        raise DataFileError(str(p), f"not an eval report.json: {' '.join(first[:3])}") from None
+    except UnicodeDecodeError as exc:
+        raise DataFileError(str(p), f"not an eval report.json: not UTF-8 text ({exc.reason})") from None
+    except (ValueError, RecursionError) as exc:
+        raise DataFileError(str(p), f"not an eval report.json: not valid JSON: {json_error_text(exc)}",
+                            line=getattr(exc, "lineno", None)) from None
+    try:
+        return EvalReport.model_validate(data)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        loc = ".".join(str(x) for x in e["loc"]) or "report"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise DataFileError(str(p), f"not an eval report.json: {loc}: {e['msg']}{more}") from None
 
 
 def _ndtri(p: float) -> float:

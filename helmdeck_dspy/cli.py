@@ -6,6 +6,7 @@ them, so ``--help`` and ``budgets lookup`` start fast. Exit codes: 0 success, 1 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from typing import Any
@@ -361,7 +362,7 @@ def traces_simulate(
     chosen = resolve_profiles(profiles)
     tasks = _tasks_for(split)
     variants = VARIANTS if variant == "both" else (variant,)
-    with _bar(len(chosen) * len(variants) * (n or len(tasks)), "simulate") as bar:
+    with _bar(len(chosen) * len(variants) * (n or len(tasks)), "simulate") as bar, _keep_partial(out):
         written = simulate(chosen, tasks, out, variants=variants, n=n, max_tokens=max_tokens, seed=seed, model=model,
                            budgets=budgets_path, progress=bar.update)
     click.echo(f"wrote {written} plan records ({', '.join(p.name for p in chosen)} x {', '.join(variants)}) to {out}")
@@ -386,10 +387,23 @@ def traces_record(
 
     tasks = _tasks_for(split)
     variants = VARIANTS if variant == "both" else (variant,)
-    with _bar(len(variants) * (n or len(tasks)), "record") as bar:
+    with _bar(len(variants) * (n or len(tasks)), "record") as bar, _keep_partial(out):
         written = record(model, lm_spec, tasks, out, variants=variants, n=n, max_tokens=max_tokens, api_base=api_base,
                          budgets=budgets_path, progress=bar.update)
     click.echo(f"wrote {written} plan records ({model} x {', '.join(variants)}) to {out}")
+
+
+@contextlib.contextmanager
+def _keep_partial(out: str):
+    """On Ctrl-C, say where the exchanges recorded so far are (``OUT.partial.jsonl``)."""
+    from helmdeck_dspy.traces.runs import partial_path
+
+    try:
+        yield
+    except KeyboardInterrupt:
+        if partial_path(out).exists():
+            click.echo(f"interrupted: the exchanges recorded so far are in {partial_path(out)}", err=True)
+        raise
 
 
 def _tasks_for(split: str) -> list:
@@ -427,10 +441,14 @@ def _bundled_traces() -> list[str]:
 @click.option("--tracking-uri", default=None, help="MLflow tracking URI (with --mlflow).")
 @_on_error_option
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
+@click.option("--resume/--no-resume", default=None,
+              help="With --out: continue an interrupted run from OUT/.eval-checkpoint.json (default: when one "
+                   "matches these inputs and options); --no-resume starts over.")
 @click.option("--json", "as_json", is_flag=True, help="Print report.json to stdout.")
 def eval_cmd(
     trace_paths: tuple[str, ...], out_dir: str | None, catalog_path: str | None, tasks_path: str | None,
-    workers: int, use_mlflow: bool, tracking_uri: str | None, on_error: str, progress: bool | None, as_json: bool,
+    workers: int, use_mlflow: bool, tracking_uri: str | None, on_error: str, progress: bool | None,
+    resume: bool | None, as_json: bool,
 ) -> None:
     """Replay trace sets (default: the bundled ones) through the planner's parse/guard path and report."""
     from pathlib import Path
@@ -438,19 +456,30 @@ def eval_cmd(
     from helmdeck_dspy.catalog import load_catalog
     from helmdeck_dspy.evaluation.output import write_outputs
     from helmdeck_dspy.evaluation.report import SUMMARY_HEADERS, summary_rows
-    from helmdeck_dspy.evaluation.runner import evaluate
+    from helmdeck_dspy.evaluation.runner import checkpoint_path, clear_checkpoint, evaluate
     from helmdeck_dspy.tasks import load_tasks
 
     paths = list(trace_paths) or _bundled_traces()
     if not paths:
         raise click.UsageError("no trace files given and none bundled")
-    report = evaluate(
-        paths, catalog=load_catalog(catalog_path), tasks=load_tasks(path=tasks_path) if tasks_path else None,
-        workers=workers, on_error=on_error, progress=progress,  # type: ignore[arg-type]
-    )
+    if resume and not out_dir:
+        raise click.UsageError("--resume needs --out (the checkpoint lives in the output directory)")
+    ckpt = checkpoint_path(out_dir) if out_dir else None
+    try:
+        report = evaluate(
+            paths, catalog=load_catalog(catalog_path), tasks=load_tasks(path=tasks_path) if tasks_path else None,
+            workers=workers, on_error=on_error, progress=progress,  # type: ignore[arg-type]
+            checkpoint=ckpt, resume=resume is not False, notify=lambda msg: click.echo(msg, err=True),
+        )
+    except KeyboardInterrupt:
+        if ckpt is not None and ckpt.exists():
+            click.echo(f"interrupted: progress is saved in {ckpt}; run the same command again to resume", err=True)
+        raise
     plots: list[str] = []
     if out_dir:
         plots = write_outputs(report, Path(out_dir))
+        if ckpt is not None:
+            clear_checkpoint(ckpt)
     if use_mlflow:
         from helmdeck_dspy.tracking import log_eval_run
 
@@ -553,16 +582,23 @@ def calibrate_cmd(report_path: str, min_n: int | None, do_apply: bool, budgets_p
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--mlflow", "use_mlflow", is_flag=True, help="Log each compile to MLflow.")
 @click.option("--tracking-uri", default=None)
+@click.option("--resume/--no-resume", default=None,
+              help="Skip programs whose manifest entry was compiled from the same inputs (default: only when "
+                   "continuing an interrupted run); --no-resume compiles everything again.")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest entries as JSON.")
 def compile_cmd(
     tier: str | None, variant: str | None, compile_all: bool, optimizer: str, lm_spec: str | None,
     reflection_lm: str | None, train_path: str | None, dev_path: str | None, out_root: str | None, seed: int,
-    use_mlflow: bool, tracking_uri: str | None, as_json: bool,
+    use_mlflow: bool, tracking_uri: str | None, resume: bool | None, as_json: bool,
 ) -> None:
-    """Compile the plan program for a tier and prompt variant (or --all six)."""
+    """Compile the plan program for a tier and prompt variant (or --all six).
+
+    Programs are the unit of resumption: DSPy's optimizers cannot continue a half-done run, so an
+    interrupted --all redoes at most the program it was compiling.
+    """
     from pathlib import Path
 
-    from helmdeck_dspy.compiler import TIERS, VARIANTS, compile_program
+    from helmdeck_dspy.compiler import TIERS, VARIANTS, compile_program, finish_run, start_run
     from helmdeck_dspy.tasks import load_tasks
 
     if compile_all == bool(tier or variant):
@@ -573,15 +609,27 @@ def compile_cmd(
     train = load_tasks(path=train_path) if train_path else None
     dev = load_tasks(path=dev_path) if dev_path else None
     root = Path(out_root) if out_root else None
+    run_args = {"targets": targets, "optimizer": optimizer, "lm": lm_spec, "reflection_lm": reflection_lm,
+                "train": train_path, "dev": dev_path, "seed": seed}
+    interrupted = start_run(run_args, root)
+    if resume is None:
+        resume = interrupted
+        if interrupted:
+            click.echo("resuming an interrupted compile: programs already compiled from the same inputs are skipped",
+                       err=True)
     results = []
     for t, v in targets:
         r = compile_program(
             t, v, optimizer=optimizer, lm_spec=lm_spec, train=train, dev=dev, out_root=root,  # type: ignore[arg-type]
-            reflection_lm_spec=reflection_lm, seed=seed,
+            reflection_lm_spec=reflection_lm, seed=seed, resume=resume,
         )
         results.append(r)
+        if r.skipped:
+            click.echo(f"tier {t} {v}: skipped, already compiled from the same inputs ({r.compiled_at}) -> {r.path}",
+                       err=True)
+            continue
         if use_mlflow:
-            from helmdeck_dspy.compiler import program_path
+            from helmdeck_dspy.programs import program_path
             from helmdeck_dspy.tracking import log_compile_run
 
             metrics = {k: v for k, v in r.model_dump().items()
@@ -593,6 +641,7 @@ def compile_cmd(
             after = "-" if r.dev_score_after is None else f"{r.dev_score_after:.3f}"
             click.echo(f"tier {t} {v:11} {optimizer:9} demos {r.demos}  prompt {r.prompt_tokens} tok  "
                        f"dev {before} -> {after}  LM calls {r.lm_calls}  {r.seconds:.1f}s  -> {r.path}")
+    finish_run(root)
     if as_json:
         emit_json([r.model_dump() for r in results])
 
@@ -614,6 +663,11 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(1)
+    except click.UsageError as exc:
+        # One line, not click's usage block: the message and where to look for the right form.
+        hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+        click.echo(f"Error: {exc.format_message()}{hint}", err=True)
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)

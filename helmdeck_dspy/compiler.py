@@ -14,34 +14,44 @@ each tier's simulator profile from ``eval/compile.toml``.
 
 Every compile-time call runs under the tier's budget (output cap, catalog cap, strict JSON,
 catalog placement) exactly as at runtime. Results go to ``compiled/tier_T/V.json`` and an entry
-in ``compiled/manifest.json``.
+in ``compiled/manifest.json``, both written to a temporary file and renamed into place, so a kill
+never leaves a half-written program or manifest.
+
+Resuming: each manifest entry records ``inputs_sha256`` (tier, variant, optimizer, LM specs,
+seed, train/dev tasks, the tier's budget and settings, the catalog, the uncompiled program's
+state, the DSPy and tool versions) and ``program_sha256`` (the saved file). With ``resume``, a
+(tier, variant) whose entry matches both is skipped. DSPy's optimizers cannot resume from the
+middle of a run, so the unit of resumption is one (tier, variant) program: an interrupted
+``compile --all`` redoes at most the program it was working on.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import tempfile
 import time
-import tomllib
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from helmdeck_dspy.adapter import PlanAdapter, PlanParseError, RenderOptions
 from helmdeck_dspy.budgets import Budget, budget_for
 from helmdeck_dspy.catalog.models import RoutingGuide, load_catalog
 from helmdeck_dspy.catalog.select import select_catalog
-from helmdeck_dspy.errors import DataFileError, HelmdeckError
+from helmdeck_dspy.errors import CompiledProgramError, DataFileError, HelmdeckError
 from helmdeck_dspy.fileio import atomic_write_text
 from helmdeck_dspy.metric import score_plan
-from helmdeck_dspy.planner import program_path
+from helmdeck_dspy.programs import load_compiled_state, program_path
 from helmdeck_dspy.resources import bundled_dir, compiled_dir
 from helmdeck_dspy.result import guarded_from_prediction
 from helmdeck_dspy.signatures.types import PIPELINE_RUN_TOOL, PlanStep
 from helmdeck_dspy.tasks import PlanTask, load_tasks
 from helmdeck_dspy.tokens import count_message_tokens
+from helmdeck_dspy.tomlfile import read_toml
 
 Optimizer = Literal["fit", "bootstrap", "mipro", "gepa"]
 OPTIMIZERS: tuple[str, ...] = ("fit", "bootstrap", "mipro", "gepa")
@@ -59,10 +69,10 @@ class TierConfig(BaseModel):
 
 def load_tier_config(tier: str) -> TierConfig:
     path = bundled_dir() / "compile.toml"
+    data = read_toml(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
         return TierConfig.model_validate(data["tier"][tier])
-    except (OSError, KeyError, tomllib.TOMLDecodeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError) as exc:
         raise DataFileError(str(path), f"no valid [tier.{tier}] settings: {exc}") from None
 
 
@@ -94,6 +104,14 @@ class CompileResult(BaseModel):
     dspy_version: str
     compiled_at: str
     path: str
+    inputs_sha256: str | None = Field(default=None, description="Hash of everything the compile depends on.")
+    program_sha256: str | None = Field(default=None, description="Hash of the saved program file.")
+    _skipped: bool = PrivateAttr(default=False)
+
+    @property
+    def skipped(self) -> bool:
+        """True when ``compile_program(resume=True)`` found this program already compiled from the same inputs."""
+        return self._skipped
 
 
 def _sha(tasks: list[PlanTask]) -> str:
@@ -272,8 +290,13 @@ def compile_program(
     out_root: Path | None = None,
     reflection_lm_spec: str | None = None,
     seed: int = 0,
+    resume: bool = False,
 ) -> CompileResult:
-    """Compile the (tier, variant) program and record it in the manifest."""
+    """Compile the (tier, variant) program and record it in the manifest.
+
+    With ``resume``, a program whose manifest entry was made from the same inputs (and whose
+    file is unchanged) is not compiled again: its entry is returned with ``skipped`` set.
+    """
     import dspy
 
     from helmdeck_dspy.lm import make_lm
@@ -290,6 +313,11 @@ def compile_program(
     if lm_spec == "sim:auto":
         lm_spec = f"sim:{setup.config.sim_profile}"
     program = MODULES[variant](setup.render)
+    inputs_sha = _inputs_sha(setup, program, optimizer, lm_spec, reflection_lm_spec, seed, train, dev)
+    if resume:
+        done = _unchanged_entry(tier, variant, inputs_sha, out_root)
+        if done is not None:
+            return done
     lm = make_lm(lm_spec, seed=seed) if lm_spec else None
 
     with dspy.track_usage() as tracker:
@@ -309,8 +337,7 @@ def compile_program(
     costs = [e.get("cost") for e in (getattr(lm, "history", None) or []) if e.get("cost") is not None and e.get("usage")]
 
     path = program_path(tier, variant, out_root)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    program.save(str(path))
+    save_program(program, path)
     result = CompileResult(
         tier=tier, variant=variant, optimizer=optimizer, lm=lm_spec, budget_model=setup.config.budget_model,
         train_sha256=_sha(train), dev_sha256=_sha(dev), train_n=len(train), dev_n=len(dev),
@@ -319,9 +346,67 @@ def compile_program(
         completion_tokens_used=ctok, cost_usd=round(sum(costs), 6) if costs else None, seconds=round(time.perf_counter() - t0, 2), dspy_version=dspy.__version__,
         compiled_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         path=str(path.relative_to(path.parents[1])),
+        inputs_sha256=inputs_sha, program_sha256=_file_sha(path),
     )
     update_manifest(result, out_root)
     return result
+
+
+def _file_sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _inputs_sha(setup: TierSetup, program: Any, optimizer: str, lm_spec: str | None, reflection: str | None,
+                seed: int, train: list[PlanTask], dev: list[PlanTask]) -> str:
+    """A hash of everything a compile's result depends on (see the module docstring)."""
+    from importlib.metadata import version
+
+    import dspy
+
+    state = program.dump_state()
+    parts = {
+        "tier": setup.tier, "variant": setup.variant, "optimizer": optimizer, "lm": lm_spec,
+        "reflection_lm": reflection if optimizer == "gepa" else None, "seed": seed,
+        "train": _sha(train), "dev": _sha(dev), "budget": setup.budget.model_dump(mode="json"),
+        "config": setup.config.model_dump(mode="json"), "catalog": setup.catalog.fingerprint,
+        "program": state, "dspy": dspy.__version__, "tool": version("helmdeck-dspy"),
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _unchanged_entry(tier: str, variant: str, inputs_sha: str, root: Path | None) -> CompileResult | None:
+    """The manifest entry for (tier, variant) if it was compiled from ``inputs_sha`` and its file is intact."""
+    entry = read_manifest(root)["programs"].get(f"tier_{tier}/{variant}")
+    if not isinstance(entry, dict) or entry.get("inputs_sha256") != inputs_sha:
+        return None
+    path = program_path(tier, variant, root)
+    if not path.is_file() or entry.get("program_sha256") != _file_sha(path):
+        return None
+    from helmdeck_dspy.modules import MODULES
+
+    try:
+        load_compiled_state(MODULES[variant](), path)
+        result = CompileResult.model_validate(entry)
+    except (HelmdeckError, ValueError):
+        return None
+    result._skipped = True
+    return result
+
+
+def save_program(program: Any, path: Path) -> None:
+    """``program.save(path)`` through a temporary ``.json`` file renamed into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".json", dir=path.parent)
+    os.close(fd)
+    try:
+        program.save(tmp)
+        with open(tmp, "rb") as handle:  # on disk before the rename
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _optimize(optimizer: str, program: Any, trainset: list, valset: list, metric: Any, setup: TierSetup,
@@ -350,18 +435,57 @@ def _optimize(optimizer: str, program: Any, trainset: list, valset: list, metric
     return opt.compile(program, trainset=trainset, valset=valset)
 
 
+RUN_MARKER = ".compile-run.json"
+
+
+def start_run(args: dict[str, Any], root: Path | None = None) -> bool:
+    """Mark a compile run as started; True when an identical run was interrupted before finishing.
+
+    The marker (``ROOT/.compile-run.json``) holds the run's arguments and is removed by
+    :func:`finish_run`; finding it with the same arguments means the last such run was cut off.
+    """
+    path = (root or compiled_dir()) / RUN_MARKER
+    text = json.dumps(args, sort_keys=True, default=str)
+    interrupted = False
+    try:
+        interrupted = path.read_text(encoding="utf-8").strip() == text
+    except (OSError, UnicodeDecodeError):
+        pass
+    atomic_write_text(path, text + "\n")
+    return interrupted
+
+
+def finish_run(root: Path | None = None) -> None:
+    ((root or compiled_dir()) / RUN_MARKER).unlink(missing_ok=True)
+
+
 def manifest_path(root: Path | None = None) -> Path:
     return (root or compiled_dir()) / "manifest.json"
 
 
+def read_manifest(root: Path | None = None) -> dict[str, Any]:
+    """The manifest (an empty one when absent).
+
+    Raises:
+        CompiledProgramError: it is not JSON, or not ``{"programs": {...}}``.
+    """
+    path = manifest_path(root)
+    if not path.exists():
+        return {"schema_version": 1, "programs": {}}
+    try:
+        data = json.loads(path.read_bytes())
+    except OSError as exc:
+        raise CompiledProgramError(str(path), f"cannot read: {exc.strerror}") from None
+    except ValueError as exc:
+        raise CompiledProgramError(str(path), f"not valid JSON: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.setdefault("programs", {}), dict):
+        raise CompiledProgramError(str(path), 'expected {"schema_version": 1, "programs": {...}}')
+    return data
+
+
 def update_manifest(result: CompileResult, root: Path | None = None) -> None:
     path = manifest_path(root)
-    data: dict[str, Any] = {"schema_version": 1, "programs": {}}
-    if path.exists():
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise DataFileError(str(path), f"not valid JSON: {exc}") from None
-    data.setdefault("programs", {})[f"tier_{result.tier}/{result.variant}"] = result.model_dump()
+    data = read_manifest(root)
+    data["programs"][f"tier_{result.tier}/{result.variant}"] = result.model_dump()
     data["programs"] = dict(sorted(data["programs"].items()))
     atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")

@@ -37,3 +37,15 @@ class BudgetTableError(DataFileError):
 
 class CatalogError(DataFileError):
     """A routing-guide catalog failed validation."""
+
+
+class TraceFileError(DataFileError):
+    """A trace file (JSONL, Parquet or a saved dataset) has an unreadable or invalid record."""
+
+
+class TaskFileError(DataFileError):
+    """A gold-task JSONL file has an invalid line."""
+
+
+class CompiledProgramError(DataFileError):
+    """A compiled program (``compiled/tier_T/V.json``) or the manifest cannot be loaded."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -11,12 +12,52 @@ from helmdeck_dspy.errors import DataFileError
 
 OnError = Literal["skip", "fail"]
 
+TORN = "torn last line (no newline at the end and not valid JSON: the writer was probably interrupted)"
+
+
+_POS = re.compile(r":? (?:at )?line \d+ column (\d+)(?: \(char \d+\))?")
+
+
+def json_error_text(exc: BaseException) -> str:
+    """A JSON decoder's message without its in-line "line 1 column 7 (char 6)" (the line is the
+    file's, given separately): "... (column 7)"."""
+    msg = getattr(exc, "msg", None) or str(exc)
+    col = getattr(exc, "colno", None)
+    if col is None:
+        m = _POS.search(msg)
+        if m is None:
+            return msg
+        msg, col = msg[: m.start()] + msg[m.end():], m.group(1)
+    return f"{msg} (column {col})"
+
+
+def is_torn(line: str | bytes) -> bool:
+    """A line read without its trailing newline: the last line of a file whose writer was cut off."""
+    return not line.endswith("\n" if isinstance(line, str) else b"\n")
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def reject_lone_surrogates(line: str, obj: Any) -> None:
+    """Raise ValueError when ``obj``, decoded from ``line``, holds an unpaired surrogate escape
+    (``"\\udb19"``): json.loads accepts one, but the string is not Unicode text and cannot be
+    written back as UTF-8. Only lines with a surrogate escape are checked."""
+    if _SURROGATE_ESCAPE.search(line) is None:
+        return
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = ord(exc.object[exc.start])
+        raise ValueError(f"a string holds an unpaired surrogate escape (\\u{bad:04x}), which is not valid text") from None
+
 
 def iter_jsonl(
     path: str | Path,
     *,
     on_error: OnError = "fail",
     report: Callable[[DataFileError], None] | None = None,
+    error_type: type[DataFileError] = DataFileError,
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, object)`` for each non-blank line of a JSONL file.
 
@@ -24,33 +65,36 @@ def iter_jsonl(
         path: The file to read.
         on_error: ``fail`` raises the first :class:`DataFileError`; ``skip`` reports it and goes on.
         report: Called with each skipped line's error (``skip`` mode).
+        error_type: The :class:`DataFileError` subclass to raise (e.g. ``TaskFileError``).
+
+    A last line without a newline that does not parse is reported as torn (an interrupted
+    writer), never accepted.
 
     Raises:
         DataFileError: the file cannot be read, or (``fail``) a line is not a JSON object.
     """
     p = Path(path)
     try:
-        handle = p.open(encoding="utf-8")
+        handle = p.open("rb")
     except OSError as exc:
-        raise DataFileError(str(p), f"cannot read: {exc.strerror}") from None
+        raise error_type(str(p), f"cannot read: {exc.strerror}") from None
     with handle:
-        line_no = 0
-        while True:
-            try:
-                line = handle.readline()
-            except UnicodeDecodeError as exc:
-                raise DataFileError(str(p), f"not UTF-8 text ({exc.reason})", line=line_no + 1) from None
-            if not line:
-                return
-            line_no += 1
-            if not line.strip():
+        for line_no, raw in enumerate(handle, 1):
+            if not raw.strip():
                 continue
+            try:
+                line = raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                # Decoded line by line, so the line number is exact.
+                raise error_type(str(p), f"not UTF-8 text ({exc.reason} at byte {exc.start})", line=line_no) from None
             try:
                 obj = json.loads(line)
                 if not isinstance(obj, dict):
                     raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
+                reject_lone_surrogates(line, obj)
             except (ValueError, RecursionError) as exc:
-                err = DataFileError(str(p), f"expected one JSON object per line: {exc}", line=line_no)
+                detail = TORN if is_torn(line) else f"expected one JSON object per line: {json_error_text(exc)}"
+                err = error_type(str(p), detail, line=line_no)
                 if on_error == "fail":
                     raise err from None
                 if report is not None:

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from helmdeck_dspy.errors import DataFileError
+from helmdeck_dspy.errors import DataFileError, TaskFileError
 from helmdeck_dspy.jsonl import iter_jsonl
 from helmdeck_dspy.resources import bundled_dir
 from helmdeck_dspy.signatures.types import PIPELINE_RUN_TOOL, Complexity
@@ -86,6 +86,9 @@ class PlanTask(BaseModel):
         return self
 
 
+_REQUIRED = tuple(name for name, f in PlanTask.model_fields.items() if f.is_required())
+
+
 def tasks_dir() -> Path:
     return bundled_dir() / "tasks"
 
@@ -108,15 +111,18 @@ def load_tasks(split: Split | str | None = None, path: str | Path | None = None)
     tasks: list[PlanTask] = []
     seen: set[str] = set()
     for f in files:
-        for line_no, obj in iter_jsonl(f):
+        for line_no, obj in iter_jsonl(f, error_type=TaskFileError):
             try:
                 task = PlanTask.model_validate(obj)
             except ValidationError as exc:
                 e = exc.errors()[0]
                 loc = ".".join(str(x) for x in e["loc"]) or "task"
-                raise DataFileError(str(f), f"{loc}: {e['msg']}", line=line_no) from None
+                msg = e["msg"]
+                if e["type"] == "missing":
+                    msg = f"missing required field (a task needs {', '.join(_REQUIRED)})"
+                raise TaskFileError(str(f), f"{loc}: {msg}", line=line_no) from None
             if task.id in seen:
-                raise DataFileError(str(f), f"duplicate task id {task.id!r}", line=line_no)
+                raise TaskFileError(str(f), f"duplicate task id {task.id!r}", line=line_no)
             seen.add(task.id)
             tasks.append(task)
     return tasks

@@ -22,7 +22,8 @@ from helmdeck_dspy.compiler import (
 )
 from helmdeck_dspy.errors import HelmdeckError
 from helmdeck_dspy.lm import make_lm
-from helmdeck_dspy.planner import Planner, load_program, program_path
+from helmdeck_dspy.planner import Planner
+from helmdeck_dspy.programs import load_program, program_path
 from helmdeck_dspy.tasks import load_tasks
 
 NEMOTRON = "openrouter/nvidia/nemotron-3-super-120b-a12b:free"

@@ -273,7 +273,8 @@ def load_catalog(path: str | Path | None = None) -> RoutingGuide:
     except OSError as exc:
         raise CatalogError(str(resolved), f"cannot read: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
-        raise CatalogError(str(resolved), f"not UTF-8 text (byte offset {exc.start})") from None
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise CatalogError(str(resolved), f"not UTF-8 text (byte {exc.start})", line=line) from None
     try:
         data = json.loads(text)
     except RecursionError:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Literal
 
@@ -10,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from helmdeck_dspy.errors import DataFileError
 from helmdeck_dspy.resources import bundled_dir
+from helmdeck_dspy.tomlfile import read_toml
 
 
 class Planning(BaseModel):
@@ -90,12 +90,7 @@ def load_profile(name_or_path: str | Path) -> SimProfile:
         path = profiles_dir() / f"{name_or_path}.toml"
         if not path.is_file():
             raise DataFileError(str(path), f"no simulator profile {name_or_path!r}; bundled: {', '.join(list_profiles())}")
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise DataFileError(str(path), f"cannot read: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise DataFileError(str(path), f"not valid TOML: {exc}") from None
+    data = read_toml(path)
     try:
         return SimProfile.model_validate(data)
     except ValidationError as exc:

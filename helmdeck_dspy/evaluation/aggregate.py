@@ -110,3 +110,68 @@ def merge_groups(into: dict[GroupKey, GroupAgg], other: dict[GroupKey, GroupAgg]
             into[key].merge(agg)
         else:
             into[key] = agg
+
+
+# ------------------------------------------------------------------ checkpoint serialisation
+#
+# A resumed evaluation must end with exactly the numbers an uninterrupted one gives, so the
+# state round-trips losslessly: Counter keys keep their types (pairs, not a JSON object), floats
+# are written with repr precision by json, and each reservoir keeps its random generators' state
+# so sampling beyond its capacity continues the same stream.
+
+_COUNTERS = ("finish", "finish_raw", "causes", "sources", "max_tokens", "tiers", "tag_kinds")
+_RESERVOIRS = ("tokens", "clean_tokens", "latency", "prompt_tokens")
+_SCALARS = ("n", "strict", "repaired", "from_label", "length_below_cap", "leak", "tags", "reasoning_field", "scored",
+            "score_sum", "score_sq", "f1_sum", "exact", "steps", "valid_steps")
+
+
+def _reservoir_state(r: Reservoir) -> dict:
+    state = {"capacity": r.capacity, "seed": r.seed, "values": r.values, "weights": r.weights, "count": r.count,
+             "maximum": r.maximum, "total": r.total}
+    rnd = getattr(r, "_random", None)
+    if rnd is not None:
+        version, internal, gauss = rnd.getstate()
+        state["random"] = [version, list(internal), gauss]
+    gen = getattr(r, "_np_random", None)
+    if gen is not None:
+        state["np_random"] = gen.bit_generator.state
+    return state
+
+
+def _reservoir_from(state: dict) -> Reservoir:
+    r = Reservoir(capacity=state["capacity"], seed=state["seed"], values=list(state["values"]),
+                  weights=list(state["weights"]), count=state["count"], maximum=state["maximum"], total=state["total"])
+    if "random" in state:
+        import random
+
+        version, internal, gauss = state["random"]
+        r._random = random.Random()  # type: ignore[attr-defined]
+        r._random.setstate((version, tuple(internal), gauss))  # type: ignore[attr-defined]
+    if "np_random" in state:
+        import numpy as np
+
+        gen = np.random.default_rng()
+        gen.bit_generator.state = state["np_random"]
+        r._np_random = gen  # type: ignore[attr-defined]
+    return r
+
+
+def agg_to_state(agg: GroupAgg) -> dict:
+    """A JSON-ready, lossless snapshot of ``agg`` (see :func:`agg_from_state`)."""
+    state: dict = {name: getattr(agg, name) for name in _SCALARS}
+    for name in _COUNTERS:
+        state[name] = [[k, v] for k, v in getattr(agg, name).items()]
+    for name in _RESERVOIRS:
+        state[name] = _reservoir_state(getattr(agg, name))
+    state["length_by_prompt"] = [[k, v] for k, v in agg.length_by_prompt.items()]
+    return state
+
+
+def agg_from_state(state: dict) -> GroupAgg:
+    agg = GroupAgg(**{name: state[name] for name in _SCALARS})
+    for name in _COUNTERS:
+        setattr(agg, name, Counter({k: v for k, v in state[name]}))
+    for name in _RESERVOIRS:
+        setattr(agg, name, _reservoir_from(state[name]))
+    agg.length_by_prompt = {int(k): list(v) for k, v in state["length_by_prompt"]}
+    return agg

@@ -349,6 +349,8 @@ def write_plots(report: EvalReport, out_dir: Path) -> list[str]:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
+    from helmdeck_dspy.fileio import atomic_writer
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     layout = _layout(report.groups)
@@ -359,6 +361,7 @@ def write_plots(report: EvalReport, out_dir: Path) -> list[str]:
         FigureCanvasAgg(fig)
         draw(fig, report, layout)
         fig.tight_layout(rect=(0, _LEGEND_INCHES / height, 1, 1))
-        fig.savefig(out / name, dpi=DPI, metadata={"Software": None})
+        with atomic_writer(out / name, "wb") as handle:  # a kill never leaves a half-written PNG
+            fig.savefig(handle, format="png", dpi=DPI, metadata={"Software": None})
         written.append(name)
     return written

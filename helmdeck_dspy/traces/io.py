@@ -7,25 +7,58 @@ import hashlib
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from helmdeck_dspy.errors import DataFileError
+from helmdeck_dspy.errors import DataFileError, TraceFileError
+from helmdeck_dspy.fileio import atomic_writer
+from helmdeck_dspy.jsonl import TORN, is_torn, json_error_text, reject_lone_surrogates
 from helmdeck_dspy.traces.record import TraceRecord, write_traces
 
 FORMATS = ("jsonl", "parquet", "hf")
+JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
+
+
+class BadRow(NamedTuple):
+    """A row that could not even be read (not UTF-8, unreadable Parquet batch): what went wrong."""
+
+    detail: str
 
 
 def detect_format(path: Path) -> str:
-    """``jsonl``, ``parquet`` or ``hf`` (a ``save_to_disk`` directory), from the path."""
+    """``jsonl``, ``parquet`` or ``hf`` (a ``save_to_disk`` directory), from the path.
+
+    Raises:
+        TraceFileError: the path does not exist, is a directory that is not a saved dataset, or
+            has an extension that is not a trace format.
+    """
     if path.is_dir():
         if (path / "dataset_info.json").is_file() or (path / "state.json").is_file():
             return "hf"
-        raise DataFileError(str(path), "a directory that is not a saved datasets Dataset (no dataset_info.json)")
+        raise TraceFileError(str(path), "a directory that is not a saved datasets Dataset (no dataset_info.json)")
     if not path.exists():
-        raise DataFileError(str(path), "no such file")
+        raise TraceFileError(str(path), "no such file")
     if path.suffix == ".parquet":
         return "parquet"
-    return "jsonl"
+    if path.suffix.lower() in JSONL_SUFFIXES:
+        return "jsonl"
+    raise TraceFileError(
+        str(path), f"unknown trace format extension {path.suffix or '(none)'!r}; expected "
+        f"{', '.join(JSONL_SUFFIXES)} (JSON Lines), .parquet or a saved datasets directory",
+    )
+
+
+def check_not_empty(path: Path) -> None:
+    """Raise when a JSONL trace file holds no non-blank line (an empty trace set is a mistake)."""
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 16), b""):
+            if block.strip():
+                return
+    raise TraceFileError(str(path), "empty: no trace records (expected one JSON object per line)")
+
+
+def describe_bad_line(raw: str, detail: str) -> str:
+    """The error text for a line that failed to parse: a torn last line says so."""
+    return TORN if is_torn(raw) else detail
 
 
 def file_sha256(path: Path) -> str:
@@ -39,32 +72,54 @@ def file_sha256(path: Path) -> str:
 
 
 def iter_raw_rows(path: Path, fmt: str) -> Iterator[tuple[int, Any]]:
-    """``(line or row number, raw line text or row dict)``, streamed."""
+    """``(line or row number, raw line text or row dict)``, streamed.
+
+    A JSONL line keeps its newline (a last line without one may be torn, see
+    :func:`helmdeck_dspy.jsonl.is_torn`); a line that is not UTF-8 comes as a :class:`BadRow`.
+
+    Raises:
+        TraceFileError: the file cannot be opened, or a Parquet file / saved dataset is unreadable.
+    """
     if fmt == "jsonl":
         try:
-            handle = path.open(encoding="utf-8")
+            handle = path.open("rb")
         except OSError as exc:
-            raise DataFileError(str(path), f"cannot read: {exc.strerror}") from None
+            raise TraceFileError(str(path), f"cannot read: {exc.strerror}") from None
         with handle:
-            for i, line in enumerate(handle, 1):
-                if line.strip():
-                    yield i, line
+            for i, raw in enumerate(handle, 1):
+                if not raw.strip():
+                    continue
+                try:
+                    yield i, raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    yield i, BadRow(f"not UTF-8 text ({exc.reason} at byte {exc.start})")
     elif fmt == "parquet":
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
+        try:
+            reader = pq.ParquetFile(path)
+        except (OSError, pa.ArrowException) as exc:
+            raise TraceFileError(str(path), f"not a readable Parquet file: {str(exc).splitlines()[0]}") from None
         row = 0
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=4096):
-            for item in batch.to_pylist():
-                row += 1
-                yield row, _restore(item)
+        try:
+            for batch in reader.iter_batches(batch_size=4096):
+                for item in batch.to_pylist():
+                    row += 1
+                    yield row, _restore(item)
+        except (OSError, pa.ArrowException) as exc:
+            raise TraceFileError(str(path), f"unreadable Parquet data: {str(exc).splitlines()[0]}", line=row + 1) from None
     elif fmt == "hf":
         import datasets
 
-        ds = datasets.load_from_disk(str(path))
+        try:
+            ds = datasets.load_from_disk(str(path))
+        except Exception as exc:  # noqa: BLE001  (datasets raises a variety of types for a damaged directory)
+            raise TraceFileError(str(path), f"not a readable saved dataset: {str(exc).splitlines()[0]}") from None
         for i, item in enumerate(ds, 1):
             yield i, _restore(item)
     else:
-        raise DataFileError(str(path), f"unknown trace format {fmt!r}; expected one of {FORMATS}")
+        raise TraceFileError(str(path), f"unknown trace format {fmt!r}; expected one of {FORMATS}")
 
 
 _EXTRA_COLUMN = "extra_json"
@@ -77,11 +132,17 @@ def _flat(rec: TraceRecord) -> dict[str, Any]:
     return row
 
 
-def _restore(row: dict[str, Any]) -> dict[str, Any]:
+def _restore(row: dict[str, Any]) -> dict[str, Any] | BadRow:
     extra = row.pop(_EXTRA_COLUMN, None)
     row = {k: v for k, v in row.items() if v is not None}
     if extra:
-        row.update(json.loads(extra))
+        try:
+            more = json.loads(extra)
+        except ValueError as exc:
+            return BadRow(f"{_EXTRA_COLUMN}: not valid JSON ({exc})")
+        if not isinstance(more, dict):
+            return BadRow(f"{_EXTRA_COLUMN}: expected a JSON object, got {type(more).__name__}")
+        row.update(more)
     return row
 
 
@@ -111,14 +172,24 @@ def save_traces(records: Iterable[TraceRecord], out: str | Path) -> int:
     if target.suffix == ".parquet":
         import pyarrow.parquet as pq
 
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.tmp")
-        pq.write_table(table, tmp)
-        tmp.replace(target)
+        with atomic_writer(target, "wb") as handle:
+            pq.write_table(table, handle)
         return table.num_rows
+    import shutil
+    import tempfile
+
     import datasets
 
-    datasets.Dataset(table).save_to_disk(str(target))
+    # save_to_disk writes several files: build the dataset in a sibling directory, then swap it in.
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        datasets.Dataset(table).save_to_disk(str(staging / "ds"))
+        if target.exists():
+            target.rename(staging / "old")
+        (staging / "ds").rename(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return table.num_rows
 
 
@@ -128,18 +199,40 @@ def load_traces(path: str | Path, *, on_error: str = "fail", report=None) -> Ite
 
     p = Path(path)
     fmt = detect_format(p)
+    if fmt == "jsonl":
+        check_not_empty(p)
     for line_no, raw in iter_raw_rows(p, fmt):
         try:
-            obj = json.loads(raw) if isinstance(raw, str) else raw
+            if isinstance(raw, BadRow):
+                raise ValueError(raw.detail)
+            try:
+                obj = json.loads(raw) if isinstance(raw, str) else raw
+            except ValueError as exc:
+                raise ValueError(describe_bad_line(raw, f"expected one JSON object per line: {json_error_text(exc)}")) from None
             if not isinstance(obj, dict):
                 raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
+            if isinstance(raw, str):
+                reject_lone_surrogates(raw, obj)
             yield TraceRecord.model_validate(obj)
-        except (ValueError, ValidationError) as exc:
-            err = DataFileError(str(p), f"expected a trace record: {exc}".splitlines()[0], line=line_no)
-            if on_error == "fail":
-                raise err from None
-            if report is not None:
-                report(err)
+        except ValidationError as exc:
+            _fail(TraceFileError(str(p), _validation_detail(exc), line=line_no), on_error, report)
+        except (ValueError, RecursionError) as exc:
+            _fail(TraceFileError(str(p), str(exc).splitlines()[0], line=line_no), on_error, report)
+
+
+def _validation_detail(exc: Any) -> str:
+    e = exc.errors()[0]
+    loc = ".".join(str(x) for x in e["loc"]) or "record"
+    if e["type"] == "missing":
+        return f"{loc}: {e['msg']}"
+    return f"{loc}: {e['msg']} (got {e.get('input')!r:.60})"
+
+
+def _fail(err: DataFileError, on_error: str, report: Any) -> None:
+    if on_error == "fail":
+        raise err
+    if report is not None:
+        report(err)
 
 
 def load_traces_dataset(path: str | Path) -> Any:

@@ -8,6 +8,7 @@ fields are kept; missing optional fields are null.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,13 +16,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from helmdeck_dspy.errors import DataFileError
+from helmdeck_dspy.errors import DataFileError, TraceFileError
 from helmdeck_dspy.fileio import atomic_writer
 from helmdeck_dspy.jsonl import OnError, iter_jsonl
 
 
 def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+_MAX_COUNT = 2**53  # integers beyond this are not counts; they overflow float sums and Parquet's int64
 
 
 class TraceRecord(BaseModel):
@@ -58,14 +62,14 @@ class TraceRecord(BaseModel):
     prompt_variant: str | None = None
     task_id: str | None = None
     intent: str | None = None
-    max_tokens: int | None = None
+    max_tokens: int | None = Field(default=None, le=_MAX_COUNT)
     content: str | None = None
     reasoning_content: str | None = None
     finish_reason: str | None = None
-    completion_tokens: int | None = None
-    prompt_tokens: int | None = None
+    completion_tokens: int | None = Field(default=None, le=_MAX_COUNT)
+    prompt_tokens: int | None = Field(default=None, le=_MAX_COUNT)
     latency_ms: float | None = None
-    http_status: int | None = None
+    http_status: int | None = Field(default=None, le=_MAX_COUNT)
     error: str | None = None
     outcome_label: str | None = None
     recorded_at: str | None = None
@@ -79,13 +83,14 @@ def read_traces(
     report: Callable[[DataFileError], None] | None = None,
 ) -> Iterator[TraceRecord]:
     """Stream trace records from a JSONL file; invalid lines raise or are reported and skipped."""
-    for line_no, obj in iter_jsonl(path, on_error=on_error, report=report):
+    for line_no, obj in iter_jsonl(path, on_error=on_error, report=report, error_type=TraceFileError):
         try:
             yield TraceRecord.model_validate(obj)
         except ValidationError as exc:
             e = exc.errors()[0]
             loc = ".".join(str(x) for x in e["loc"]) or "record"
-            err = DataFileError(str(path), f"{loc}: {e['msg']} (got {e.get('input')!r:.60})", line=line_no)
+            got = "" if e["type"] == "missing" else f" (got {e.get('input')!r:.60})"
+            err = TraceFileError(str(path), f"{loc}: {e['msg']}{got}", line=line_no)
             if on_error == "fail":
                 raise err from None
             if report is not None:
@@ -102,12 +107,35 @@ def write_traces(records: Iterable[TraceRecord], path: str | Path) -> int:
     return n
 
 
-def append_trace(record: TraceRecord, path: str | Path) -> None:
-    """Append one record to a JSONL file (used when recording live calls one by one)."""
+def append_trace(record: TraceRecord, path: str | Path, *, fsync: bool = False) -> None:
+    """Append one record to a JSONL file (used when recording live calls one by one).
+
+    The record goes out as one complete line in a single ``write`` on an ``O_APPEND``
+    descriptor, so a kill leaves at most one torn last line, which readers report and never
+    accept. If the file already ends in a torn line (an earlier writer was killed), the new
+    record starts on a fresh line instead of being glued onto it. ``fsync`` also forces it to
+    disk (survives a power cut, not just a killed process).
+    """
+    append_line(json.dumps(record.model_dump(mode="json"), ensure_ascii=False), path, fsync=fsync)
+
+
+def append_line(text: str, path: str | Path, *, fsync: bool = False) -> None:
+    """Append ``text`` plus a newline to ``path`` as one write (see :func:`append_trace`)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    with target.open("a", encoding="utf-8") as out:
-        out.write(json.dumps(record.model_dump(mode="json"), ensure_ascii=False) + "\n")
+    data = (text + "\n").encode("utf-8")
+    fd = os.open(target, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data  # never extend a torn line left by an interrupted writer
+        view = memoryview(data)
+        while view:  # a regular-file write is complete in practice; loop for the rare short write
+            view = view[os.write(fd, view):]
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def records_from(items: Iterable[dict[str, Any] | TraceRecord]) -> list[TraceRecord]:

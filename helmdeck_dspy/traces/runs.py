@@ -5,13 +5,15 @@
   for a live model).
 
 Both plan each task (the first ``n``, cycling when ``n`` exceeds them) for every requested prompt
-variant and write all records to ``out`` atomically.
+variant and write all records to ``out`` atomically. While they run, each exchange is appended
+as one complete line to ``partial_path(out)`` (``OUT.partial.jsonl`` beside the output), so a run
+killed half-way keeps every exchange recorded so far in a readable trace file (at most its last
+line torn, which readers report and skip); a finished run removes it.
 """
 
 from __future__ import annotations
 
 import itertools
-import tempfile
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -48,27 +50,34 @@ def _run(
 
     chosen = list(itertools.islice(itertools.cycle(tasks), n)) if n else list(tasks)
     variants = list(variants)
-    with tempfile.TemporaryDirectory() as tmp:
-        scratch = Path(tmp) / "records.jsonl"
-        for lm, model, source in runs:
-            for variant in variants:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    planner = Planner.for_model(
-                        model, lm=lm, variant=variant, max_tokens=max_tokens, record_path=scratch,
-                        budgets=budgets, record_source=source,
-                    )
-                for i, task in enumerate(chosen):
-                    # Repeated tasks (n > len(tasks)) get a distinct request so the model is asked anew.
-                    intent = task.intent if i < len(tasks) else f"{task.intent} (again, #{i // len(tasks)})"
-                    planner.plan(intent, context=task.context, task_id=task.id)
-                    if progress is not None:
-                        progress(1)
-        records = list(read_traces(scratch)) if scratch.exists() else []
-        for i, rec in enumerate(records):
-            rec.id = f"{rec.source.split(':', 1)[-1]}-{i:05d}"
-        write_traces(records, out)
+    scratch = partial_path(out)
+    scratch.unlink(missing_ok=True)  # a previous interrupted run's exchanges are not this run's
+    for lm, model, source in runs:
+        for variant in variants:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                planner = Planner.for_model(
+                    model, lm=lm, variant=variant, max_tokens=max_tokens, record_path=scratch,
+                    budgets=budgets, record_source=source,
+                )
+            for i, task in enumerate(chosen):
+                # Repeated tasks (n > len(tasks)) get a distinct request so the model is asked anew.
+                intent = task.intent if i < len(tasks) else f"{task.intent} (again, #{i // len(tasks)})"
+                planner.plan(intent, context=task.context, task_id=task.id)
+                if progress is not None:
+                    progress(1)
+    records = list(read_traces(scratch)) if scratch.exists() else []
+    for i, rec in enumerate(records):
+        rec.id = f"{rec.source.split(':', 1)[-1]}-{i:05d}"
+    write_traces(records, out)
+    scratch.unlink(missing_ok=True)
     return sum(1 for r in records if r.call == "plan")
+
+
+def partial_path(out: str | Path) -> Path:
+    """Where a run appends its exchanges until it finishes (see the module docstring)."""
+    target = Path(out)
+    return target.with_name(f"{target.name}.partial.jsonl")
 
 
 def simulate(

@@ -1,0 +1,34 @@
+"""TOML data files: syntax, encoding and read errors name the file and line."""
+
+from __future__ import annotations
+
+import pytest
+
+from helmdeck_dspy.errors import BudgetTableError, DataFileError
+from helmdeck_dspy.tomlfile import parse_toml, read_toml
+
+
+def test_valid_file_decodes(tmp_path):
+    p = tmp_path / "ok.toml"
+    p.write_text('[a]\nb = 1\n')
+    assert read_toml(p) == {"a": {"b": 1}}
+
+
+def test_syntax_error_names_line_and_column(tmp_path):
+    with pytest.raises(DataFileError) as err:
+        parse_toml('a = 1\nb = "open\n', tmp_path / "x.toml")
+    assert err.value.line == 2 and str(err.value).startswith(f"{tmp_path / 'x.toml'}:2: not valid TOML:")
+    assert "(column" in str(err.value)
+
+
+def test_non_utf8_names_the_line_and_the_error_class_is_kept(tmp_path):
+    p = tmp_path / "b.toml"
+    p.write_bytes(b'a = 1\n\nb = "\xff"\n')
+    with pytest.raises(BudgetTableError) as err:
+        read_toml(p, BudgetTableError)
+    assert err.value.line == 3 and "not UTF-8" in str(err.value)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(DataFileError, match="cannot read"):
+        read_toml(tmp_path / "missing.toml")

@@ -256,25 +256,52 @@ def catalog_select(
 @click.option("--no-filter", is_flag=True, help="Skip the two-pass LLM filter.")
 @click.option("--history/--no-history", default=True, show_default=True, help="Write a plan_history audit row.")
 @click.option("--history-prior", is_flag=True, help="Use plan history as a ranking prior in catalog selection.")
+@click.option("--fallback", "fallbacks", multiple=True, metavar="MODEL",
+              help="Model to try when the previous one times out, errors or is rate limited (repeatable, in order).")
+@click.option("--on-length", type=click.Choice(["none", "single_pick", "raise_cap", "single_pick_then_cap"]),
+              default=None, help="What to do when the answer hits the token limit (default: none, or the --resilience file's).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds one attempt may take (default 120).")
+@click.option("--retries", type=click.IntRange(0, 19), default=None,
+              help="Retries per model after a rate limit, 5xx, reset or timeout (default 2).")
+@click.option("--resilience", "resilience_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="TOML file with [retry] and [fallback] tables (options above override it).")
 @_budgets_option
 @click.option("--json", "as_json", is_flag=True, help="Print the PlanResult as JSON.")
 def plan_cmd(
     intent: str, model: str, lm_spec: str | None, api_base: str | None, catalog_path: str | None,
     context_file: Any, record_path: str | None, max_tokens: int | None, ranker: str, rank_source: str, no_filter: bool,
-    history: bool, history_prior: bool, budgets_path: str | None, as_json: bool,
+    history: bool, history_prior: bool, fallbacks: tuple[str, ...], on_length: str | None, timeout_s: float | None,
+    retries: int | None, resilience_path: str | None, budgets_path: str | None, as_json: bool,
 ) -> None:
     """Plan INTENT for MODEL: select the catalog, call the compiled module, guard the answer."""
     import warnings
 
     from helmdeck_dspy.history import HistoryStore
     from helmdeck_dspy.planner import Planner
+    from helmdeck_dspy.resilience import (
+        FallbackChain,
+        FallbackModel,
+        ResilienceConfig,
+        RetryPolicy,
+        load_resilience,
+    )
 
+    config = load_resilience(resilience_path) if resilience_path else ResilienceConfig()
+    retry_over = {"timeout_s": timeout_s, "max_attempts": None if retries is None else retries + 1}
+    retry = RetryPolicy.model_validate({**config.retry.model_dump(), **{k: v for k, v in retry_over.items() if v is not None}})
+    chain = FallbackChain.model_validate({
+        **config.fallback.model_dump(),
+        "models": [*config.fallback.models, *(FallbackModel(model=m) for m in fallbacks)],
+        **({"on_length": on_length} if on_length else {}),
+    })
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         planner = Planner.for_model(
             model, lm=lm_spec, catalog=catalog_path, budgets=budgets_path, api_base=api_base,
             ranker=ranker, rank_source=rank_source, use_filter=not no_filter, max_tokens=max_tokens, record_path=record_path,
             history=HistoryStore() if history or history_prior else None, history_prior=history_prior,
+            retry=retry, fallback=chain,
         )
         result = planner.plan(intent, context=context_file.read() if context_file else None)
     for w in caught:
@@ -287,9 +314,15 @@ def plan_cmd(
     if result.compaction:
         click.echo(f"catalog {result.compaction.before_bytes} -> {result.compaction.after_bytes} bytes "
                    f"({', '.join(result.compaction.dropped)})")
+    if len(result.attempts) > 1:
+        for i, a in enumerate(result.attempts, 1):
+            click.echo(f"attempt {i}: {a.model} {a.variant} -> {a.cause or 'ok'}"
+                       + (f" (HTTP {a.http_status})" if a.http_status else "") + f" in {a.elapsed_ms} ms")
     if not result.ok:
         click.echo(f"no plan: {result.failure_cause} ({result.error})")
         raise SystemExit(1)
+    if result.answered_by and len(result.attempts) > 1:
+        click.echo(f"answered by {result.answered_by} after {len(result.attempts)} attempts")
     click.echo(f"complexity {result.complexity}  parse {result.parse_outcome}"
                + ("  more steps likely" if result.more_steps_likely else ""))
     click.echo(result.rewritten_prompt or "(no steps: nothing in the catalog fits)")

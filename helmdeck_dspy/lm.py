@@ -4,6 +4,12 @@
 - ``sim:PROFILE`` — the simulated tier LM (profiles under ``eval/profiles/``);
 - anything else — a LiteLLM model string (``openrouter/...``, ``ollama_chat/...``,
   ``openai/...`` with ``api_base``), called live with a timeout and retries.
+
+Live LMs go through DSPy's engine selection (``engine="auto"``: DSPy's native lm15 client for
+the providers it knows, LiteLLM for the rest); ``engine="litellm"`` forces LiteLLM. The planner
+builds its LMs with ``num_retries=0`` and the timeout of its :class:`RetryPolicy`: retries are
+:mod:`helmdeck_dspy.resilience`'s, typed and counted, never DSPy's or LiteLLM's as well. The
+API key, when given, lives only on the LM object; nothing the project writes includes it.
 """
 
 from __future__ import annotations
@@ -38,8 +44,13 @@ def make_lm(
     num_retries: int = DEFAULT_RETRIES,
     cache: bool = True,
     seed: int = 0,
+    api_key: str | None = None,
+    engine: str = "auto",
 ) -> Any:
-    """Build a ``dspy.LM`` for an LM spec (see module docstring)."""
+    """Build a ``dspy.LM`` for an LM spec (see module docstring).
+
+    ``timeout``, ``num_retries``, ``api_key`` and ``engine`` apply to live LMs only.
+    """
     import dspy
 
     kind = lm_kind(spec)
@@ -61,4 +72,11 @@ def make_lm(
     kwargs: dict[str, Any] = {"timeout": timeout}
     if api_base:
         kwargs["api_base"] = api_base
-    return dspy.LM(spec, num_retries=num_retries, cache=cache, **kwargs)
+    from helmdeck_dspy.redact import protect_loggers, register_env_secrets, register_secret
+
+    register_secret(api_key)
+    register_env_secrets()  # keys LiteLLM reads from the environment are masked the same way
+    protect_loggers()
+    if api_key:
+        kwargs["api_key"] = api_key
+    return dspy.LM(spec, num_retries=num_retries, cache=cache, engine=engine, **kwargs)

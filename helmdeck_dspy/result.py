@@ -19,6 +19,22 @@ from helmdeck_dspy.parsing import Outcome, ParseResult
 from helmdeck_dspy.signatures.types import Complexity, PlanOutput, PlanStep
 
 
+class Attempt(BaseModel):
+    """One try at a plan call: which model and variant, how it ended, how long it took.
+
+    ``cause`` is None for the attempt that produced the plan; ``http_status`` is set when the
+    exchange failed at the HTTP level; ``retry_in_ms`` is the backoff waited before the next try.
+    """
+
+    model: str
+    variant: str
+    cause: FailureCause | None = None
+    http_status: int | None = None
+    elapsed_ms: int = 0
+    max_tokens: int | None = None
+    retry_in_ms: int | None = None
+
+
 class PlanResult(BaseModel):
     """What a plan call returns.
 
@@ -38,6 +54,9 @@ class PlanResult(BaseModel):
         error: A short diagnostic when the call failed.
         raw_completion: The visible completion on failure (for debugging), else None.
         usage: prompt/completion tokens and latency of the plan call.
+        answered_by: The model id whose answer this is (a fallback model's, after a fallback);
+            None when no attempt produced a plan.
+        attempts: Every attempt made, in order (retries and fallbacks included).
     """
 
     steps: list[GuardedStep] = Field(default_factory=list)
@@ -59,6 +78,8 @@ class PlanResult(BaseModel):
     catalog_in: Literal["system", "user"] | None = Field(
         default=None, description="Where the catalog block was rendered (system for prefix-cache models)."
     )
+    answered_by: str | None = None
+    attempts: list[Attempt] = Field(default_factory=list)
 
     @property
     def ok(self) -> bool:

@@ -24,8 +24,10 @@ def _split(values: tuple[str, ...]) -> list[str] | None:
 @bench.command("bfcl")
 @click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False),
               help="A BFCL v4 data folder: BFCL_v4_<category>.json files and possible_answer/.")
-@click.option("--categories", "categories", multiple=True, metavar="C[,C...]",
-              help="Categories to load (repeatable or comma-separated; default: every complete pair).")
+@click.option("--categories", "categories", multiple=True, metavar="C [C...]",
+              help="Categories to load: --categories parallel parallel_multiple, repeated, or comma-separated "
+                   "(default: every complete pair).")
+@click.argument("more_categories", nargs=-1, metavar="")
 @click.option("--pool", is_flag=True, help="One catalog of every loaded function instead of each question's own.")
 @click.option("--rankers", "rankers", multiple=True, metavar="R[,R...]",
               help="lexical, bm25, embedding (default: all; embedding only when its extra is installed).")
@@ -47,7 +49,7 @@ def _split(values: tuple[str, ...]) -> list[str] | None:
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
 @click.option("--json", "as_json", is_flag=True, help='Print the report as JSON: {"rankers": {NAME: {"tiers": ...}}}.')
 def bench_bfcl(
-    data_dir: str, categories: tuple[str, ...], pool: bool, rankers: tuple[str, ...], limit: int | None,
+    data_dir: str, categories: tuple[str, ...], more_categories: tuple[str, ...], pool: bool, rankers: tuple[str, ...], limit: int | None,
     lm_spec: str | None, model: str | None, api_base: str | None, variant: str, max_tokens: int | None,
     record_path: str | None, trace_paths: tuple[str, ...], budgets_path: str | None, out_dir: str | None,
     progress: bool | None, as_json: bool,
@@ -69,6 +71,9 @@ def bench_bfcl(
     from helmdeck_dspy.catalog.rank import RANKERS
     from helmdeck_dspy.cli import emit_json
 
+    if more_categories and not categories:
+        raise click.UsageError(f"unexpected argument {more_categories[0]!r} (categories follow --categories)")
+    categories = (*categories, *more_categories)
     chosen = _split(rankers)
     skipped: dict[str, str] = {}
     if chosen is None:

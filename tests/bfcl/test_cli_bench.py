@@ -57,6 +57,18 @@ def test_bad_arguments_give_one_clear_line(bfcl_dir, args, code, message, capsys
     assert message in err and "Traceback" not in err
 
 
+def test_categories_take_several_values(bfcl_dir):
+    from tests.bfcl.conftest import write_bfcl
+
+    write_bfcl(bfcl_dir, category="simple")
+    for args in (["--categories", "parallel", "simple"], ["--categories", "parallel,simple"],
+                 ["--categories", "simple", "--categories", "parallel"]):
+        doc = json.loads(_run("--data", str(bfcl_dir), *args, "--rankers", "bm25", "--json").stdout)
+        assert sorted(doc["categories"]) == ["parallel", "simple"] and doc["n_questions"] == 4
+    result = CliRunner().invoke(cli, ["bench", "bfcl", "--data", str(bfcl_dir), "stray"])
+    assert result.exit_code == 2 and "unexpected argument 'stray'" in result.output
+
+
 def test_pooled_recall_on_the_shared_data(shared_dir):
     result = _run("--data", str(shared_dir / "data" / "bfcl"), "--categories", "parallel", "--pool",
                   "--rankers", "lexical,bm25", "--limit", "40", "--json")

@@ -36,13 +36,34 @@ def is_torn(line: str | bytes) -> bool:
     return not line.endswith("\n" if isinstance(line, str) else b"\n")
 
 
+MAX_DEPTH = 128
+"""Deepest JSON value a line may hold: pydantic stops serialising near 255 levels, ``json`` near
+1000, and no record needs more than a few."""
+
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
-def reject_lone_surrogates(line: str, obj: Any) -> None:
-    """Raise ValueError when ``obj``, decoded from ``line``, holds an unpaired surrogate escape
-    (``"\\udb19"``): json.loads accepts one, but the string is not Unicode text and cannot be
-    written back as UTF-8. Only lines with a surrogate escape are checked."""
+def json_deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests lists/dicts more than ``limit`` levels (iterative: no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values() if isinstance(v, (dict, list)))
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item if isinstance(v, (dict, list)))
+    return False
+
+
+def reject_unwritable(line: str, obj: Any) -> None:
+    """Raise ValueError when ``obj``, decoded from ``line``, could not be written back: nested
+    more than :data:`MAX_DEPTH` levels, or holding an unpaired surrogate escape (``"\\udb19"``,
+    which json.loads accepts but UTF-8 cannot encode). Cheap unless the line has many brackets
+    or a surrogate escape."""
+    if line.count("{") + line.count("[") > MAX_DEPTH and json_deeper_than(obj, MAX_DEPTH):
+        raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
     if _SURROGATE_ESCAPE.search(line) is None:
         return
     try:
@@ -91,7 +112,7 @@ def iter_jsonl(
                 obj = json.loads(line)
                 if not isinstance(obj, dict):
                     raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
-                reject_lone_surrogates(line, obj)
+                reject_unwritable(line, obj)
             except (ValueError, RecursionError) as exc:
                 detail = TORN if is_torn(line) else f"expected one JSON object per line: {json_error_text(exc)}"
                 err = error_type(str(p), detail, line=line_no)

@@ -13,6 +13,11 @@ string. Steps, in order:
 4. only if nothing decoded: ``json_repair`` on the JSON-shaped part, marked ``repaired``;
 5. the decoded value must validate as :class:`PlanOutput`, else ``schema_mismatch``;
 6. a ``length`` (or safety) finish is never a success, however well the text decodes.
+
+Bounds: JSON nested more than ``MAX_JSON_DEPTH`` levels is never accepted (and never handed to
+``json_repair``): it fails as ``constrained_deadlock`` with the note ``too_deep``. Deeper input
+would otherwise reach the recursion limit of the decoder, or of whatever serialises the value
+later; no plan needs more than a handful of levels.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from helmdeck_dspy.causes import (
     cause_for_unparseable,
     normalize_finish_reason,
 )
+from helmdeck_dspy.jsonl import json_deeper_than
 from helmdeck_dspy.reasoning import split_reasoning
 from helmdeck_dspy.signatures.types import PlanOutput, coerce_plan_dict
 
@@ -42,6 +48,8 @@ _JSON_START = frozenset("{[\"-0123456789")
 _NOT_A_PLAN = "valid JSON, but not a plan object with a steps list"
 _MAX_OBJECTS = 16  # top-level objects tried per candidate text
 _MAX_REPAIR_CHARS = 100_000  # json_repair is super-linear on pathological input; plans are far smaller
+MAX_JSON_DEPTH = 128  # deepest accepted JSON value (arrays and objects); a plan needs about 5
+_TOO_DEEP = f"JSON nested more than {MAX_JSON_DEPTH} levels deep"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +73,7 @@ class ParseResult:
         reasoning_chars: Length of the reasoning text.
         notes: Short markers of what decoding had to do (``fenced``, ``prose``, ``repaired``,
             ``unclosed_reasoning``, ``orphan_close``, ``reasoning_field``, ``tags`` and one
-            ``tag:<kind>`` per reasoning tag kind seen...).
+            ``tag:<kind>`` per reasoning tag kind seen, ``too_deep``, ``lone_surrogate``...).
         error: The decoder's or validator's message when something failed.
     """
 
@@ -131,6 +139,8 @@ def parse_completion(
 
 
 def _parse(content: str | None, finish_raw: str | None, reasoning_content: str | None) -> ParseResult:
+    if finish_raw and _SURROGATE.search(finish_raw):  # kept for reports, so it must be printable
+        finish_raw = _SURROGATE.sub("\ufffd", finish_raw)
     finish = normalize_finish_reason(finish_raw)
     split = split_reasoning(content or "")
     notes: list[str] = []
@@ -178,7 +188,9 @@ def _parse(content: str | None, finish_raw: str | None, reasoning_content: str |
     decoded, first_other, error = _decode_strict(text, notes)
     outcome: Outcome = "strict"
     if decoded is None and first_other is None and "{" in text:
-        decoded, error = _repair(text)
+        if "too_deep" in notes:
+            return result("failed", "constrained_deadlock", error=f"{_TOO_DEEP}: not decoded or repaired")
+        decoded, error = _repair(text, notes)
         outcome = "repaired"
     if decoded is not None:
         if outcome == "repaired":
@@ -186,6 +198,8 @@ def _parse(content: str | None, finish_raw: str | None, reasoning_content: str |
         return result(outcome, value=decoded[1], plan=decoded[0])
     if first_other is not None:
         return result("failed", "schema_mismatch", value=first_other, error=error)
+    if "too_deep" in notes:
+        return result("failed", "constrained_deadlock", error=error or _TOO_DEEP)
     return result("failed", cause_for_unparseable(finish, json_shaped), error=error or "no JSON object found")
 
 
@@ -208,26 +222,42 @@ def _fenced_bodies(text: str) -> list[str]:
 
 
 def _decode_strict(text: str, notes: list[str]) -> tuple[tuple[PlanOutput, dict] | None, Any, str | None]:
-    """Try every strict route. Returns (plan and its dict, first non-plan value, last error)."""
+    """Try every strict route. Returns (plan and its dict, first non-plan value, last error).
+
+    A value nested too deeply (the decoder's RecursionError, or more than ``MAX_JSON_DEPTH``
+    levels) is neither a plan nor a first non-plan value; it adds the note ``too_deep``.
+    """
     first_other: Any = None
     error: str | None = None
     candidates = _fenced_bodies(text) if "```" in text else []
     if candidates:
         notes.append("fenced")
     candidates.append(text)
+
+    def too_deep() -> str:
+        if "too_deep" not in notes:
+            notes.append("too_deep")
+        return _TOO_DEEP
+
     for cand in candidates:
         if cand[0] in _JSON_START or cand in ("true", "false", "null"):
             try:
                 value = json.loads(cand)
-            except (ValueError, RecursionError) as exc:
+            except RecursionError:
+                error = too_deep()
+            except ValueError as exc:
                 error = f"invalid JSON: {exc}"
             else:
-                plan = _as_plan(value)
-                if plan is not None:
-                    return (plan, value), None, None
-                if first_other is None:
-                    first_other = value
-                error = _NOT_A_PLAN
+                if _deeper_than(value, MAX_JSON_DEPTH, cand):
+                    error = too_deep()
+                else:
+                    value = _without_lone_surrogates(value, cand, notes)
+                    plan = _as_plan(value)
+                    if plan is not None:
+                        return (plan, value), None, None
+                    if first_other is None:
+                        first_other = value
+                    error = _NOT_A_PLAN
         # The first complete value at each top-level '{', tolerating prose around it.
         start = cand.find("{")
         tries = 0
@@ -236,21 +266,69 @@ def _decode_strict(text: str, notes: list[str]) -> tuple[tuple[PlanOutput, dict]
             try:
                 value, end = _DECODER.raw_decode(cand, start)
             except (ValueError, RecursionError) as exc:
-                error = f"invalid JSON: {exc}"
+                error = too_deep() if isinstance(exc, RecursionError) else f"invalid JSON: {exc}"
                 end = _balanced_end(cand, start)
                 if end == -1:
                     break
             else:
-                plan = _as_plan(value)
-                if plan is not None:
-                    if start > 0 or cand[end:].strip():
-                        notes.append("prose")
-                    return (plan, value), None, None
-                if first_other is None:
-                    first_other = value
-                error = _NOT_A_PLAN
+                if _deeper_than(value, MAX_JSON_DEPTH, cand[start:end]):
+                    error = too_deep()
+                else:
+                    value = _without_lone_surrogates(value, cand[start:end], notes)
+                    plan = _as_plan(value)
+                    if plan is not None:
+                        if start > 0 or cand[end:].strip():
+                            notes.append("prose")
+                        return (plan, value), None, None
+                    if first_other is None:
+                        first_other = value
+                    error = _NOT_A_PLAN
             start = cand.find("{", end)
     return None, first_other, error
+
+
+_SURROGATE_SOURCE = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _without_lone_surrogates(value: Any, text: str, notes: list[str]) -> Any:
+    """``value`` with unpaired UTF-16 surrogates (from ``"\\udb19"`` escapes or raw in the text)
+    replaced by U+FFFD, noted as ``lone_surrogate``: such strings cannot be encoded as UTF-8, so
+    every consumer that prints or stores the plan would fail on them. ``value`` must already be
+    known not to be deeper than ``MAX_JSON_DEPTH``. A paired escape decodes to one character and
+    is untouched; text without surrogate escapes or characters is not walked at all."""
+    if _SURROGATE_SOURCE.search(text) is None:
+        return value
+    changed = False
+
+    def clean(v: Any) -> Any:
+        nonlocal changed
+        if isinstance(v, str):
+            if _SURROGATE.search(v):
+                changed = True
+                return _SURROGATE.sub("\ufffd", v)
+            return v
+        if isinstance(v, dict):
+            return {clean(k): clean(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [clean(x) for x in v]
+        return v
+
+    out = clean(value)
+    if changed and "lone_surrogate" not in notes:
+        notes.append("lone_surrogate")
+    return out if changed else value
+
+
+def _deeper_than(value: Any, limit: int, text: str | None = None) -> bool:
+    """Whether ``value`` nests arrays/objects more than ``limit`` levels (iterative, no recursion).
+
+    ``text`` is the JSON the value came from: with no more brackets than ``limit`` in it, the
+    value cannot be that deep, and the walk is skipped (the common case, at C speed).
+    """
+    if text is not None and text.count("{") + text.count("[") <= limit:
+        return False
+    return json_deeper_than(value, limit)
 
 
 def _balanced_end(text: str, start: int) -> int:
@@ -283,17 +361,45 @@ def _balanced_end(text: str, start: int) -> int:
     return -1
 
 
-def _repair(text: str) -> tuple[tuple[PlanOutput, dict] | None, str | None]:
+_BRACKETS = re.compile(r"[{}\[\]]")
+
+
+def _nesting_exceeds(text: str, limit: int) -> bool:
+    """Whether brackets nest more than ``limit`` deep anywhere in ``text``, counting brackets inside
+    strings too: json_repair decides for itself where a broken string ends, so this errs on the
+    side of its reading. Unbalanced closers are ignored."""
+    if text.count("{") + text.count("[") <= limit:
+        return False
+    depth = 0
+    for m in _BRACKETS.finditer(text):
+        if m.group() in "{[":
+            depth += 1
+            if depth > limit:
+                return True
+        elif depth:
+            depth -= 1
+    return False
+
+
+def _repair(text: str, notes: list[str]) -> tuple[tuple[PlanOutput, dict] | None, str | None]:
     import json_repair  # deferred: only the rare malformed completion needs it
 
     start = text.find("{")
     cand = text[start:] if start != -1 else text
     if len(cand) > _MAX_REPAIR_CHARS:
         return None, f"not valid JSON, and {len(cand)} characters is too long to repair"
+    if _nesting_exceeds(cand, MAX_JSON_DEPTH):
+        # json_repair backtracks for seconds over deep brackets before giving up
+        notes.append("too_deep")
+        return None, f"not valid JSON, and {_TOO_DEEP}: not repaired"
     try:
         value = json_repair.repair_json(cand, return_objects=True)
     except Exception as exc:  # noqa: BLE001 - json_repair's failure modes are not typed
         return None, f"repair failed: {type(exc).__name__}"
+    if _deeper_than(value, MAX_JSON_DEPTH):
+        notes.append("too_deep")
+        return None, f"{_TOO_DEEP} after repair"
+    value = _without_lone_surrogates(value, cand, notes)
     plan = _as_plan(value)
     if plan is None:
         return None, "not valid JSON, and repair did not yield a plan"

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 from helmdeck_dspy.errors import DataFileError, TraceFileError
 from helmdeck_dspy.fileio import atomic_writer
-from helmdeck_dspy.jsonl import TORN, is_torn, json_error_text, reject_lone_surrogates
+from helmdeck_dspy.jsonl import TORN, is_torn, json_error_text, reject_unwritable
 from helmdeck_dspy.traces.record import TraceRecord, write_traces
 
 FORMATS = ("jsonl", "parquet", "hf")
@@ -212,7 +212,7 @@ def load_traces(path: str | Path, *, on_error: str = "fail", report=None) -> Ite
             if not isinstance(obj, dict):
                 raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
             if isinstance(raw, str):
-                reject_lone_surrogates(raw, obj)
+                reject_unwritable(raw, obj)
             yield TraceRecord.model_validate(obj)
         except ValidationError as exc:
             _fail(TraceFileError(str(p), _validation_detail(exc), line=line_no), on_error, report)

@@ -25,7 +25,7 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-_MAX_COUNT = 2**53  # integers beyond this are not counts; they overflow float sums and Parquet's int64
+_MAX_COUNT = 2**53  # integers beyond ±this are not counts; they overflow float sums and Parquet's int64
 
 
 class TraceRecord(BaseModel):
@@ -62,14 +62,14 @@ class TraceRecord(BaseModel):
     prompt_variant: str | None = None
     task_id: str | None = None
     intent: str | None = None
-    max_tokens: int | None = Field(default=None, le=_MAX_COUNT)
+    max_tokens: int | None = Field(default=None, ge=-_MAX_COUNT, le=_MAX_COUNT)
     content: str | None = None
     reasoning_content: str | None = None
     finish_reason: str | None = None
-    completion_tokens: int | None = Field(default=None, le=_MAX_COUNT)
-    prompt_tokens: int | None = Field(default=None, le=_MAX_COUNT)
+    completion_tokens: int | None = Field(default=None, ge=-_MAX_COUNT, le=_MAX_COUNT)
+    prompt_tokens: int | None = Field(default=None, ge=-_MAX_COUNT, le=_MAX_COUNT)
     latency_ms: float | None = None
-    http_status: int | None = Field(default=None, le=_MAX_COUNT)
+    http_status: int | None = Field(default=None, ge=-_MAX_COUNT, le=_MAX_COUNT)
     error: str | None = None
     outcome_label: str | None = None
     recorded_at: str | None = None

@@ -30,12 +30,12 @@ from helmdeck_dspy.budgets import (
     parse_budget_table,
     resolve_prompt_variant,
 )
+from helmdeck_dspy.datafiles import read_json, read_toml
 from helmdeck_dspy.errors import DataFileError
 from helmdeck_dspy.evaluation.report import EvalReport, GroupReport
 from helmdeck_dspy.evaluation.stats import newcombe_diff, wilson
 from helmdeck_dspy.fileio import atomic_write_text
 from helmdeck_dspy.resources import bundled_dir, default_budgets_path
-from helmdeck_dspy.tomlfile import read_toml
 
 
 class Proposal(BaseModel):
@@ -69,22 +69,12 @@ def load_rules(path: Path | None = None) -> dict[str, Any]:
 
 
 def load_report(path: str | Path) -> EvalReport:
-    import json
 
     from pydantic import ValidationError
 
-    from helmdeck_dspy.jsonl import json_error_text
 
     p = Path(path)
-    try:
-        data = json.loads(p.read_bytes())
-    except OSError as exc:
-        raise DataFileError(str(p), f"cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise DataFileError(str(p), f"not an eval report.json: not UTF-8 text ({exc.reason})") from None
-    except (ValueError, RecursionError) as exc:
-        raise DataFileError(str(p), f"not an eval report.json: not valid JSON: {json_error_text(exc)}",
-                            line=getattr(exc, "lineno", None)) from None
+    data = read_json(p, DataFileError, "not an eval report.json")
     try:
         return EvalReport.model_validate(data)
     except ValidationError as exc:

@@ -42,6 +42,7 @@ from helmdeck_dspy.adapter import PlanAdapter, PlanParseError, RenderOptions
 from helmdeck_dspy.budgets import Budget, budget_for
 from helmdeck_dspy.catalog.models import RoutingGuide, load_catalog
 from helmdeck_dspy.catalog.select import select_catalog
+from helmdeck_dspy.datafiles import read_json, read_toml
 from helmdeck_dspy.errors import CompiledProgramError, DataFileError, HelmdeckError
 from helmdeck_dspy.fileio import atomic_write_text
 from helmdeck_dspy.metric import score_plan
@@ -51,7 +52,6 @@ from helmdeck_dspy.result import guarded_from_prediction
 from helmdeck_dspy.signatures.types import PIPELINE_RUN_TOOL, PlanStep
 from helmdeck_dspy.tasks import PlanTask, load_tasks
 from helmdeck_dspy.tokens import count_message_tokens
-from helmdeck_dspy.tomlfile import read_toml
 
 Optimizer = Literal["fit", "bootstrap", "mipro", "gepa"]
 OPTIMIZERS: tuple[str, ...] = ("fit", "bootstrap", "mipro", "gepa")
@@ -472,12 +472,7 @@ def read_manifest(root: Path | None = None) -> dict[str, Any]:
     path = manifest_path(root)
     if not path.exists():
         return {"schema_version": 1, "programs": {}}
-    try:
-        data = json.loads(path.read_bytes())
-    except OSError as exc:
-        raise CompiledProgramError(str(path), f"cannot read: {exc.strerror}") from None
-    except ValueError as exc:
-        raise CompiledProgramError(str(path), f"not valid JSON: {exc}") from None
+    data = read_json(path, CompiledProgramError)
     if not isinstance(data, dict) or not isinstance(data.setdefault("programs", {}), dict):
         raise CompiledProgramError(str(path), 'expected {"schema_version": 1, "programs": {...}}')
     return data

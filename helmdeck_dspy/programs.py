@@ -7,11 +7,11 @@ from deep inside DSPy.
 
 from __future__ import annotations
 
-import json
 import warnings
 from pathlib import Path
 from typing import Any
 
+from helmdeck_dspy.datafiles import read_json
 from helmdeck_dspy.errors import CompiledProgramError
 from helmdeck_dspy.resources import compiled_dir
 
@@ -42,14 +42,7 @@ def load_compiled_state(module: Any, path: str | Path) -> Any:
     naming the file and what is wrong (not JSON, not a program state, a field of the wrong shape).
     """
     p = Path(path)
-    try:
-        state = json.loads(p.read_bytes())
-    except OSError as exc:
-        raise CompiledProgramError(str(p), f"cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise CompiledProgramError(str(p), f"not UTF-8 text ({exc.reason})") from None
-    except ValueError as exc:
-        raise CompiledProgramError(str(p), f"not valid JSON ({exc})") from None
+    state = read_json(p, CompiledProgramError)
     if not isinstance(state, dict):
         raise CompiledProgramError(str(p), f"expected a JSON object (a saved program state), got {type(state).__name__}")
     expected = {name for name, _ in module.named_parameters()}

@@ -139,7 +139,7 @@ class ResilienceConfig(BaseModel):
 
 def load_resilience(path: str | Path) -> ResilienceConfig:
     """Read a ``[retry]`` / ``[fallback]`` TOML file (see the module docstring)."""
-    from helmdeck_dspy.tomlfile import read_toml
+    from helmdeck_dspy.datafiles import read_toml
 
     data = read_toml(path)
     try:

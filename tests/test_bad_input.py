@@ -263,7 +263,7 @@ def test_compiled_program_errors_name_the_file(tmp_path: Path) -> None:
         with pytest.raises(CompiledProgramError) as exc:
             load_compiled_state(SinglePick(), p)
         assert isinstance(exc.value, DataFileError)
-        assert str(exc.value).startswith(f"{p}: ") and says in str(exc.value), str(exc.value)
+        assert str(exc.value).startswith(f"{p}:") and says in str(exc.value), str(exc.value)
     ok = tmp_path / "ok.json"
     ok.write_text(json.dumps(good), encoding="utf-8")
     assert len(load_compiled_state(SinglePick(), ok).plan.demos) == len(good["plan"]["demos"])

@@ -267,19 +267,7 @@ def parse_catalog(data: Any, path: str = "<catalog>") -> RoutingGuide:
 
 def load_catalog(path: str | Path | None = None) -> RoutingGuide:
     """Load a routing-guide JSON file (the bundled catalog by default)."""
+    from helmdeck_dspy.datafiles import read_json
+
     resolved = Path(path) if path is not None else default_catalog_path()
-    try:
-        text = resolved.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CatalogError(str(resolved), f"cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        line = exc.object[: exc.start].count(b"\n") + 1
-        raise CatalogError(str(resolved), f"not UTF-8 text (byte {exc.start})", line=line) from None
-    try:
-        data = json.loads(text)
-    except RecursionError:
-        raise CatalogError(str(resolved), "not valid JSON: nested too deeply to decode") from None
-    except ValueError as exc:
-        line = getattr(exc, "lineno", None)
-        raise CatalogError(str(resolved), f"not valid JSON: {getattr(exc, 'msg', exc)}", line=line) from None
-    return parse_catalog(data, str(resolved))
+    return parse_catalog(read_json(resolved, CatalogError), str(resolved))

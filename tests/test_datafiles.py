@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from helmdeck_dspy.datafiles import parse_toml, read_toml
 from helmdeck_dspy.errors import BudgetTableError, DataFileError
-from helmdeck_dspy.tomlfile import parse_toml, read_toml
 
 
 def test_valid_file_decodes(tmp_path):
@@ -32,3 +32,24 @@ def test_non_utf8_names_the_line_and_the_error_class_is_kept(tmp_path):
 def test_missing_file(tmp_path):
     with pytest.raises(DataFileError, match="cannot read"):
         read_toml(tmp_path / "missing.toml")
+
+
+def test_read_json_errors_name_line_and_carry_the_prefix(tmp_path):
+    from helmdeck_dspy.datafiles import read_json
+    from helmdeck_dspy.errors import CatalogError
+
+    p = tmp_path / "r.json"
+    p.write_text('{\n  "a": 1,\n  oops\n}\n')
+    with pytest.raises(CatalogError) as err:
+        read_json(p, CatalogError, "not a report")
+    assert err.value.line == 3 and "r.json:3: not a report: not valid JSON:" in str(err.value)
+    assert "(column 3)" in str(err.value) and "char" not in str(err.value)
+    p.write_text("[" * 100_000)
+    with pytest.raises(DataFileError, match="nested too deeply"):
+        read_json(p)
+    p.write_bytes(b'{"a":\n"\xff"}')
+    with pytest.raises(DataFileError) as err:
+        read_json(p)
+    assert err.value.line == 2 and "not UTF-8" in str(err.value)
+    p.write_text('{"ok": [1, 2]}')
+    assert read_json(p) == {"ok": [1, 2]}

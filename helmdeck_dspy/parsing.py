@@ -297,8 +297,8 @@ def _without_lone_surrogates(value: Any, text: str, notes: list[str]) -> Any:
     every consumer that prints or stores the plan would fail on them. ``value`` must already be
     known not to be deeper than ``MAX_JSON_DEPTH``. A paired escape decodes to one character and
     is untouched; text without surrogate escapes or characters is not walked at all."""
-    if _SURROGATE_SOURCE.search(text) is None:
-        return value
+    if ("\\u" not in text and text.isascii()) or _SURROGATE_SOURCE.search(text) is None:
+        return value  # the first test is the common case, and much cheaper than the regex
     changed = False
 
     def clean(v: Any) -> Any:

@@ -251,7 +251,8 @@ def catalog_select(
 @click.option("--context-file", type=click.File("r", encoding="utf-8"), default=None, help="Pasted material for the request.")
 @click.option("--record", "record_path", type=click.Path(dir_okay=False), default=None, help="Append the call as a trace record.")
 @click.option("--max-tokens", type=int, default=None, help="Override the budget's output_tokens.")
-@click.option("--ranker", type=click.Choice(["lexical", "bm25"]), default="bm25", show_default=True)
+@click.option("--ranker", type=click.Choice(["lexical", "bm25", "embedding"]), default="bm25", show_default=True,
+              help="bm25, lexical (helmdeck's scorer) or embedding (needs the 'embed' extra).")
 @click.option("--rank-source", type=click.Choice(["compacted", "full"]), default="full", show_default=True)
 @click.option("--no-filter", is_flag=True, help="Skip the two-pass LLM filter.")
 @click.option("--history/--no-history", default=True, show_default=True, help="Write a plan_history audit row.")

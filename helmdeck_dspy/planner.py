@@ -264,6 +264,15 @@ class Planner:
             )
         return result
 
+    def _warm_embedding(self) -> None:
+        """Load the embedding model and embed the catalog before any deadline starts: local,
+        one-off set-up (seconds on a CPU) that must not be mistaken for a slow model."""
+        from helmdeck_dspy.catalog.compact import compact_catalog
+        from helmdeck_dspy.catalog.embed import encoder
+
+        ranked = self.catalog if self.rank_source == "full" else compact_catalog(self.catalog, self.budget)[0]
+        encoder().catalog_matrix(ranked, [*ranked.packs, *ranked.pipelines])
+
     def attempt(
         self,
         intent: str,
@@ -284,6 +293,8 @@ class Planner:
         from helmdeck_dspy.calls import capture_completions
 
         warm_up(self.lm)
+        if self.ranker == "embedding":
+            self._warm_embedding()
         t0 = time.perf_counter()
         state: dict[str, Any] = {"calls": [], "trim": None}
 

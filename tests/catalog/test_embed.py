@@ -55,3 +55,28 @@ def test_missing_extra_is_a_typed_error_with_the_install_line(monkeypatch):
     monkeypatch.setattr(embed, "_ENCODER", None)
     with pytest.raises(embed.RankerUnavailableError, match=r"helmdeck-dspy\[embed\]"):
         RANKERS["embedding"](CATALOG, "anything")
+
+
+@needs_extra
+def test_planner_loads_the_model_outside_the_attempt_deadline(monkeypatch):
+    import time
+    import warnings
+
+    from helmdeck_dspy.planner import Planner
+    from helmdeck_dspy.resilience import RetryPolicy
+
+    monkeypatch.setattr(embed, "_ENCODER", None)
+    real = embed._Encoder.__init__
+
+    def slow_init(self):
+        time.sleep(2.5)  # a model load longer than the attempt deadline below
+        real(self)
+
+    monkeypatch.setattr(embed._Encoder, "__init__", slow_init)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        planner = Planner.for_model("openrouter/nvidia/nemotron-3-super-120b-a12b:free", lm="sim:nemotron-like",
+                                    ranker="embedding", use_filter=False, retry=RetryPolicy(timeout_s=2.0, max_attempts=1))
+    result = planner.plan("turn this repo into a narrated slide video https://github.com/acme/x")
+    assert result.failure_cause != "likely_timeout", result.error
+    assert planner.catalog.fingerprint in embed.encoder().matrices

@@ -10,8 +10,9 @@ exactly as the planner does. Two figures per (ranker, tier):
 
 Each ranker runs on the source it is meant for: ``lexical`` (helmdeck's scorer) on the compacted
 entries, as upstream does; ``bm25`` and ``embedding`` on the full entries. Ranking time is
-measured per query on a direct ranking call, after one warm-up query so that one-off set-up
-(loading the embedding model, embedding a pooled catalog) is reported apart as ``setup_ms``.
+measured per query on a direct ranking call over the full entries (for every ranker, so the
+times compare), after one warm-up query so that one-off set-up (loading the embedding model,
+embedding a pooled catalog) is reported apart as ``setup_ms``.
 """
 
 from __future__ import annotations

@@ -48,21 +48,14 @@ def read_text(path: str | Path, error: type[DataFileError] = DataFileError) -> s
 
 def read_json(path: str | Path, error: type[DataFileError] = DataFileError, what: str = "") -> Any:
     """Read and decode a JSON file; unreadable, non-UTF-8 and invalid files raise ``error``
-    (``what``, e.g. "not an eval report.json", prefixes the JSON and encoding messages)."""
+    (``what``, e.g. "not an eval report.json", prefixes the JSON messages)."""
     from helmdeck_dspy.jsonl import json_error_text
 
+    text = read_text(path, error)
     prefix = f"{what}: " if what else ""
-    p = Path(path)
     try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise error(str(p), f"cannot read: {exc.strerror}") from None
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise error(str(p), f"{prefix}not UTF-8 text ({exc.reason} at byte {exc.start})",
-                    line=raw[: exc.start].count(b"\n") + 1) from None
+        return json.loads(text)
     except RecursionError:
-        raise error(str(p), f"{prefix}not valid JSON: nested too deeply to decode") from None
+        raise error(str(path), f"{prefix}not valid JSON: nested too deeply to decode") from None
     except ValueError as exc:
-        raise error(str(p), f"{prefix}not valid JSON: {json_error_text(exc)}", line=getattr(exc, "lineno", None)) from None
+        raise error(str(path), f"{prefix}not valid JSON: {json_error_text(exc)}", line=getattr(exc, "lineno", None)) from None

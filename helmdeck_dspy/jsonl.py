@@ -6,7 +6,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from helmdeck_dspy.errors import DataFileError
 
@@ -29,6 +29,21 @@ def json_error_text(exc: BaseException) -> str:
             return msg
         msg, col = msg[: m.start()] + msg[m.end():], m.group(1)
     return f"{msg} (column {col})"
+
+
+class BadRow(NamedTuple):
+    """A line or row that could not even be read (not UTF-8, an unreadable Parquet batch): why."""
+
+    detail: str
+
+
+def decode_line(raw: bytes, first: bool = False) -> str | BadRow:
+    """A raw line's text, or a :class:`BadRow` saying where it is not UTF-8 (a byte-order mark on
+    the first line is dropped)."""
+    try:
+        return raw.decode("utf-8-sig" if first else "utf-8")
+    except UnicodeDecodeError as exc:
+        return BadRow(f"not UTF-8 text ({exc.reason} at byte {exc.start})")
 
 
 def is_torn(line: str | bytes) -> bool:
@@ -103,11 +118,9 @@ def iter_jsonl(
         for line_no, raw in enumerate(handle, 1):
             if not raw.strip():
                 continue
-            try:
-                line = raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
-            except UnicodeDecodeError as exc:
-                # Decoded line by line, so the line number is exact.
-                raise error_type(str(p), f"not UTF-8 text ({exc.reason} at byte {exc.start})", line=line_no) from None
+            line = decode_line(raw, first=line_no == 1)  # line by line, so the line number is exact
+            if isinstance(line, BadRow):
+                raise error_type(str(p), line.detail, line=line_no)
             try:
                 obj = json.loads(line)
                 if not isinstance(obj, dict):

@@ -47,10 +47,16 @@ from helmdeck_dspy.evaluation.report import (
     tier_rollups,
 )
 from helmdeck_dspy.fileio import atomic_write_text
-from helmdeck_dspy.jsonl import TORN, OnError, is_torn, json_error_text
+from helmdeck_dspy.jsonl import (
+    TORN,
+    BadRow,
+    OnError,
+    decode_line,
+    is_torn,
+    json_error_text,
+)
 from helmdeck_dspy.tasks import PlanTask, load_tasks
 from helmdeck_dspy.traces.io import (
-    BadRow,
     check_not_empty,
     detect_format,
     file_sha256,
@@ -151,10 +157,9 @@ def _read_range(path: str, start: int, end: int, first_line: int, from_line: int
         line_no = first_line + i
         if line_no < from_line or not raw.strip():
             continue
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            yield line_no, BadRow(f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+        text = decode_line(raw, first=line_no == 1)
+        if isinstance(text, BadRow):
+            yield line_no, text
             continue
         yield line_no, text if i == last else text + "\n"
 

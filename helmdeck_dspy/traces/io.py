@@ -7,21 +7,22 @@ import hashlib
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from helmdeck_dspy.errors import DataFileError, TraceFileError
 from helmdeck_dspy.fileio import atomic_writer
-from helmdeck_dspy.jsonl import TORN, is_torn, json_error_text, reject_unwritable
+from helmdeck_dspy.jsonl import (
+    TORN,
+    BadRow,
+    decode_line,
+    is_torn,
+    json_error_text,
+    reject_unwritable,
+)
 from helmdeck_dspy.traces.record import TraceRecord, write_traces
 
 FORMATS = ("jsonl", "parquet", "hf")
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
-
-
-class BadRow(NamedTuple):
-    """A row that could not even be read (not UTF-8, unreadable Parquet batch): what went wrong."""
-
-    detail: str
 
 
 def detect_format(path: Path) -> str:
@@ -89,10 +90,7 @@ def iter_raw_rows(path: Path, fmt: str) -> Iterator[tuple[int, Any]]:
             for i, raw in enumerate(handle, 1):
                 if not raw.strip():
                     continue
-                try:
-                    yield i, raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    yield i, BadRow(f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+                yield i, decode_line(raw, first=i == 1)
     elif fmt == "parquet":
         import pyarrow as pa
         import pyarrow.parquet as pq

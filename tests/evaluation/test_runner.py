@@ -161,3 +161,15 @@ def test_parquet_and_hf_dataset_inputs(tmp_path):
 def test_missing_file_is_a_data_error(tmp_path):
     with pytest.raises(DataFileError, match="no such file"):
         evaluate([tmp_path / "nope.jsonl"], progress=False)
+
+
+def test_a_byte_order_mark_on_the_first_line_is_accepted_by_every_reader(tmp_path):
+    from helmdeck_dspy.evaluation.runner import evaluate
+    from helmdeck_dspy.traces.io import load_traces
+
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"id": "r1", "model": "m/x", "content": "{}"}\n{"id": "r2", "model": "m/x", "content": "{}"}\n')
+    assert [r.id for r in load_traces(path)] == ["r1", "r2"]
+    for workers in (1, 2):
+        report = evaluate([path], workers=workers, progress=False)
+        assert report.n_records == 2 and report.n_skipped == 0

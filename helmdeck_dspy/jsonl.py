@@ -46,6 +46,24 @@ def decode_line(raw: bytes, first: bool = False) -> str | BadRow:
         return BadRow(f"not UTF-8 text ({exc.reason} at byte {exc.start})")
 
 
+def text_lines(path: str | Path, error_type: type[DataFileError] = DataFileError) -> Iterator[tuple[int, str | BadRow]]:
+    """``(line number, text with its newline)`` for each non-blank line, decoded one line at a time
+    (so a :class:`BadRow` for a line that is not UTF-8 carries its exact line number).
+
+    Raises:
+        DataFileError: (as ``error_type``) the file cannot be opened.
+    """
+    p = Path(path)
+    try:
+        handle = p.open("rb")
+    except OSError as exc:
+        raise error_type(str(p), f"cannot read: {exc.strerror}") from None
+    with handle:
+        for line_no, raw in enumerate(handle, 1):
+            if raw.strip():
+                yield line_no, decode_line(raw, first=line_no == 1)
+
+
 def is_torn(line: str | bytes) -> bool:
     """A line read without its trailing newline: the last line of a file whose writer was cut off."""
     return not line.endswith("\n" if isinstance(line, str) else b"\n")
@@ -110,28 +128,20 @@ def iter_jsonl(
         DataFileError: the file cannot be read, or (``fail``) a line is not a JSON object.
     """
     p = Path(path)
-    try:
-        handle = p.open("rb")
-    except OSError as exc:
-        raise error_type(str(p), f"cannot read: {exc.strerror}") from None
-    with handle:
-        for line_no, raw in enumerate(handle, 1):
-            if not raw.strip():
-                continue
-            line = decode_line(raw, first=line_no == 1)  # line by line, so the line number is exact
-            if isinstance(line, BadRow):
-                raise error_type(str(p), line.detail, line=line_no)
-            try:
-                obj = json.loads(line)
-                if not isinstance(obj, dict):
-                    raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
-                reject_unwritable(line, obj)
-            except (ValueError, RecursionError) as exc:
-                detail = TORN if is_torn(line) else f"expected one JSON object per line: {json_error_text(exc)}"
-                err = error_type(str(p), detail, line=line_no)
-                if on_error == "fail":
-                    raise err from None
-                if report is not None:
-                    report(err)
-                continue
-            yield line_no, obj
+    for line_no, line in text_lines(p, error_type):
+        if isinstance(line, BadRow):
+            raise error_type(str(p), line.detail, line=line_no)
+        try:
+            obj = json.loads(line)
+            if not isinstance(obj, dict):
+                raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
+            reject_unwritable(line, obj)
+        except (ValueError, RecursionError) as exc:
+            detail = TORN if is_torn(line) else f"expected one JSON object per line: {json_error_text(exc)}"
+            err = error_type(str(p), detail, line=line_no)
+            if on_error == "fail":
+                raise err from None
+            if report is not None:
+                report(err)
+            continue
+        yield line_no, obj

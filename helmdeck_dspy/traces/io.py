@@ -14,10 +14,10 @@ from helmdeck_dspy.fileio import atomic_writer
 from helmdeck_dspy.jsonl import (
     TORN,
     BadRow,
-    decode_line,
     is_torn,
     json_error_text,
     reject_unwritable,
+    text_lines,
 )
 from helmdeck_dspy.traces.record import TraceRecord, write_traces
 
@@ -82,15 +82,7 @@ def iter_raw_rows(path: Path, fmt: str) -> Iterator[tuple[int, Any]]:
         TraceFileError: the file cannot be opened, or a Parquet file / saved dataset is unreadable.
     """
     if fmt == "jsonl":
-        try:
-            handle = path.open("rb")
-        except OSError as exc:
-            raise TraceFileError(str(path), f"cannot read: {exc.strerror}") from None
-        with handle:
-            for i, raw in enumerate(handle, 1):
-                if not raw.strip():
-                    continue
-                yield i, decode_line(raw, first=i == 1)
+        yield from text_lines(path, TraceFileError)
     elif fmt == "parquet":
         import pyarrow as pa
         import pyarrow.parquet as pq

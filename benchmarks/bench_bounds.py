@@ -35,7 +35,7 @@ CHILD = r'''
 import json, random, resource, string, sys, time
 sys.path.insert(0, sys.argv[4])
 kind, size, workdir = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-from helmdeck_dspy.offline import apply_offline_defaults
+from helmdeck_dspy.io.offline import apply_offline_defaults
 apply_offline_defaults()
 
 def plan_text(n_bytes):
@@ -45,7 +45,7 @@ def plan_text(n_bytes):
     return json.dumps({"complexity": "multi", "reasoning": "many steps", "steps": steps})
 
 def parse_case(text, finish="stop"):
-    from helmdeck_dspy.parsing import parse_completion
+    from helmdeck_dspy.decoding.parsing import parse_completion
     t0 = time.perf_counter()
     r = parse_completion(text, finish)
     secs = time.perf_counter() - t0

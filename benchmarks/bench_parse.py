@@ -19,11 +19,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from helmdeck_dspy.signatures.types import PlanStep  # noqa: E402
 from parse_corpus import KINDS, make_corpus  # noqa: E402
 
-from helmdeck_dspy.offline import apply_offline_defaults  # noqa: E402
-from helmdeck_dspy.parsing import parse_completion  # noqa: E402
-from helmdeck_dspy.signatures.types import PlanStep  # noqa: E402
+from helmdeck_dspy.decoding.parsing import parse_completion  # noqa: E402
+from helmdeck_dspy.io.offline import apply_offline_defaults  # noqa: E402
 
 
 def norm_steps(steps) -> list[dict] | None:

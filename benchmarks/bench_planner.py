@@ -17,7 +17,7 @@ import statistics
 import time
 import warnings
 
-from helmdeck_dspy.offline import apply_offline_defaults
+from helmdeck_dspy.io.offline import apply_offline_defaults
 
 PLAN = {
     "steps": [{"order": 1, "tool": "web.scrape", "args": {"url": "https://example.org"}, "rationale": "Fetch it."},
@@ -68,13 +68,13 @@ def main() -> None:
     args = ap.parse_args()
     apply_offline_defaults()
     import dspy
-
-    from helmdeck_dspy.calls import capture_completions
-    from helmdeck_dspy.catalog import load_catalog
-    from helmdeck_dspy.planner import Planner
     from helmdeck_dspy.signatures.plan import PlanSignature
+
+    from helmdeck_dspy.catalog import load_catalog
+    from helmdeck_dspy.io.tokens import METHOD, count_message_tokens
+    from helmdeck_dspy.planning.planner import Planner
+    from helmdeck_dspy.program.calls import capture_completions
     from helmdeck_dspy.tasks import load_tasks
-    from helmdeck_dspy.tokens import METHOD, count_message_tokens
 
     intents = [t.intent for t in load_tasks()][: args.n]
     catalog = load_catalog()

@@ -33,7 +33,7 @@ import random  # noqa: E402
 
 from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
 
-from helmdeck_dspy.offline import apply_offline_defaults  # noqa: E402
+from helmdeck_dspy.io.offline import apply_offline_defaults  # noqa: E402
 from tests.strategies import FINISH_REASONS, ODD_STRINGS, TARGETS, Opaque, deep_text  # noqa: E402
 
 BATCH = 500  # examples per Hypothesis run; each run gets its own seed

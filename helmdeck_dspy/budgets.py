@@ -17,9 +17,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from helmdeck_dspy.datafiles import parse_toml, read_text
 from helmdeck_dspy.errors import BudgetTableError
-from helmdeck_dspy.resources import default_budgets_path
+from helmdeck_dspy.io.datafiles import parse_toml, read_text
+from helmdeck_dspy.io.resources import default_budgets_path
 
 Tier = Literal["A", "B", "C"]
 PromptVariant = Literal["full_steps", "single_pick"]

@@ -1,18 +1,38 @@
-"""Typed exceptions shared across helmdeck_dspy.
+"""The one exception hierarchy of helmdeck_dspy, and the one ValidationError formatter.
 
-Every error the library raises on purpose derives from :class:`HelmdeckError`, so callers
-(and the CLI, which maps them to exit code 1) can catch one type.
+Two kinds of failure are kept apart:
+
+- :class:`InputError` — the caller gave something unusable: a malformed data file
+  (:class:`DataFileError`, with file and line), an unknown name or option, an LM spec that
+  cannot be built, a missing optional extra. Fixing the input fixes the run. It also derives
+  from :class:`ValueError`, so generic ``except ValueError`` code keeps working.
+- :class:`RunError` — valid input, but the run could not finish: a deadline passed, a replay
+  file ran out, a local model server would not start.
+
+Model misbehaviour (a truncated or unparseable completion) is neither: the planner returns it as
+a failure cause on the result instead of raising. The CLI maps every :class:`HelmdeckError` to
+one stderr line and exit code 1.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 
 class HelmdeckError(Exception):
     """Base class for every error helmdeck_dspy raises on purpose."""
 
 
-class DataFileError(HelmdeckError):
-    """A data file (budget table, catalog, tasks, traces) is malformed.
+class InputError(HelmdeckError, ValueError):
+    """Bad input from the caller: an argument, a name, a file or an environment that lacks an extra."""
+
+
+class RunError(HelmdeckError):
+    """A run that could not finish although its input was valid."""
+
+
+class DataFileError(InputError):
+    """A data file (budget table, catalog, tasks, traces, profiles, reports) is malformed.
 
     Attributes:
         path: The file that was read.
@@ -49,3 +69,63 @@ class TaskFileError(DataFileError):
 
 class CompiledProgramError(DataFileError):
     """A compiled program (``compiled/tier_T/V.json``) or the manifest cannot be loaded."""
+
+
+class BfclDataError(DataFileError):
+    """A BFCL question or answer file that does not have the expected shape."""
+
+
+class LMSpecError(InputError):
+    """An ``--lm`` value that cannot be turned into an LM."""
+
+
+class MissingExtraError(InputError):
+    """A feature whose optional dependencies (a pip extra) are not installed."""
+
+
+class RankerUnavailableError(MissingExtraError):
+    """A ranker whose optional dependencies are not installed."""
+
+
+class DeadlineExceeded(RunError, TimeoutError):
+    """An attempt ran past its retry policy's ``timeout_s`` (the call is abandoned, not awaited)."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        super().__init__(f"attempt exceeded its {timeout_s:g} s deadline")
+
+
+class ReplayExhausted(RunError):
+    """A replay engine was asked for more completions than its trace file holds."""
+
+
+def validation_message(
+    exc: Any,
+    *,
+    subject: str = "record",
+    with_input: bool = False,
+    all_errors: bool = False,
+    count_more: bool = False,
+    missing: str | None = None,
+) -> str:
+    """One line for a pydantic ``ValidationError``: ``field.path: message``.
+
+    Args:
+        exc: The ValidationError.
+        subject: Stands in for the field path when the error is about the whole object.
+        with_input: Append ``(got <value>)`` (at most 60 characters) unless the field is missing.
+        all_errors: Join every error with ``; `` instead of reporting the first.
+        count_more: Append ``(and N more)`` when more errors were found than reported.
+        missing: The message to use for a missing required field instead of pydantic's.
+    """
+    errors = exc.errors()
+    parts = []
+    for e in errors if all_errors else errors[:1]:
+        loc = ".".join(str(x) for x in e["loc"]) or subject
+        msg = missing if (missing and e["type"] == "missing") else e["msg"]
+        got = f" (got {e.get('input')!r:.60})" if with_input and e["type"] != "missing" else ""
+        parts.append(f"{loc}: {msg}{got}")
+    text = "; ".join(parts)
+    if count_more and not all_errors and len(errors) > 1:
+        text += f" (and {len(errors) - 1} more)"
+    return text

@@ -14,8 +14,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from helmdeck_dspy.errors import DataFileError, TaskFileError
-from helmdeck_dspy.jsonl import iter_jsonl
-from helmdeck_dspy.resources import bundled_dir
+from helmdeck_dspy.io.jsonl import iter_jsonl
+from helmdeck_dspy.io.resources import bundled_dir
 from helmdeck_dspy.signatures.types import PIPELINE_RUN_TOOL, Complexity
 
 Split = Literal["train", "dev", "test"]

@@ -12,7 +12,6 @@ from importlib import resources
 from typing import Literal
 
 import dspy
-
 from helmdeck_dspy.signatures.types import Complexity, ExecutedStep, PlanStep
 
 Variant = Literal["full_steps", "single_pick"]

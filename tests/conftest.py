@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
-import os
-import tempfile
-
-from helmdeck_dspy.offline import apply_offline_defaults
+from helmdeck_dspy.io.offline import apply_offline_defaults
 
 # Keep user data and DSPy's cache out of the user's home for the whole session.
 _SESSION_HOME = tempfile.mkdtemp(prefix="helmdeck-dspy-tests-")

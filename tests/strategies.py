@@ -28,9 +28,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from helmdeck_dspy.causes import FAILURE_CAUSES
+from helmdeck_dspy.decoding.causes import FAILURE_CAUSES
+from helmdeck_dspy.decoding.parsing import ParseResult, parse_completion
 from helmdeck_dspy.errors import DataFileError, HelmdeckError
-from helmdeck_dspy.parsing import ParseResult, parse_completion
 
 # ------------------------------------------------------------------------------ building blocks
 

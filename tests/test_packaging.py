@@ -30,7 +30,7 @@ def test_wheel_contains_signatures_compiled_and_bundled_data(wheel):
         "helmdeck_dspy/signatures/types.py",
         "helmdeck_dspy/compiled/budgets.toml",
         "helmdeck_dspy/bundled/catalog/routing-guide.json",
-        "helmdeck_dspy/cli.py",
+        "helmdeck_dspy/cli/main.py",
     ):
         assert required in names, required
 
@@ -42,17 +42,17 @@ def test_installed_wheel_resolves_budgets_and_catalog_from_itself(wheel, tmp_pat
         check=True, capture_output=True, text=True,
     )
     code = (
-        "import helmdeck_dspy, helmdeck_dspy.resources as r\n"
+        "import helmdeck_dspy, helmdeck_dspy.io.resources as r\n"
         "from helmdeck_dspy.budgets import budget_for\n"
         "from helmdeck_dspy.catalog import load_catalog\n"
         "print(helmdeck_dspy.__file__)\n"
         "print(r.default_budgets_path())\n"
         "print(budget_for('openrouter/nvidia/nemotron-3-super-120b-a12b:free').tier)\n"
         "print(len(load_catalog().packs))\n"
-        "import helmdeck_dspy.catalog.rank, helmdeck_dspy.engines.sim, helmdeck_dspy.evaluation.runner\n"
-        "import helmdeck_dspy.traces.io, helmdeck_dspy.bfcl.load\n"
-        "mods = [helmdeck_dspy.catalog.rank, helmdeck_dspy.engines.sim, helmdeck_dspy.evaluation.runner,\n"
-        "        helmdeck_dspy.traces.io, helmdeck_dspy.bfcl.load]\n"
+        "import helmdeck_dspy.catalog.ranking.registry, helmdeck_dspy.engines.sim, helmdeck_dspy.evaluation.runner\n"
+        "import helmdeck_dspy.traces.io, helmdeck_dspy.evaluation.bfcl.load\n"
+        "mods = [helmdeck_dspy.catalog.ranking.registry, helmdeck_dspy.engines.sim, helmdeck_dspy.evaluation.runner,\n"
+        "        helmdeck_dspy.traces.io, helmdeck_dspy.evaluation.bfcl.load]\n"
         "print(all(m.__file__.startswith(helmdeck_dspy.__path__[0]) for m in mods))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(site)}

@@ -7,11 +7,18 @@ import json
 import typing
 
 import pytest
+from helmdeck_dspy.signatures.types import PIPELINE_RUN_TOOL
 
 from helmdeck_dspy.catalog.models import load_catalog
 from helmdeck_dspy.errors import DataFileError
-from helmdeck_dspy.signatures.types import PIPELINE_RUN_TOOL
-from helmdeck_dspy.tasks import SPLITS, Category, GoldStep, PlanTask, load_tasks, load_tasks_dataset
+from helmdeck_dspy.tasks import (
+    SPLITS,
+    Category,
+    GoldStep,
+    PlanTask,
+    load_tasks,
+    load_tasks_dataset,
+)
 
 CATEGORIES = typing.get_args(Category)
 

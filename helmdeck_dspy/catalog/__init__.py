@@ -2,7 +2,13 @@
 
 from helmdeck_dspy.catalog.compact import Trim, compact_catalog, first_sentence
 from helmdeck_dspy.catalog.models import Pack, Pipeline, RoutingGuide, load_catalog
-from helmdeck_dspy.catalog.rank import RANKERS, Ranked, high_confidence, rank_bm25, rank_lexical
+from helmdeck_dspy.catalog.ranking.registry import (
+    RANKERS,
+    Ranked,
+    high_confidence,
+    rank_bm25,
+    rank_lexical,
+)
 from helmdeck_dspy.catalog.select import select_catalog
 
 __all__ = [

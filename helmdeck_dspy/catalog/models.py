@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from helmdeck_dspy.catalog.text import token_set, tokenize
 from helmdeck_dspy.errors import CatalogError
-from helmdeck_dspy.resources import default_catalog_path
+from helmdeck_dspy.io.resources import default_catalog_path
 
 EntryKind = Literal["pack", "pipeline"]
 _FROZEN = ConfigDict(extra="allow", frozen=True)
@@ -267,7 +267,7 @@ def parse_catalog(data: Any, path: str = "<catalog>") -> RoutingGuide:
 
 def load_catalog(path: str | Path | None = None) -> RoutingGuide:
     """Load a routing-guide JSON file (the bundled catalog by default)."""
-    from helmdeck_dspy.datafiles import read_json
+    from helmdeck_dspy.io.datafiles import read_json
 
     resolved = Path(path) if path is not None else default_catalog_path()
     return parse_catalog(read_json(resolved, CatalogError), str(resolved))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dspy.lm15 import Message, Response, TextPart, ThinkingPart, Usage
 
-from helmdeck_dspy.causes import normalize_finish_reason
+from helmdeck_dspy.decoding.causes import normalize_finish_reason
 
 _LM15_FINISH = {"stop": "stop", "length": "length", "safety": "content_filter", "tool_calls": "tool_call"}
 RAW_FINISH_KEY = "helmdeck_finish_reason_raw"

@@ -7,9 +7,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from helmdeck_dspy.datafiles import read_toml
 from helmdeck_dspy.errors import DataFileError
-from helmdeck_dspy.resources import bundled_dir
+from helmdeck_dspy.io.datafiles import read_toml
+from helmdeck_dspy.io.resources import bundled_dir
 
 
 class Planning(BaseModel):

@@ -8,12 +8,8 @@ from pathlib import Path
 from dspy.lm15 import Request, Response
 
 from helmdeck_dspy.engines.base import make_response
-from helmdeck_dspy.errors import HelmdeckError
+from helmdeck_dspy.errors import ReplayExhausted
 from helmdeck_dspy.traces.record import TraceRecord, read_traces
-
-
-class ReplayExhausted(HelmdeckError):
-    """A replay engine was asked for more completions than its trace file holds."""
 
 
 class ReplayNoFilterRecord(Exception):
@@ -37,7 +33,7 @@ class ReplayEngine:
         self._lock = threading.Lock()
 
     def complete(self, request: Request) -> Response:
-        from helmdeck_dspy.filter import FILTER_SYSTEM
+        from helmdeck_dspy.catalog.filter import FILTER_SYSTEM
 
         is_filter = request.system == FILTER_SYSTEM
         with self._lock:

@@ -24,14 +24,14 @@ from typing import Any
 
 from dspy.lm15 import Request, Response
 
-from helmdeck_dspy.adapter import CATALOG_HEADER
 from helmdeck_dspy.catalog.models import RoutingGuide, parse_catalog
-from helmdeck_dspy.catalog.rank import rank_bm25
+from helmdeck_dspy.catalog.ranking.registry import rank_bm25
 from helmdeck_dspy.catalog.text import tokenize
 from helmdeck_dspy.engines.base import make_response
 from helmdeck_dspy.engines.profile import SimProfile, load_profile
+from helmdeck_dspy.io.tokens import count_tokens
+from helmdeck_dspy.program.adapter import CATALOG_HEADER
 from helmdeck_dspy.signatures.types import PIPELINE_RUN_TOOL
-from helmdeck_dspy.tokens import count_tokens
 
 __all__ = ["SimEngine", "load_profile", "sim_model_name"]
 
@@ -107,7 +107,7 @@ class SimEngine:
         rng = random.Random(self._seed_for(system, messages, request.config.max_tokens))
         if "ANSWER FORMAT" in system:
             return self._plan_reply(request, system, messages, rng)
-        from helmdeck_dspy.filter import FILTER_SYSTEM
+        from helmdeck_dspy.catalog.filter import FILTER_SYSTEM
 
         if system == FILTER_SYSTEM:
             return self._filter_reply(request, messages[-1][1])
@@ -272,7 +272,7 @@ def _padding(tokens: int, rng: random.Random) -> str:
 
 
 def _truncate_tokens(text: str, tokens: int) -> str:
-    from helmdeck_dspy.tokens import _encoding
+    from helmdeck_dspy.io.tokens import _encoding
 
     enc = _encoding()
     if enc is None:

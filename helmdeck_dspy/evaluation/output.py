@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from helmdeck_dspy.evaluation.report import EvalReport, render_markdown
-from helmdeck_dspy.fileio import atomic_write_text
+from helmdeck_dspy.io.atomic import atomic_write_text
 
 
 def write_outputs(report: EvalReport, out_dir: Path) -> list[str]:

@@ -349,7 +349,7 @@ def write_plots(report: EvalReport, out_dir: Path) -> list[str]:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from helmdeck_dspy.fileio import atomic_writer
+    from helmdeck_dspy.io.atomic import atomic_writer
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

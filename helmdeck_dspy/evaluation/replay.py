@@ -12,10 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from helmdeck_dspy.budgets import BudgetTable
-from helmdeck_dspy.causes import FAILURE_CAUSES, cause_for_http, normalize_finish_reason
-from helmdeck_dspy.metric import score_plan
-from helmdeck_dspy.parsing import parse_completion
-from helmdeck_dspy.result import guard_plan
+from helmdeck_dspy.decoding.causes import (
+    FAILURE_CAUSES,
+    cause_for_http,
+    normalize_finish_reason,
+)
+from helmdeck_dspy.decoding.parsing import parse_completion
+from helmdeck_dspy.evaluation.metric import score_plan
+from helmdeck_dspy.planning.result import guard_plan
 from helmdeck_dspy.tasks import PlanTask
 from helmdeck_dspy.traces.record import TraceRecord
 

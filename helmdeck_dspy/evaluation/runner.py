@@ -46,8 +46,8 @@ from helmdeck_dspy.evaluation.report import (
     group_report,
     tier_rollups,
 )
-from helmdeck_dspy.fileio import atomic_write_text
-from helmdeck_dspy.jsonl import (
+from helmdeck_dspy.io.atomic import atomic_write_text
+from helmdeck_dspy.io.jsonl import (
     TORN,
     BadRow,
     OnError,

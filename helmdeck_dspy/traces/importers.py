@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from helmdeck_dspy.errors import DataFileError
-from helmdeck_dspy.jsonl import OnError, iter_jsonl
+from helmdeck_dspy.io.jsonl import OnError, iter_jsonl
 from helmdeck_dspy.traces.record import TraceRecord
 
 IMPORT_FORMATS = ("openai", "llamastack")

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from helmdeck_dspy.errors import DataFileError, TraceFileError
-from helmdeck_dspy.fileio import atomic_writer
-from helmdeck_dspy.jsonl import (
+from helmdeck_dspy.io.atomic import atomic_writer
+from helmdeck_dspy.io.jsonl import (
     TORN,
     BadRow,
     is_torn,
@@ -76,7 +76,7 @@ def iter_raw_rows(path: Path, fmt: str) -> Iterator[tuple[int, Any]]:
     """``(line or row number, raw line text or row dict)``, streamed.
 
     A JSONL line keeps its newline (a last line without one may be torn, see
-    :func:`helmdeck_dspy.jsonl.is_torn`); a line that is not UTF-8 comes as a :class:`BadRow`.
+    :func:`helmdeck_dspy.io.jsonl.is_torn`); a line that is not UTF-8 comes as a :class:`BadRow`.
 
     Raises:
         TraceFileError: the file cannot be opened, or a Parquet file / saved dataset is unreadable.

@@ -17,8 +17,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from helmdeck_dspy.errors import DataFileError, TraceFileError
-from helmdeck_dspy.fileio import atomic_writer
-from helmdeck_dspy.jsonl import OnError, iter_jsonl
+from helmdeck_dspy.io.atomic import atomic_writer
+from helmdeck_dspy.io.jsonl import OnError, iter_jsonl
 
 
 def utc_now() -> str:

@@ -46,7 +46,7 @@ def _run(
     progress: Callable[[int], None] | None,
 ) -> int:
     """``runs``: (LM, model id for the budget lookup, the records' ``source``)."""
-    from helmdeck_dspy.planner import Planner
+    from helmdeck_dspy.planning.planner import Planner
 
     chosen = list(itertools.islice(itertools.cycle(tasks), n)) if n else list(tasks)
     variants = list(variants)
@@ -119,7 +119,7 @@ def record(
     progress: Callable[[int], None] | None = None,
 ) -> int:
     """Plan the tasks with ``lm_spec`` (default: ``model`` itself, live); returns the plan records written."""
-    from helmdeck_dspy.lm import lm_kind, make_lm
+    from helmdeck_dspy.planning.lm import lm_kind, make_lm
 
     spec = lm_spec or model
     kind = lm_kind(spec)

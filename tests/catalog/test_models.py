@@ -7,9 +7,15 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from helmdeck_dspy.catalog.models import Pack, Pipeline, RoutingGuide, load_catalog, parse_catalog
+from helmdeck_dspy.catalog.models import (
+    Pack,
+    Pipeline,
+    RoutingGuide,
+    load_catalog,
+    parse_catalog,
+)
 from helmdeck_dspy.errors import CatalogError, DataFileError, HelmdeckError
-from helmdeck_dspy.resources import default_catalog_path
+from helmdeck_dspy.io.resources import default_catalog_path
 
 from .conftest import big_catalog_dict
 

@@ -6,11 +6,16 @@ import dspy
 import pytest
 
 from helmdeck_dspy.budgets import budget_for
-from helmdeck_dspy.compiler import TIERS, load_tier_config
-from helmdeck_dspy.engines.profile import SimProfile, list_profiles, load_profile, profiles_dir
+from helmdeck_dspy.compilation.compiler import TIERS, load_tier_config
+from helmdeck_dspy.engines.profile import (
+    SimProfile,
+    list_profiles,
+    load_profile,
+    profiles_dir,
+)
 from helmdeck_dspy.engines.sim import SimEngine
 from helmdeck_dspy.errors import DataFileError, HelmdeckError
-from helmdeck_dspy.lm import lm_kind, make_lm
+from helmdeck_dspy.planning.lm import lm_kind, make_lm
 
 BUNDLED = ["frontier-like", "kimi-like", "mid-tier", "nemotron-like"]
 

@@ -8,13 +8,17 @@ import warnings
 import pytest
 from dspy.lm15 import Config, Message, Request, TextPart, ThinkingPart
 
-from helmdeck_dspy.calls import capture_completions
+from helmdeck_dspy.catalog.filter import FILTER_SYSTEM
 from helmdeck_dspy.engines.base import make_response, raw_finish_reason
-from helmdeck_dspy.engines.replay import ReplayEngine, ReplayExhausted, ReplayNoFilterRecord
+from helmdeck_dspy.engines.replay import (
+    ReplayEngine,
+    ReplayExhausted,
+    ReplayNoFilterRecord,
+)
 from helmdeck_dspy.errors import HelmdeckError
-from helmdeck_dspy.filter import FILTER_SYSTEM
-from helmdeck_dspy.lm import LMSpecError, make_lm
-from helmdeck_dspy.planner import Planner
+from helmdeck_dspy.planning.lm import LMSpecError, make_lm
+from helmdeck_dspy.planning.planner import Planner
+from helmdeck_dspy.program.calls import capture_completions
 
 NEMOTRON = "openrouter/nvidia/nemotron-3-super-120b-a12b:free"
 PLAN = json.dumps({"steps": [{"order": 1, "tool": "image.generate", "args": {}, "rationale": "r"}],

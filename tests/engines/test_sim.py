@@ -20,23 +20,27 @@ from pathlib import Path
 import dspy
 import pytest
 from dspy.lm15 import Config, Message, Request, TextPart, ThinkingPart
+from helmdeck_dspy.signatures.types import PIPELINE_RUN_TOOL
 
-from helmdeck_dspy.adapter import PlanAdapter, RenderOptions
 from helmdeck_dspy.budgets import budget_for
-from helmdeck_dspy.calls import capture_completions
+from helmdeck_dspy.catalog.filter import (
+    FILTER_SYSTEM,
+    filter_user_message,
+    parse_filter_ids,
+)
 from helmdeck_dspy.catalog.models import RoutingGuide, load_catalog
 from helmdeck_dspy.catalog.select import restrict_catalog, select_catalog
+from helmdeck_dspy.decoding.parsing import parse_completion
 from helmdeck_dspy.engines.base import LATENCY_KEY, raw_finish_reason
 from helmdeck_dspy.engines.profile import Planning, Shape, SimProfile, Timing
 from helmdeck_dspy.engines.sim import LEAK_TEXTS, SimEngine
-from helmdeck_dspy.filter import FILTER_SYSTEM, filter_user_message, parse_filter_ids
-from helmdeck_dspy.lm import make_lm
-from helmdeck_dspy.modules import MODULES
-from helmdeck_dspy.parsing import parse_completion
-from helmdeck_dspy.planner import Planner
-from helmdeck_dspy.signatures.types import PIPELINE_RUN_TOOL
+from helmdeck_dspy.io.tokens import count_tokens
+from helmdeck_dspy.planning.lm import make_lm
+from helmdeck_dspy.planning.planner import Planner
+from helmdeck_dspy.program.adapter import PlanAdapter, RenderOptions
+from helmdeck_dspy.program.calls import capture_completions
+from helmdeck_dspy.program.modules import MODULES
 from helmdeck_dspy.tasks import load_tasks
-from helmdeck_dspy.tokens import count_tokens
 
 NEMOTRON = "openrouter/nvidia/nemotron-3-super-120b-a12b:free"
 CATALOG = load_catalog()

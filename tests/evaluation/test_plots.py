@@ -5,8 +5,19 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from helmdeck_dspy.evaluation.plots import PLOT_FILES, common_prefix, group_cap, wrap_label, write_plots
-from helmdeck_dspy.evaluation.report import Distribution, EvalReport, GroupReport, InputFile
+from helmdeck_dspy.evaluation.plots import (
+    PLOT_FILES,
+    common_prefix,
+    group_cap,
+    wrap_label,
+    write_plots,
+)
+from helmdeck_dspy.evaluation.report import (
+    Distribution,
+    EvalReport,
+    GroupReport,
+    InputFile,
+)
 from helmdeck_dspy.evaluation.stats import wilson
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -7,7 +7,12 @@ import json
 import pytest
 
 from helmdeck_dspy.errors import DataFileError
-from helmdeck_dspy.traces.io import detect_format, load_traces, load_traces_dataset, save_traces
+from helmdeck_dspy.traces.io import (
+    detect_format,
+    load_traces,
+    load_traces_dataset,
+    save_traces,
+)
 from helmdeck_dspy.traces.record import TraceRecord
 
 RECS = [

@@ -6,7 +6,7 @@ import json
 
 from click.testing import CliRunner
 
-from helmdeck_dspy.cli import cli
+from helmdeck_dspy.cli.main import cli
 from helmdeck_dspy.tasks import load_tasks
 from helmdeck_dspy.traces.record import read_traces
 from helmdeck_dspy.traces.runs import record

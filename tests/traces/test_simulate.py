@@ -8,10 +8,10 @@ import pytest
 from click.testing import CliRunner
 
 from helmdeck_dspy.budgets import budget_for
-from helmdeck_dspy.cli import cli, main
+from helmdeck_dspy.cli.main import cli, main
 from helmdeck_dspy.engines.profile import list_profiles, load_profile
 from helmdeck_dspy.errors import DataFileError
-from helmdeck_dspy.resources import bundled_dir
+from helmdeck_dspy.io.resources import bundled_dir
 from helmdeck_dspy.tasks import load_tasks
 from helmdeck_dspy.traces.record import read_traces
 from helmdeck_dspy.traces.runs import VARIANTS, resolve_profiles, simulate

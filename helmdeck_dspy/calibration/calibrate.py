@@ -1,0 +1,297 @@
+"""Calibration: turn an evaluation report into proposed budget-table changes, and apply them.
+
+Per model with enough data (rules and thresholds in ``eval/calibration.toml``):
+
+- ``output_tokens`` from the completion tokens of clean answers and the share cut off at the
+  current cap (a right-censored log-normal fit when the cap censored many answers);
+- ``tier`` from the lower Wilson bound of full_steps strict parse success (length cut-offs set
+  aside when a larger cap is proposed) and the mean plan score;
+- ``prompt_variant`` when the other variant beats the one the model runs today by a margin whose
+  Newcombe interval excludes zero;
+- ``is_hybrid_reasoning`` when reasoning shows in more than a set share of responses;
+- ``max_catalog_bytes`` when length cut-offs rise with prompt size.
+
+``--apply`` rewrites the table with tomlkit, keeping comments and untouched rows, and adds an
+exact row (with provenance) for a model that only matched a prefix or the fallback.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from helmdeck_dspy.budgets import (
+    Budget,
+    BudgetTable,
+    parse_budget_table,
+    resolve_prompt_variant,
+)
+from helmdeck_dspy.errors import DataFileError
+from helmdeck_dspy.evaluation.report import EvalReport, GroupReport
+from helmdeck_dspy.evaluation.stats import newcombe_diff, wilson
+from helmdeck_dspy.io.atomic import atomic_write_text
+from helmdeck_dspy.io.datafiles import read_json, read_toml
+from helmdeck_dspy.io.resources import bundled_dir, default_budgets_path
+
+
+class Proposal(BaseModel):
+    model: str
+    field: str
+    current: Any
+    proposed: Any
+    evidence: dict[str, Any]
+
+
+class Insufficient(BaseModel):
+    model: str
+    n_full_steps: int
+    n_single_pick: int
+    reason: str
+
+
+class Calibration(BaseModel):
+    """What ``calibrate`` proposes for one report."""
+
+    report_trace_set_sha256: str
+    min_n: int
+    proposals: list[Proposal] = Field(default_factory=list)
+    insufficient: list[Insufficient] = Field(default_factory=list)
+    unchanged: list[str] = Field(default_factory=list, description="Models with enough data and nothing to change.")
+
+
+def load_rules(path: Path | None = None) -> dict[str, Any]:
+    p = path or bundled_dir() / "calibration.toml"
+    return read_toml(p)
+
+
+def load_report(path: str | Path) -> EvalReport:
+
+    from pydantic import ValidationError
+
+
+    p = Path(path)
+    data = read_json(p, DataFileError, "not an eval report.json")
+    try:
+        return EvalReport.model_validate(data)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        loc = ".".join(str(x) for x in e["loc"]) or "report"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise DataFileError(str(p), f"not an eval report.json: {loc}: {e['msg']}{more}") from None
+
+
+def _ndtri(p: float) -> float:
+    from scipy.stats import norm
+
+    return float(norm.ppf(p))
+
+
+def _cap_of(g: GroupReport, budget: Budget) -> int:
+    if g.max_tokens_counts:
+        return int(max(g.max_tokens_counts.items(), key=lambda kv: kv[1])[0])
+    return budget.output_tokens
+
+
+def _length_share(g: GroupReport) -> tuple[int, int]:
+    """(cut-offs at the cap, answers that ran to the end or to the cap). Cut-offs far below the
+    cap are not the cap's doing and are left to the catalog rule."""
+    length = g.failure_cause_counts.get("length_truncated", 0) - g.length_below_cap
+    return length, g.tolerant + length
+
+
+def estimate_output_tokens(g: GroupReport, budget: Budget, rules: dict[str, Any]) -> tuple[int | None, dict[str, Any]]:
+    """The output cap the data support, and the evidence; None when the data say nothing."""
+    r = rules["output_tokens"]
+    cap = _cap_of(g, budget)
+    length, finished = _length_share(g)
+    share = length / finished if finished else 0.0
+    clean = g.clean_completion_tokens
+    evidence: dict[str, Any] = {"n": g.n, "variant": g.prompt_variant, "cap_seen": cap, "length_cutoffs": length,
+                                "length_rate": round(share, 4), "length_ci": [round(x, 4) for x in wilson(length, finished)],
+                                "clean_p50": clean.p50, "clean_p95": clean.p95}
+    if share > r["length_rate_trigger"]:
+        if clean.p50 and clean.p50 < cap and share < 1.0:
+            # The cap censored the tail: fit a log-normal to F(cap) = 1 - share and the clean median.
+            z_cap = _ndtri(1 - share)
+            z_med = _ndtri(0.5 * (1 - share))
+            sigma = (math.log(cap) - math.log(clean.p50)) / (z_cap - z_med)
+            mu = math.log(cap) - sigma * z_cap
+            fitted = math.exp(mu + sigma * _ndtri(r["quantile"]))
+            need = fitted / r["headroom"]  # a fitted tail already errs high: no headroom on top
+            evidence.update(method=f"log-normal fitted to the clean median and the cut-off share: q{r['quantile']} = {fitted:.0f} tok",
+                            fitted_median=round(math.exp(mu)), fitted_q=round(fitted))
+        else:
+            need = cap * 1.5
+            evidence.update(method="cap x 1.5: too few clean answers below the cap to fit")
+    elif clean.p95:
+        need = clean.p95
+        evidence.update(method="p95 of clean answers")
+    else:
+        return None, evidence
+    proposed = math.ceil(need * r["headroom"] / r["round_to"]) * r["round_to"]
+    proposed = int(min(max(proposed, r["minimum"]), r["maximum"]))
+    return proposed, evidence
+
+
+def _tier(g: GroupReport, rules: dict[str, Any], drop_length: bool) -> tuple[str, dict[str, Any]]:
+    length = _length_share(g)[0] if drop_length else 0
+    n = g.n - length
+    lo, hi = wilson(g.strict, n)
+    score = g.gold.plan_score_mean if g.gold else None
+    if score is not None and length and g.gold and g.gold.n > length:
+        score = score * g.gold.n / (g.gold.n - length)  # cut-offs scored 0; set them aside here too
+    evidence = {"n": n, "strict": g.strict, "strict_rate": round(g.strict / n, 4) if n else 0.0,
+                "strict_ci": [round(lo, 4), round(hi, 4)], "plan_score": None if score is None else round(score, 4),
+                "length_cutoffs_set_aside": length}
+    for tier in ("A", "B"):
+        rule = rules["tier"][tier]
+        if lo >= rule["strict_lb"] and (score is None or score >= rule["plan_score"]):
+            return tier, evidence
+    return "C", evidence
+
+
+def _conclusively_below(current: str, evidence: dict[str, Any], rules: dict[str, Any]) -> bool:
+    """Whether the data rule out the current tier (upper bound or plan score below its gate)."""
+    rule = rules["tier"].get(current)
+    if rule is None:
+        return True  # Tier C has no gate to fall below
+    score = evidence["plan_score"]
+    return evidence["strict_ci"][1] < rule["strict_lb"] or (score is not None and score < rule["plan_score"])
+
+
+def _catalog_signal(g: GroupReport, rules: dict[str, Any]) -> dict[str, Any] | None:
+    """Cut-offs below the output cap that rise with prompt size: the prompt is crowding the answer."""
+    buckets = [b for b in g.length_by_prompt_tokens if b["n"]]
+    if len(buckets) < 2:
+        return None
+    half = len(buckets) // 2
+    low, high = buckets[:half], buckets[half:]
+    ln, ll = sum(b["n"] for b in low), sum(b.get("length_below_cap", 0) for b in low)
+    hn, hl = sum(b["n"] for b in high), sum(b.get("length_below_cap", 0) for b in high)
+    d, lo, hi = newcombe_diff(hl, hn, ll, ln)
+    if lo <= 0 or d < rules["catalog"]["min_diff"]:
+        return None
+    return {"low_prompts": {"n": ln, "length": ll}, "high_prompts": {"n": hn, "length": hl},
+            "diff": round(d, 4), "diff_ci": [round(lo, 4), round(hi, 4)]}
+
+
+def calibrate(report: EvalReport, table: BudgetTable, *, min_n: int | None = None, rules: dict[str, Any] | None = None) -> Calibration:
+    """Propose budget-table changes for every model in ``report``."""
+    rules = rules or load_rules()
+    need = min_n if min_n is not None else int(rules["min_n"])
+    out = Calibration(report_trace_set_sha256=report.trace_set_sha256, min_n=need)
+    models = sorted({g.model for g in report.groups})
+    for model in models:
+        groups = {g.prompt_variant: g for g in report.groups if g.model == model}
+        full, single = groups.get("full_steps"), groups.get("single_pick")
+        n_full, n_single = (full.n if full else 0), (single.n if single else 0)
+        if max(n_full, n_single) < need:
+            out.insufficient.append(Insufficient(model=model, n_full_steps=n_full, n_single_pick=n_single,
+                                                 reason=f"insufficient data: fewer than {need} records per variant"))
+            continue
+        budget = table.lookup(model)
+        found: list[Proposal] = []
+
+        def propose(field: str, current: Any, proposed: Any, evidence: dict[str, Any]) -> None:
+            if proposed != current:
+                found.append(Proposal(model=model, field=field, current=current, proposed=proposed, evidence=evidence))
+
+        if full is not None and n_full >= need:
+            cap_full, _ = estimate_output_tokens(full, budget, rules)
+            raising = cap_full is not None and cap_full > _cap_of(full, budget)
+            tier, evidence = _tier(full, rules, drop_length=raising)
+            if "ABC".index(tier) > "ABC".index(budget.tier) and not _conclusively_below(budget.tier, evidence, rules):
+                tier = budget.tier  # the interval still reaches the current tier: keep it
+            propose("tier", budget.tier, tier, evidence)
+        else:
+            tier = budget.tier
+
+        # The variant the model runs today, and whether the other one clearly beats it.
+        running = resolve_prompt_variant(budget.tier, budget.prompt_variant)
+        variant = resolve_prompt_variant(tier, budget.prompt_variant)
+        if full is not None and single is not None and n_full >= need and n_single >= need:
+            d, lo, hi = newcombe_diff(single.strict, single.n, full.strict, full.n)  # single - full
+            margin = rules["prompt_variant"]["margin"]
+            better = "single_pick" if (d >= margin and lo > 0) else "full_steps" if (d <= -margin and hi < 0) else None
+            evidence = {"single_pick": {"n": single.n, "strict": single.strict}, "full_steps": {"n": full.n, "strict": full.strict},
+                        "diff_single_minus_full": round(d, 4), "diff_ci": [round(lo, 4), round(hi, 4)]}
+            if better is not None and better != running:
+                propose("prompt_variant", budget.prompt_variant, better, evidence)
+                variant = better
+
+        # The output cap for the variant the model will run.
+        g = groups.get(variant)
+        if g is not None and g.n >= need:
+            cap, evidence = estimate_output_tokens(g, budget, rules)
+            r = rules["output_tokens"]
+            lowering_ok = r.get("allow_lowering", False) or (cap is not None and cap > budget.output_tokens)
+            if cap is not None and lowering_ok and abs(cap - budget.output_tokens) >= r["min_change"] * budget.output_tokens:
+                propose("output_tokens", budget.output_tokens, cap, evidence)
+            signal = _catalog_signal(g, rules)
+            if signal and budget.max_catalog_bytes > 0:
+                c = rules["catalog"]
+                smaller = max(int(budget.max_catalog_bytes * c["shrink"]), c["minimum"])
+                propose("max_catalog_bytes", budget.max_catalog_bytes, smaller, signal)
+
+        total = n_full + n_single
+        seen = sum((x.reasoning_tag_count + x.reasoning_field_count) for x in (full, single) if x is not None)
+        if total and seen / total > rules["hybrid_reasoning"]["share"] and not budget.is_hybrid_reasoning:
+            propose("is_hybrid_reasoning", False, True, {"n": total, "with_reasoning": seen, "share": round(seen / total, 4)})
+
+        if found:
+            out.proposals.extend(found)
+        else:
+            out.unchanged.append(model)
+    return out
+
+
+# ------------------------------------------------------------------------------------ apply
+
+_PROVENANCE = ("source", "trace_set_sha", "n", "rate", "interval_low", "interval_high", "calibrated_at")
+
+
+def apply_calibration(cal: Calibration, path: str | Path | None = None) -> list[str]:
+    """Rewrite the budget table in place (atomically) with the proposals; returns the touched ``match`` keys."""
+    import tomlkit
+
+    target = Path(path) if path is not None else default_budgets_path()
+    text = target.read_text(encoding="utf-8")
+    table = parse_budget_table(text, str(target))
+    doc = tomlkit.parse(text)
+    rows = doc.setdefault("model", tomlkit.aot())
+    by_model: dict[str, list[Proposal]] = {}
+    for p in cal.proposals:
+        by_model.setdefault(p.model, []).append(p)
+    touched = []
+    for model, props in by_model.items():
+        budget = table.lookup(model)
+        row = next((r for r in rows if r.get("match") == model), None)
+        if row is None:
+            row = tomlkit.table()
+            row.add(tomlkit.comment(f"Calibrated from traces; it matched {budget.matched!r} before."))
+            row["match"] = model
+            for key, value in budget.model_dump(exclude={"model", "matched", *_PROVENANCE}).items():
+                if value is not None:
+                    row[key] = value
+            rows.append(row)
+        for p in props:
+            row[p.field] = p.proposed
+        tier_evidence = next((p.evidence for p in props if p.field == "tier"), None) or props[0].evidence
+        n = tier_evidence.get("n")
+        row["source"] = "calibrated"
+        row["trace_set_sha"] = cal.report_trace_set_sha256[:16]
+        if isinstance(n, int):
+            row["n"] = n
+        if "strict_rate" in tier_evidence:
+            row["rate"] = tier_evidence["strict_rate"]
+            row["interval_low"], row["interval_high"] = tier_evidence["strict_ci"]
+        row["calibrated_at"] = date.today().isoformat()
+        touched.append(model)
+    new_text = tomlkit.dumps(doc)
+    parse_budget_table(new_text, str(target))  # never write a table that would not load
+    atomic_write_text(target, new_text)
+    return touched

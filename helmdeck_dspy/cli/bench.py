@@ -1,0 +1,132 @@
+"""``helmdeck-dspy bench``: external benchmarks (BFCL).
+
+Kept apart from :mod:`helmdeck_dspy.cli.main` so the main command file stays about our own data; the
+group is registered there. Heavy imports stay inside the command.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+@click.group()
+def bench() -> None:
+    """External benchmarks: how selection and planning do on public data sets."""
+
+
+def _split(values: tuple[str, ...]) -> list[str] | None:
+    out = [v.strip() for value in values for v in value.split(",") if v.strip()]
+    return out or None
+
+
+@bench.command("bfcl")
+@click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False),
+              help="A BFCL v4 data folder: BFCL_v4_<category>.json files and possible_answer/.")
+@click.option("--categories", "categories", multiple=True, metavar="C [C...]",
+              help="Categories to load: --categories parallel parallel_multiple, repeated, or comma-separated "
+                   "(default: every complete pair).")
+@click.argument("more_categories", nargs=-1, metavar="")
+@click.option("--pool", is_flag=True, help="One catalog of every loaded function instead of each question's own.")
+@click.option("--rankers", "rankers", multiple=True, metavar="R[,R...]",
+              help="lexical, bm25, embedding (default: all; embedding only when its extra is installed).")
+@click.option("--limit", type=click.IntRange(1), default=None, help="At most this many questions per category.")
+@click.option("--lm", "lm_spec", default=None,
+              help="Also plan each question with this LM (LiteLLM string, replay:PATH or sim:PROFILE) and score it.")
+@click.option("--model", "-m", default=None, help="Budget lookup id for --lm (default: the --lm string).")
+@click.option("--api-base", default=None, help="API base URL for an OpenAI-compatible endpoint (with --lm).")
+@click.option("--variant", type=click.Choice(["full_steps", "single_pick"]), default="full_steps", show_default=True,
+              help="Prompt variant for --lm (BFCL gold has several calls).")
+@click.option("--max-tokens", type=click.IntRange(1), default=None, help="Override the budget's output_tokens (with --lm).")
+@click.option("--record", "record_path", type=click.Path(dir_okay=False), default=None,
+              help="Append the --lm exchanges as trace records (task_id = BFCL id).")
+@click.option("--traces", "trace_paths", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Score the plan records of a trace file against the gold calls (repeatable).")
+@click.option("--budgets", "budgets_path", type=click.Path(dir_okay=False), default=None,
+              help="Budget table to read (default: the bundled compiled/budgets.toml).")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None, help="Write report.md and report.json here.")
+@click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
+@click.option("--json", "as_json", is_flag=True, help='Print the report as JSON: {"rankers": {NAME: {"tiers": ...}}}.')
+def bench_bfcl(
+    data_dir: str, categories: tuple[str, ...], more_categories: tuple[str, ...], pool: bool, rankers: tuple[str, ...], limit: int | None,
+    lm_spec: str | None, model: str | None, api_base: str | None, variant: str, max_tokens: int | None,
+    record_path: str | None, trace_paths: tuple[str, ...], budgets_path: str | None, out_dir: str | None,
+    progress: bool | None, as_json: bool,
+) -> None:
+    """Selection recall and plan accuracy on BFCL questions.
+
+    For each question, do its gold tools survive budget-fitted catalog selection at each tier's
+    byte cap, per ranker? With --lm, the planner answers every question and its plans are scored
+    against the gold calls; with --traces, recorded plans are scored.
+    """
+    from tqdm import tqdm
+
+    from helmdeck_dspy.budgets import load_budget_table
+    from helmdeck_dspy.catalog.ranking import embedding as embed
+    from helmdeck_dspy.catalog.ranking.registry import RANKERS
+    from helmdeck_dspy.cli.main import emit_json
+    from helmdeck_dspy.evaluation.bfcl.load import load_bfcl
+    from helmdeck_dspy.evaluation.bfcl.plans import plan_questions, score_traces
+    from helmdeck_dspy.evaluation.bfcl.recall import measure_recall, tier_budgets
+    from helmdeck_dspy.evaluation.bfcl.report import (
+        BfclReport,
+        recall_table,
+        write_report,
+    )
+
+    if more_categories and not categories:
+        raise click.UsageError(f"unexpected argument {more_categories[0]!r} (categories follow --categories)")
+    categories = (*categories, *more_categories)
+    chosen = _split(rankers)
+    skipped: dict[str, str] = {}
+    if chosen is None:
+        chosen = list(RANKERS)
+        if not embed.available():
+            chosen.remove("embedding")
+            skipped["embedding"] = f"optional extra not installed: {embed.INSTALL_HINT}"
+    unknown = [r for r in chosen if r not in RANKERS]
+    if unknown:
+        raise click.BadParameter(f"unknown ranker {unknown[0]!r}; expected one of {', '.join(RANKERS)}",
+                                 param_hint="--rankers")
+    if "embedding" in chosen and not embed.available():
+        raise click.UsageError(f"--rankers embedding needs the optional extra: {embed.INSTALL_HINT}")
+
+    data = load_bfcl(data_dir, _split(categories)).limited(limit)
+    budgets = tier_budgets(load_budget_table(budgets_path))
+    show = sys.stderr.isatty() if progress is None else progress
+
+    total = len(data.questions) * len(budgets) * len(chosen)
+    with tqdm(total=total, desc="selection recall", unit=" q", disable=not show, file=sys.stderr) as bar:
+        recall = measure_recall(data, budgets, chosen, pool=pool, progress=bar.update)
+
+    accuracy = []
+    if lm_spec:
+        with tqdm(total=len(data.questions), desc=f"planning ({lm_spec})", unit=" plan", disable=not show,
+                  file=sys.stderr) as bar:
+            accuracy.append(plan_questions(
+                data, model=model or lm_spec, lm_spec=lm_spec, pool=pool, variant=variant, api_base=api_base,
+                max_tokens=max_tokens, budgets=budgets_path, record_path=record_path, progress=bar.update,
+            ))
+    accuracy += [score_traces(data, p, pool=pool) for p in trace_paths]
+
+    report = BfclReport(
+        **recall.model_dump(exclude={"skipped_rankers"}), skipped_rankers=skipped, data=str(data_dir),
+        files=data.files, plan_accuracy=accuracy,
+    )
+    if out_dir:
+        written = write_report(report, out_dir)
+        click.echo(f"wrote {', '.join(str(p) for p in written)}", err=True)
+    if as_json:
+        emit_json(report.model_dump(mode="json", exclude={"plan_accuracy": {"__all__": {"scores"}}}))
+        return
+    scope = f"pooled catalog of {report.catalog_entries} tools" if pool else "each question's own functions"
+    click.echo(f"BFCL {', '.join(report.categories)}: {report.n_questions} questions, {scope}")
+    for line in recall_table(report):
+        click.echo(line)
+    for name, why in skipped.items():
+        click.echo(f"{name}: not run ({why})")
+    for a in accuracy:
+        s = a.summary
+        click.echo(f"plans {a.source} ({a.variant}): exact {s.exact}/{s.n} ({100 * s.exact_rate:.1f}%), "
+                   f"call recall {100 * s.call_recall:.1f}%, name recall {100 * s.name_recall:.1f}%")

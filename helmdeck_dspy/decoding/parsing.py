@@ -1,0 +1,416 @@
+"""Tolerant decoding of a planning completion: :func:`parse_completion`.
+
+One pure entry point, used by the planner, the evaluator and the CLI. It never raises on any
+string. Steps, in order:
+
+1. split off reasoning (inline tags, orphan closers, unclosed blocks; a separate
+   ``reasoning_content`` value counts as reasoning too) — JSON is never taken from reasoning;
+2. candidate texts: the body of each ``` fence, wherever it is, then the whole visible text;
+3. for each candidate: a standard JSON parse, then the first complete JSON value at each
+   top-level ``{`` (an object that fails to decode is skipped by a balanced-brace scan that
+   understands strings and escapes), so leading and trailing prose are tolerated and the first
+   complete plan wins — any success here is ``strict``;
+4. only if nothing decoded: ``json_repair`` on the JSON-shaped part, marked ``repaired``;
+5. the decoded value must validate as :class:`PlanOutput`, else ``schema_mismatch``;
+6. a ``length`` (or safety) finish is never a success, however well the text decodes.
+
+Bounds: JSON nested more than ``MAX_JSON_DEPTH`` levels is never accepted (and never handed to
+``json_repair``): it fails as ``constrained_deadlock`` with the note ``too_deep``. Deeper input
+would otherwise reach the recursion limit of the decoder, or of whatever serialises the value
+later; no plan needs more than a handful of levels.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from helmdeck_dspy.decoding.causes import (
+    FailureCause,
+    FinishReason,
+    cause_for_empty,
+    cause_for_unparseable,
+    normalize_finish_reason,
+)
+from helmdeck_dspy.decoding.reasoning import split_reasoning
+from helmdeck_dspy.io.jsonl import json_deeper_than
+from helmdeck_dspy.signatures.types import PlanOutput, coerce_plan_dict
+
+Outcome = Literal["strict", "repaired", "failed"]
+
+_STRUCTURAL = re.compile(r'[{}"\\]')
+_DECODER = json.JSONDecoder()
+_JSON_START = frozenset("{[\"-0123456789")
+_NOT_A_PLAN = "valid JSON, but not a plan object with a steps list"
+_MAX_OBJECTS = 16  # top-level objects tried per candidate text
+_MAX_REPAIR_CHARS = 100_000  # json_repair is super-linear on pathological input; plans are far smaller
+MAX_JSON_DEPTH = 128  # deepest accepted JSON value (arrays and objects); a plan needs about 5
+_TOO_DEEP = f"JSON nested more than {MAX_JSON_DEPTH} levels deep"
+
+
+@dataclass(frozen=True, slots=True)
+class ParseResult:
+    """What :func:`parse_completion` made of one completion.
+
+    A slotted dataclass rather than a pydantic model: the evaluator builds one per record, and
+    construction cost matters there. :meth:`to_json_dict` is the boundary form.
+
+    Attributes:
+        outcome: ``strict`` (standard JSON after removing reasoning, fences and prose),
+            ``repaired`` (only after json_repair) or ``failed``.
+        cause: Why it failed; None on success.
+        value: The decoded JSON value (on success the plan as a dict; on ``schema_mismatch`` the
+            valid JSON that was not a plan); None otherwise.
+        plan: The validated plan on success.
+        finish_reason: The normalised finish_reason.
+        finish_reason_raw: The finish_reason as the provider spelled it.
+        saw_reasoning: Reasoning was present (tags or a separate field).
+        visible_chars: Length of the visible answer after removing reasoning.
+        reasoning_chars: Length of the reasoning text.
+        notes: Short markers of what decoding had to do (``fenced``, ``prose``, ``repaired``,
+            ``unclosed_reasoning``, ``orphan_close``, ``reasoning_field``, ``tags`` and one
+            ``tag:<kind>`` per reasoning tag kind seen, ``too_deep``, ``lone_surrogate``...).
+        error: The decoder's or validator's message when something failed.
+    """
+
+    outcome: Outcome
+    cause: FailureCause | None = None
+    value: Any = None
+    plan: PlanOutput | None = None
+    finish_reason: FinishReason = "none"
+    finish_reason_raw: str | None = None
+    saw_reasoning: bool = False
+    visible_chars: int = 0
+    reasoning_chars: int = 0
+    notes: tuple[str, ...] = ()
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when a plan came out (strict or repaired)."""
+        return self.outcome != "failed"
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The CLI's JSON shape: outcome, cause, value and the diagnostics."""
+        return {
+            "outcome": self.outcome,
+            "cause": self.cause,
+            "value": self.value,
+            "finish_reason": self.finish_reason,
+            "finish_reason_raw": self.finish_reason_raw,
+            "saw_reasoning": self.saw_reasoning,
+            "visible_chars": self.visible_chars,
+            "reasoning_chars": self.reasoning_chars,
+            "notes": list(self.notes),
+            "error": self.error,
+        }
+
+
+def parse_completion(
+    content: str | None,
+    finish_reason: str | None = None,
+    reasoning_content: str | None = None,
+) -> ParseResult:
+    """Decode a planning completion into a plan, or classify why it cannot be one.
+
+    Args:
+        content: The message content as returned (may hold reasoning tags, fences, prose).
+        finish_reason: The provider's finish_reason, any spelling.
+        reasoning_content: A separate reasoning field, when the provider sends one.
+
+    Returns:
+        A :class:`ParseResult`; never raises.
+    """
+    try:
+        return _parse(content, finish_reason, reasoning_content)
+    except Exception as exc:  # noqa: BLE001 - the contract is "never raises"
+        return ParseResult(
+            outcome="failed",
+            cause="constrained_deadlock",
+            finish_reason=normalize_finish_reason(finish_reason if isinstance(finish_reason, str) else None),
+            finish_reason_raw=finish_reason if isinstance(finish_reason, str) else None,
+            notes=("internal_error",),
+            error=f"{type(exc).__name__}: {exc}",
+        )
+
+
+def _parse(content: str | None, finish_raw: str | None, reasoning_content: str | None) -> ParseResult:
+    if finish_raw and _SURROGATE.search(finish_raw):  # kept for reports, so it must be printable
+        finish_raw = _SURROGATE.sub("\ufffd", finish_raw)
+    finish = normalize_finish_reason(finish_raw)
+    split = split_reasoning(content or "")
+    notes: list[str] = []
+    reasoning_chars = len(split.reasoning)
+    if split.had_tags:
+        notes.append("tags")
+        notes.extend(f"tag:{k}" for k in sorted(split.kinds))
+    if split.unclosed:
+        notes.append("unclosed_reasoning")
+    if split.orphan_close:
+        notes.append("orphan_close")
+    if reasoning_content and reasoning_content.strip():
+        notes.append("reasoning_field")
+        reasoning_chars += len(reasoning_content.strip())
+    saw_reasoning = reasoning_chars > 0 or split.had_tags
+    text = split.visible
+
+    def result(outcome: Outcome, cause: FailureCause | None = None, **kw: Any) -> ParseResult:
+        return ParseResult(
+            outcome=outcome,
+            cause=cause,
+            value=kw.get("value"),
+            plan=kw.get("plan"),
+            finish_reason=finish,
+            finish_reason_raw=finish_raw,
+            saw_reasoning=saw_reasoning,
+            visible_chars=len(text),
+            reasoning_chars=reasoning_chars,
+            notes=tuple(notes),
+            error=kw.get("error"),
+        )
+
+    if not text:
+        if finish == "tool_calls":
+            return result("failed", "no_json", error="the model answered with a native tool call, not JSON text")
+        return result("failed", cause_for_empty(finish, saw_reasoning), error="empty visible response")
+
+    if finish == "length":
+        # Never a success, however well it would decode or repair.
+        return result("failed", "length_truncated", error=f"finish_reason {finish_raw!r}: the token limit cut the output")
+    if finish == "safety":
+        return result("failed", "safety_filtered", error=f"finish_reason {finish_raw!r}: the provider's safety filter intervened")
+
+    json_shaped = "{" in text or text.startswith("[")
+    decoded, first_other, error = _decode_strict(text, notes)
+    outcome: Outcome = "strict"
+    if decoded is None and first_other is None and "{" in text:
+        if "too_deep" in notes:
+            return result("failed", "constrained_deadlock", error=f"{_TOO_DEEP}: not decoded or repaired")
+        decoded, error = _repair(text, notes)
+        outcome = "repaired"
+    if decoded is not None:
+        if outcome == "repaired":
+            notes.append("repaired")
+        return result(outcome, value=decoded[1], plan=decoded[0])
+    if first_other is not None:
+        return result("failed", "schema_mismatch", value=first_other, error=error)
+    if "too_deep" in notes:
+        return result("failed", "constrained_deadlock", error=error or _TOO_DEEP)
+    return result("failed", cause_for_unparseable(finish, json_shaped), error=error or "no JSON object found")
+
+
+def _fenced_bodies(text: str) -> list[str]:
+    """Bodies of ``` fences, wherever they are (an unterminated last fence runs to the end)."""
+    bodies = []
+    pos = text.find("```")
+    while pos != -1:
+        line_end = text.find("\n", pos + 3)
+        if line_end == -1:
+            break
+        close = text.find("```", line_end)
+        body = text[line_end + 1 : close if close != -1 else len(text)].strip()
+        if body:
+            bodies.append(body)
+        if close == -1:
+            break
+        pos = text.find("```", close + 3)
+    return bodies
+
+
+def _decode_strict(text: str, notes: list[str]) -> tuple[tuple[PlanOutput, dict] | None, Any, str | None]:
+    """Try every strict route. Returns (plan and its dict, first non-plan value, last error).
+
+    A value nested too deeply (the decoder's RecursionError, or more than ``MAX_JSON_DEPTH``
+    levels) is neither a plan nor a first non-plan value; it adds the note ``too_deep``.
+    """
+    first_other: Any = None
+    error: str | None = None
+    candidates = _fenced_bodies(text) if "```" in text else []
+    if candidates:
+        notes.append("fenced")
+    candidates.append(text)
+
+    def too_deep() -> str:
+        if "too_deep" not in notes:
+            notes.append("too_deep")
+        return _TOO_DEEP
+
+    for cand in candidates:
+        if cand[0] in _JSON_START or cand in ("true", "false", "null"):
+            try:
+                value = json.loads(cand)
+            except RecursionError:
+                error = too_deep()
+            except ValueError as exc:
+                error = f"invalid JSON: {exc}"
+            else:
+                if _deeper_than(value, MAX_JSON_DEPTH, cand):
+                    error = too_deep()
+                else:
+                    value = _without_lone_surrogates(value, cand, notes)
+                    plan = _as_plan(value)
+                    if plan is not None:
+                        return (plan, value), None, None
+                    if first_other is None:
+                        first_other = value
+                    error = _NOT_A_PLAN
+        # The first complete value at each top-level '{', tolerating prose around it.
+        start = cand.find("{")
+        tries = 0
+        while start != -1 and tries < _MAX_OBJECTS:
+            tries += 1
+            try:
+                value, end = _DECODER.raw_decode(cand, start)
+            except (ValueError, RecursionError) as exc:
+                error = too_deep() if isinstance(exc, RecursionError) else f"invalid JSON: {exc}"
+                end = _balanced_end(cand, start)
+                if end == -1:
+                    break
+            else:
+                if _deeper_than(value, MAX_JSON_DEPTH, cand[start:end]):
+                    error = too_deep()
+                else:
+                    value = _without_lone_surrogates(value, cand[start:end], notes)
+                    plan = _as_plan(value)
+                    if plan is not None:
+                        if start > 0 or cand[end:].strip():
+                            notes.append("prose")
+                        return (plan, value), None, None
+                    if first_other is None:
+                        first_other = value
+                    error = _NOT_A_PLAN
+            start = cand.find("{", end)
+    return None, first_other, error
+
+
+_SURROGATE_SOURCE = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _without_lone_surrogates(value: Any, text: str, notes: list[str]) -> Any:
+    """``value`` with unpaired UTF-16 surrogates (from ``"\\udb19"`` escapes or raw in the text)
+    replaced by U+FFFD, noted as ``lone_surrogate``: such strings cannot be encoded as UTF-8, so
+    every consumer that prints or stores the plan would fail on them. ``value`` must already be
+    known not to be deeper than ``MAX_JSON_DEPTH``. A paired escape decodes to one character and
+    is untouched; text without surrogate escapes or characters is not walked at all."""
+    if ("\\u" not in text and text.isascii()) or _SURROGATE_SOURCE.search(text) is None:
+        return value  # the first test is the common case, and much cheaper than the regex
+    changed = False
+
+    def clean(v: Any) -> Any:
+        nonlocal changed
+        if isinstance(v, str):
+            if _SURROGATE.search(v):
+                changed = True
+                return _SURROGATE.sub("\ufffd", v)
+            return v
+        if isinstance(v, dict):
+            return {clean(k): clean(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [clean(x) for x in v]
+        return v
+
+    out = clean(value)
+    if changed and "lone_surrogate" not in notes:
+        notes.append("lone_surrogate")
+    return out if changed else value
+
+
+def _deeper_than(value: Any, limit: int, text: str | None = None) -> bool:
+    """Whether ``value`` nests arrays/objects more than ``limit`` levels (iterative, no recursion).
+
+    ``text`` is the JSON the value came from: with no more brackets than ``limit`` in it, the
+    value cannot be that deep, and the walk is skipped (the common case, at C speed).
+    """
+    if text is not None and text.count("{") + text.count("[") <= limit:
+        return False
+    return json_deeper_than(value, limit)
+
+
+def _balanced_end(text: str, start: int) -> int:
+    """End (exclusive) of the balanced ``{...}`` opening at ``start``, string- and escape-aware; -1 if none."""
+    depth = 0
+    in_string = False
+    escaped = False
+    for m in _STRUCTURAL.finditer(text, start):
+        ch = m.group()
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                # An escape consumes the next character, structural or not.
+                nxt = m.end()
+                if nxt < len(text) and text[nxt] not in '{}"\\':
+                    continue
+                escaped = True
+            elif ch == '"':
+                in_string = False
+            continue
+        if ch == '"':
+            in_string = True
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return m.end()
+    return -1
+
+
+_BRACKETS = re.compile(r"[{}\[\]]")
+
+
+def _nesting_exceeds(text: str, limit: int) -> bool:
+    """Whether brackets nest more than ``limit`` deep anywhere in ``text``, counting brackets inside
+    strings too: json_repair decides for itself where a broken string ends, so this errs on the
+    side of its reading. Unbalanced closers are ignored."""
+    if text.count("{") + text.count("[") <= limit:
+        return False
+    depth = 0
+    for m in _BRACKETS.finditer(text):
+        if m.group() in "{[":
+            depth += 1
+            if depth > limit:
+                return True
+        elif depth:
+            depth -= 1
+    return False
+
+
+def _repair(text: str, notes: list[str]) -> tuple[tuple[PlanOutput, dict] | None, str | None]:
+    import json_repair  # deferred: only the rare malformed completion needs it
+
+    start = text.find("{")
+    cand = text[start:] if start != -1 else text
+    if len(cand) > _MAX_REPAIR_CHARS:
+        return None, f"not valid JSON, and {len(cand)} characters is too long to repair"
+    if _nesting_exceeds(cand, MAX_JSON_DEPTH):
+        # json_repair backtracks for seconds over deep brackets before giving up
+        notes.append("too_deep")
+        return None, f"not valid JSON, and {_TOO_DEEP}: not repaired"
+    try:
+        value = json_repair.repair_json(cand, return_objects=True)
+    except Exception as exc:  # noqa: BLE001 - json_repair's failure modes are not typed
+        return None, f"repair failed: {type(exc).__name__}"
+    if _deeper_than(value, MAX_JSON_DEPTH):
+        notes.append("too_deep")
+        return None, f"{_TOO_DEEP} after repair"
+    value = _without_lone_surrogates(value, cand, notes)
+    plan = _as_plan(value)
+    if plan is None:
+        return None, "not valid JSON, and repair did not yield a plan"
+    return (plan, value), None
+
+
+def _as_plan(value: Any) -> PlanOutput | None:
+    coerced = coerce_plan_dict(value)
+    if coerced is None:
+        return None
+    try:
+        return PlanOutput.model_validate(coerced)
+    except (ValidationError, RecursionError, ValueError):
+        return None

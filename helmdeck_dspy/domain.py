@@ -1,0 +1,53 @@
+"""The planning domain's fixed vocabulary and rules, each written once.
+
+Tiers and prompt variants, the tool ids the planner reserves for itself, how a plan's complexity
+follows from its steps, and the shared limits (JSON depth, the default LM timeout). Every other
+module imports these instead of spelling them again. Nothing here imports the rest of the package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+Tier = Literal["A", "B", "C"]
+TIERS: tuple[Tier, ...] = ("A", "B", "C")
+
+Variant = Literal["full_steps", "single_pick"]
+VARIANTS: tuple[Variant, ...] = ("full_steps", "single_pick")
+
+Complexity = Literal["single-action", "pipeline-direct", "pack-chain"]
+COMPLEXITIES: tuple[Complexity, ...] = ("single-action", "pipeline-direct", "pack-chain")
+
+PIPELINE_RUN_TOOL = "helmdeck__pipeline-run"
+"""The tool name a step uses to run a pipeline; ``args.id`` names the pipeline."""
+
+PLANNER_TOOL_IDS = frozenset({"helmdeck.plan", "helmdeck__plan"})
+"""The planner's own tool, in its MCP and catalog spellings: a plan may never call it."""
+
+UNKNOWN_TOOL = "unknown"
+"""What a step naming no catalog entry is demoted to."""
+
+MAX_JSON_DEPTH = 128
+"""Deepest JSON value (arrays and objects) any reader accepts; a plan needs about 5."""
+
+DEFAULT_TIMEOUT_S = 120.0
+"""Wall-clock limit of one LM attempt unless a retry policy says otherwise."""
+
+
+def default_variant(tier: str) -> Variant:
+    """The prompt variant a tier uses when the budget row names none: A/B full_steps, C single_pick."""
+    return "full_steps" if tier in ("A", "B") else "single_pick"
+
+
+def complexity_for(tools: Sequence[str], more_steps_likely: bool = False) -> Complexity:
+    """A plan's complexity from its step tools, in order.
+
+    ``pack-chain`` for two or more steps (or one step with more expected), ``pipeline-direct``
+    for a single pipeline run, ``single-action`` otherwise (including no steps).
+    """
+    if len(tools) >= 2 or more_steps_likely:
+        return "pack-chain"
+    if len(tools) == 1 and tools[0] == PIPELINE_RUN_TOOL:
+        return "pipeline-direct"
+    return "single-action"

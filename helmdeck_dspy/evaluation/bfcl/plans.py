@@ -1,0 +1,139 @@
+"""Plan accuracy on BFCL: from a planner run (any LM spec) or from recorded trace records.
+
+Both paths end in :func:`~helmdeck_dspy.evaluation.bfcl.score.score_calls` on the guarded steps, so a run
+recorded with ``--record`` and scored later from its trace file gives the same figures as
+scoring it live.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from helmdeck_dspy.catalog.models import RoutingGuide
+from helmdeck_dspy.evaluation.bfcl.load import BfclQuestion, BfclSet
+from helmdeck_dspy.evaluation.bfcl.score import (
+    AccuracySummary,
+    CallScore,
+    calls_from_steps,
+    score_calls,
+    summarise,
+)
+
+
+class PlanAccuracy(BaseModel):
+    """Plan accuracy of one run or trace set over BFCL questions."""
+
+    source: str = Field(description="The LM spec that planned, or the trace file scored.")
+    model: str = Field(description="The model id whose budget, tier and variant were used ('' for traces).")
+    variant: str
+    summary: AccuracySummary
+    failures: dict[str, int] = Field(default_factory=dict, description="Failure cause -> plans that failed.")
+    unscored: int = Field(default=0, description="Trace records whose task_id is not a loaded question.")
+    scores: list[CallScore] = Field(default_factory=list)
+
+
+def _catalog_for(q: BfclQuestion, pooled: RoutingGuide | None) -> RoutingGuide:
+    return pooled if pooled is not None else q.catalog
+
+
+def plan_questions(
+    data: BfclSet,
+    *,
+    model: str,
+    lm_spec: str,
+    pool: bool = False,
+    variant: str = "full_steps",
+    api_base: str | None = None,
+    max_tokens: int | None = None,
+    budgets: str | Path | None = None,
+    record_path: str | Path | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> PlanAccuracy:
+    """Run the planner on every question and score its plans.
+
+    Args:
+        data: The questions.
+        model: Budget lookup id (tier, caps, prompt variant).
+        lm_spec: A LiteLLM model string, ``replay:PATH`` or ``sim:PROFILE``.
+        pool: Plan against the pooled catalog instead of each question's own functions.
+        variant: ``full_steps`` (the default: BFCL's gold has several calls) or ``single_pick``.
+        record_path: Append every exchange as trace records (``task_id`` = the BFCL id).
+    """
+    from helmdeck_dspy.planning.lm import lm_kind, make_lm
+    from helmdeck_dspy.planning.planner import Planner
+
+    lm = make_lm(lm_spec, api_base=api_base)
+    kind = lm_kind(lm_spec)
+    source = lm_spec if kind == "sim" else kind
+    pooled = data.pool()[0] if pool else None
+    scores: list[CallScore] = []
+    failures: Counter[str] = Counter()
+    planner = None
+    for q in data.questions:
+        if planner is None or pooled is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                planner = Planner.for_model(
+                    model, lm=lm, catalog=_catalog_for(q, pooled), variant=variant, budgets=budgets,
+                    max_tokens=max_tokens, record_path=record_path, record_source=source, history=None,
+                    use_filter=False,
+                )
+        result = planner.plan(q.intent, task_id=q.id)
+        if result.failure_cause:
+            failures[result.failure_cause] += 1
+        scores.append(score_calls(q, calls_from_steps(result.steps)))
+        if progress is not None:
+            progress(1)
+    return PlanAccuracy(
+        source=lm_spec, model=model, variant=variant, summary=summarise(scores), failures=dict(failures), scores=scores,
+    )
+
+
+def score_traces(
+    data: BfclSet,
+    path: str | Path,
+    *,
+    pool: bool = False,
+    on_error: str = "fail",
+) -> PlanAccuracy:
+    """Score the plan records of a trace file whose ``task_id`` is a loaded BFCL question id.
+
+    Each record is decoded with the same parser and guards as a live call (its own prompt
+    variant; tools outside the question's catalog, or the pool with ``pool``, are demoted).
+    """
+    from helmdeck_dspy.decoding.parsing import parse_completion
+    from helmdeck_dspy.planning.result import guard_plan
+    from helmdeck_dspy.traces.io import load_traces
+
+    by_id = {q.id: q for q in data.questions}
+    pooled = data.pool()[0] if pool else None
+    scores: list[CallScore] = []
+    failures: Counter[str] = Counter()
+    variants: Counter[str] = Counter()
+    unscored = 0
+    for rec in load_traces(path, on_error=on_error):
+        if rec.call != "plan":
+            continue
+        q = by_id.get(rec.task_id or "")
+        if q is None:
+            unscored += 1
+            continue
+        variant = rec.prompt_variant or "full_steps"
+        variants[variant] += 1
+        parse = parse_completion(rec.content, rec.finish_reason, rec.reasoning_content)
+        steps = []
+        if parse.plan is None:
+            failures[parse.cause or "no_json"] += 1
+        else:
+            catalog = _catalog_for(q, pooled)
+            steps, _, _ = guard_plan(parse.plan, variant, catalog.id_set, catalog.pipeline_ids)
+        scores.append(score_calls(q, calls_from_steps(steps)))
+    return PlanAccuracy(
+        source=str(path), model="", variant="+".join(sorted(variants)) or "-", summary=summarise(scores),
+        failures=dict(failures), unscored=unscored, scores=scores,
+    )

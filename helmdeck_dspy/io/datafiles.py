@@ -1,0 +1,61 @@
+"""Reading whole data files — TOML (budget table, profiles, rules) and JSON (catalogs, compiled
+programs, reports) — with ``file:line: what was expected`` errors of the caller's type."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from helmdeck_dspy.errors import DataFileError
+
+_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
+
+
+def parse_toml(text: str, path: str | Path, error: type[DataFileError] = DataFileError) -> dict[str, Any]:
+    """Decode TOML ``text``; a syntax error names the line and column."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        msg = str(exc)
+        at = _AT.search(msg)
+        if at is None:
+            raise error(str(path), f"not valid TOML: {msg}") from None
+        raise error(str(path), f"not valid TOML: {msg[:at.start()]} (column {at.group(2)})", line=int(at.group(1))) from None
+
+
+def read_toml(path: str | Path, error: type[DataFileError] = DataFileError) -> dict[str, Any]:
+    """Read and decode a TOML file; unreadable, non-UTF-8 and invalid files raise ``error``."""
+    return parse_toml(read_text(path, error), path, error)
+
+
+def read_text(path: str | Path, error: type[DataFileError] = DataFileError) -> str:
+    """A UTF-8 text file's content; unreadable or non-UTF-8 files raise ``error`` (with the line)."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise error(str(p), f"cannot read: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(str(p), f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+                    line=raw[: exc.start].count(b"\n") + 1) from None
+    return text
+
+
+def read_json(path: str | Path, error: type[DataFileError] = DataFileError, what: str = "") -> Any:
+    """Read and decode a JSON file; unreadable, non-UTF-8 and invalid files raise ``error``
+    (``what``, e.g. "not an eval report.json", prefixes the JSON messages)."""
+    from helmdeck_dspy.io.jsonl import json_error_text
+
+    text = read_text(path, error)
+    prefix = f"{what}: " if what else ""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise error(str(path), f"{prefix}not valid JSON: nested too deeply to decode") from None
+    except ValueError as exc:
+        raise error(str(path), f"{prefix}not valid JSON: {json_error_text(exc)}", line=getattr(exc, "lineno", None)) from None

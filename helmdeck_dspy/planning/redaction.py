@@ -1,0 +1,126 @@
+"""Keeping credentials out of everything the planner writes or says.
+
+Error text from HTTP clients and providers can carry what was sent: a proxy that echoes the
+``Authorization`` header, an SDK message quoting a key. Everything the planner persists or
+returns as diagnostics (``PlanResult.error``, trace records' ``error``, warnings) passes through
+:func:`redact` first. Known secret values are always replaced; the patterns below catch keys the
+planner was never told about (a provider's own error quoting one). Project loggers carry a
+:class:`RedactingFilter` that does the same for log records, with the keys :func:`make_lm` was
+given registered (:func:`register_secret`).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable
+
+MASK = "[REDACTED]"
+
+_PATTERNS = (
+    re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=\-]{4,}"),
+    re.compile(r"(?i)\b(authorization|x-api-key|api[_-]?key)(\"?\s*[:=]\s*\"?)[^\s\"',}]+"),
+    re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-]{8,}"),
+    re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"),
+)
+
+
+_PLACEHOLDER = "\x00helmdeck-secret\x00"
+_SCHEME_OF = re.compile(r"(?i)\b(?:bearer|basic|token)\s+\x00helmdeck-secret\x00")
+
+
+def _pattern_sub(match: re.Match[str]) -> str:
+    text = match.group(0)
+    if match.re is _PATTERNS[0]:
+        return MASK
+    if match.re is _PATTERNS[1]:
+        return f"{match.group(1)}{match.group(2)}{MASK}"
+    return MASK if not text.lower().startswith(("sk-", "pk-", "rk-")) else f"{text[:3]}{MASK}"
+
+
+def redact(text: str | None, secrets: Iterable[str | None] = (), *, patterns: bool = True) -> str | None:
+    """``text`` with every known secret masked, and with ``patterns`` every credential-shaped token
+    too (off for model output, where a pattern could match legitimate text)."""
+    if not text:
+        return text
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = _SCHEME_OF.sub(MASK, text.replace(secret, _PLACEHOLDER)).replace(_PLACEHOLDER, MASK)
+    if not patterns:
+        return text
+    for pattern in _PATTERNS:
+        text = pattern.sub(_pattern_sub, text)
+    return text
+
+
+def secret_values(lm: object) -> list[str]:
+    """The credential values an LM object holds (its ``api_key`` and header values that look like
+    one), and every secret registered in this process."""
+    kwargs = getattr(lm, "kwargs", None) or {}
+    out: list[str] = sorted(_KNOWN)
+    key = kwargs.get("api_key")
+    if isinstance(key, str) and key:
+        out.append(key)
+    for name in ("headers", "extra_headers"):
+        for k, v in (kwargs.get(name) or {}).items():
+            if isinstance(v, str) and str(k).lower() in ("authorization", "x-api-key", "api-key"):
+                out.append(v)
+                out.append(v.split(None, 1)[-1])
+    return out
+
+
+# ------------------------------------------------------------------ logs
+
+_KNOWN: set[str] = set()
+
+
+def register_secret(value: str | None) -> None:
+    """Remember a credential this process uses, so log records quoting it are masked."""
+    if value and len(value) >= 8:
+        _KNOWN.add(value)
+
+
+def register_env_secrets(environ: dict[str, str] | None = None) -> None:
+    """Register the values of ``*_API_KEY`` / ``*_TOKEN`` variables, where LiteLLM finds keys."""
+    import os
+
+    for name, value in (environ if environ is not None else os.environ).items():
+        if name.upper().endswith(("_API_KEY", "_TOKEN", "_SECRET")):
+            register_secret(value)
+
+
+def known_secrets() -> frozenset[str]:
+    return frozenset(_KNOWN)
+
+
+class RedactingFilter(logging.Filter):
+    """Masks registered secrets and credential-shaped tokens in a record's message and traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a malformed record is the logging module's to report
+            return True
+        clean = redact(message, _KNOWN)
+        if clean != message:
+            record.msg, record.args = clean, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = redact(logging.Formatter().formatException(record.exc_info), _KNOWN)
+        elif record.exc_text:
+            record.exc_text = redact(record.exc_text, _KNOWN)
+        return True
+
+
+_FILTER = RedactingFilter()
+
+LOGGERS = ("helmdeck_dspy", "helmdeck_dspy.catalog.filter", "helmdeck_dspy.planning.planner", "helmdeck_dspy.planning.resilience.loop",
+           "helmdeck_dspy.tracking.mlflow", "helmdeck_dspy.cli.main")
+"""Project loggers that can quote an exception's text (a filter applies only where a record starts)."""
+
+
+def protect_loggers(names: Iterable[str] = LOGGERS) -> None:
+    """Attach the redacting filter to ``names`` (idempotent)."""
+    for name in names:
+        logger = logging.getLogger(name)
+        if _FILTER not in logger.filters:
+            logger.addFilter(_FILTER)

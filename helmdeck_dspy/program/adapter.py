@@ -1,0 +1,225 @@
+"""PlanAdapter: how a plan module talks to its LM.
+
+One request per call, built here rather than by DSPy's chat formatting:
+
+- system message: the variant's instructions, the answer format, and — when the model supports
+  prefix caching — the catalog block, so it is byte-identical across calls for the same model
+  and catalog;
+- demos as user/assistant pairs that never repeat the catalog;
+- the user message: the catalog block first when it is not in the system message, then the
+  request, the optional context (omitted when absent) and any prior steps.
+
+The completion goes through :func:`parse_completion` with its finish_reason and reasoning field.
+There is no second "JSON fallback" call, and output that hit the token limit is never accepted:
+a failure raises :class:`PlanParseError` carrying the cause and the raw completion.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any
+
+import dspy
+from dspy.lm15 import Config, Message, Request
+from dspy.utils.exceptions import AdapterParseError
+from pydantic import BaseModel
+
+from helmdeck_dspy.decoding.causes import FailureCause
+from helmdeck_dspy.decoding.parsing import ParseResult, parse_completion
+from helmdeck_dspy.program.calls import (
+    capture_completions,
+    completion_from_response,
+    log_completion,
+)
+
+CATALOG_HEADER = "CATALOG (packs and pipelines you may call):"
+__all__ = ["CATALOG_HEADER", "PlanAdapter", "PlanParseError", "RenderOptions", "capture_completions"]
+
+_CONFIG_KEYS = ("max_tokens", "temperature", "top_p", "stop", "seed", "response_format")
+
+FORMAT_FULL_STEPS = """ANSWER FORMAT: one JSON object and nothing else (no prose, no code fences):
+{"steps": [{"order": 1, "tool": "<catalog id>", "args": {}, "rationale": "<one sentence>"}],
+ "complexity": "single-action" | "pipeline-direct" | "pack-chain",
+ "reasoning": "<one to three sentences>"}"""
+
+FORMAT_SINGLE_PICK = """ANSWER FORMAT: one JSON object and nothing else (no prose, no code fences):
+{"steps": [{"order": 1, "tool": "<catalog id>", "args": {}, "rationale": "<one sentence>"}],
+ "complexity": "single-action" | "pipeline-direct" | "pack-chain",
+ "more_steps_likely": true | false,
+ "reasoning": "<one or two sentences>"}"""
+
+
+class RenderOptions(BaseModel):
+    """How one model's budget shapes the request."""
+
+    variant: str = "full_steps"
+    catalog_in_system: bool = False
+    max_tokens: int | None = None
+    json_object: bool = False
+
+
+class PlanParseError(AdapterParseError):
+    """A completion that yielded no plan. A subclass of DSPy's AdapterParseError, so optimizers
+    count it as a failed example rather than crashing.
+
+    Attributes:
+        cause: The failure cause (see :mod:`helmdeck_dspy.decoding.causes`).
+        raw: The completion's visible content as returned.
+        finish_reason: The provider's finish_reason.
+        reasoning: The separate reasoning field, if any.
+        result: The full :class:`ParseResult`.
+    """
+
+    def __init__(self, signature: Any, result: ParseResult, raw: str, reasoning: str | None) -> None:
+        self.cause: FailureCause | None = result.cause
+        self.raw = raw
+        self.finish_reason = result.finish_reason_raw
+        self.reasoning = reasoning
+        self.result = result
+        super().__init__(
+            adapter_name="PlanAdapter",
+            signature=signature,
+            lm_response=raw,
+            message=f"no plan: {result.cause} (finish_reason={result.finish_reason_raw!r}): {result.error}",
+        )
+
+
+def _get(demo: Any, key: str) -> Any:
+    return demo.get(key) if hasattr(demo, "get") else getattr(demo, key, None)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    return value
+
+
+class _DropTruncationNotice(logging.Filter):
+    """DSPy logs every length-cut response; the planner reports them as failure causes instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "response was truncated" not in record.getMessage()
+
+
+_NOTICE_FILTER = _DropTruncationNotice()
+
+
+class PlanAdapter(dspy.Adapter):
+    """Formats plan requests and decodes plan completions (see module docstring)."""
+
+    def __init__(self, options: RenderOptions | None = None) -> None:
+        super().__init__()
+        self.options = options or RenderOptions()
+        lm_log = logging.getLogger("dspy.clients.lm")
+        if _NOTICE_FILTER not in lm_log.filters:
+            lm_log.addFilter(_NOTICE_FILTER)
+
+    # -------------------------------------------------------------- rendering
+
+    def system_message(self, signature: Any, catalog: str) -> str:
+        fmt = FORMAT_SINGLE_PICK if self.options.variant == "single_pick" else FORMAT_FULL_STEPS
+        text = f"{signature.instructions.strip()}\n\n{fmt}"
+        if self.options.catalog_in_system:
+            text += f"\n\n{CATALOG_HEADER}\n{catalog}"
+        return text
+
+    @staticmethod
+    def request_text(intent: str, context: Any = None, prior_steps: Any = None) -> str:
+        parts = [f"USER REQUEST:\n{intent.strip()}"]
+        if context is not None and str(context).strip():
+            ctx = context if isinstance(context, str) else json.dumps(_jsonable(context), ensure_ascii=False)
+            parts.append(f"CONTEXT:\n{ctx.strip()}")
+        if prior_steps:
+            lines = []
+            for s in _jsonable(prior_steps):
+                args = json.dumps(s.get("args") or {}, ensure_ascii=False, separators=(",", ":"))
+                lines.append(f"{s.get('order', len(lines) + 1)}. {s.get('tool')} {args} -> {s.get('output', '')}".rstrip())
+            parts.append("PRIOR STEPS (already done):\n" + "\n".join(lines))
+        return "\n\n".join(parts)
+
+    def format_demos(self, signature: Any, demos: list[Any]) -> list[dict[str, str]]:
+        messages = []
+        for demo in demos:
+            intent, steps = _get(demo, "user_intent"), _get(demo, "steps")
+            if not intent or steps is None:
+                continue
+            answer: dict[str, Any] = {"steps": _jsonable(steps)}
+            for key in ("complexity", "more_steps_likely", "reasoning"):
+                value = _get(demo, key)
+                if value is not None and (key != "more_steps_likely" or self.options.variant == "single_pick"):
+                    answer[key] = _jsonable(value)
+            messages.append({"role": "user", "content": self.request_text(intent, _get(demo, "context"), _get(demo, "prior_steps"))})
+            messages.append({"role": "assistant", "content": json.dumps(answer, ensure_ascii=False)})
+        return messages
+
+    def format(self, signature: Any, demos: list[Any], inputs: dict[str, Any]) -> list[dict[str, str]]:
+        catalog = inputs.get("catalog") or ""
+        user = self.request_text(inputs["user_intent"], inputs.get("context"), inputs.get("prior_steps"))
+        if not self.options.catalog_in_system:
+            user = f"{CATALOG_HEADER}\n{catalog}\n\n{user}"
+        user += "\n\nReturn the JSON object now."
+        return [
+            {"role": "system", "content": self.system_message(signature, catalog)},
+            *self.format_demos(signature, demos),
+            {"role": "user", "content": user},
+        ]
+
+    # -------------------------------------------------------------- decoding
+
+    def parse(self, signature: Any, completion: str) -> dict[str, Any]:
+        """Decode text alone (no finish_reason known)."""
+        return self._fields(signature, parse_completion(completion), completion, None)
+
+    def _fields(self, signature: Any, result: ParseResult, raw: str, reasoning: str | None) -> dict[str, Any]:
+        if result.plan is None:
+            raise PlanParseError(signature, result, raw, reasoning)
+        plan = result.plan
+        return {
+            "steps": plan.steps,
+            "complexity": plan.complexity or "",
+            "more_steps_likely": bool(plan.more_steps_likely),
+            "reasoning": plan.reasoning or "",
+        }
+
+    # -------------------------------------------------------------- the call
+
+    def _request(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any, demos: list[Any], inputs: dict[str, Any]):
+        messages = self.format(signature, demos, inputs)
+        merged = {**lm.kwargs}
+        if self.options.max_tokens is not None:
+            merged["max_tokens"] = self.options.max_tokens
+        merged.update(lm_kwargs)
+        if self.options.json_object:
+            merged["response_format"] = {"type": "json_object"}
+        else:
+            merged.pop("response_format", None)
+        config = {k: merged[k] for k in _CONFIG_KEYS if merged.get(k) is not None}
+        convo = tuple(
+            Message.user(m["content"]) if m["role"] == "user" else Message.assistant(m["content"]) for m in messages[1:]
+        )
+        call_kwargs = {k: merged[k] for k in ("cache", "rollout_id") if merged.get(k) is not None}
+        request = Request(model=lm.model, system=messages[0]["content"], messages=convo, config=Config(**config))
+        return request, call_kwargs, messages, config
+
+    def _finish(self, signature: Any, response: Any, messages: list[dict[str, str]], config: dict, t0: float) -> list[dict[str, Any]]:
+        latency = (time.perf_counter() - t0) * 1000
+        completion = completion_from_response("plan", response, messages[0]["content"], messages[1:], latency, config)
+        completion.parse = parse_completion(completion.content, completion.finish_reason, completion.reasoning)
+        log_completion(completion)
+        return [self._fields(signature, completion.parse, completion.content, completion.reasoning)]
+
+    def __call__(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any, demos: list[Any], inputs: dict[str, Any]):
+        request, kw, messages, config = self._request(lm, lm_kwargs, signature, demos, inputs)
+        t0 = time.perf_counter()
+        return self._finish(signature, lm(request, **kw), messages, config, t0)
+
+    async def acall(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any, demos: list[Any], inputs: dict[str, Any]):
+        request, kw, messages, config = self._request(lm, lm_kwargs, signature, demos, inputs)
+        t0 = time.perf_counter()
+        return self._finish(signature, await lm.acall(request, **kw), messages, config, t0)

@@ -1,0 +1,77 @@
+"""``helmdeck-dspy bench bfcl`` end to end."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from helmdeck_dspy.cli.main import cli
+
+
+def _run(*args: str):
+    return CliRunner().invoke(cli, ["bench", "bfcl", *args], catch_exceptions=False)
+
+
+def test_json_contract_and_report_files(bfcl_dir, tmp_path):
+    out = tmp_path / "out"
+    result = _run("--data", str(bfcl_dir), "--rankers", "lexical,bm25", "--json", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert set(doc["rankers"]) == {"lexical", "bm25"}
+    for r in doc["rankers"].values():
+        assert set(r["tiers"]) == {"A", "B", "C"}
+        for t in r["tiers"].values():
+            assert {"recall_at_n", "full_plan_recall", "n_questions"} <= set(t) and t["n_questions"] == 2
+        assert r["ms_per_query"] >= 0
+    assert json.loads((out / "report.json").read_text())["rankers"].keys() == doc["rankers"].keys()
+    assert "| lexical | compacted |" in (out / "report.md").read_text()
+
+
+def test_plans_with_sim_lm_and_scored_traces(bfcl_dir, tmp_path):
+    rec = tmp_path / "rec.jsonl"
+    result = _run("--data", str(bfcl_dir), "--rankers", "bm25", "--lm", "sim:frontier-like",
+                  "--model", "anthropic/claude-sonnet-4-6", "--record", str(rec))
+    assert result.exit_code == 0, result.output
+    assert "plans sim:frontier-like (full_steps): exact" in result.stdout
+    result = _run("--data", str(bfcl_dir), "--rankers", "bm25", "--traces", str(rec), "--json")
+    acc = json.loads(result.stdout)["plan_accuracy"]
+    assert acc[0]["summary"]["n"] == 2 and "scores" not in acc[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["--categories", "simple"], 1, "no question file for category 'simple'"),
+        (["--rankers", "tfidf"], 2, "unknown ranker 'tfidf'"),
+    ],
+)
+def test_bad_arguments_give_one_clear_line(bfcl_dir, args, code, message, capsys):
+    from helmdeck_dspy.cli.main import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", "bfcl", "--data", str(bfcl_dir), *args])
+    assert exit_info.value.code == code
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_categories_take_several_values(bfcl_dir):
+    from tests.evaluation.bfcl.conftest import write_bfcl
+
+    write_bfcl(bfcl_dir, category="simple")
+    for args in (["--categories", "parallel", "simple"], ["--categories", "parallel,simple"],
+                 ["--categories", "simple", "--categories", "parallel"]):
+        doc = json.loads(_run("--data", str(bfcl_dir), *args, "--rankers", "bm25", "--json").stdout)
+        assert sorted(doc["categories"]) == ["parallel", "simple"] and doc["n_questions"] == 4
+    result = CliRunner().invoke(cli, ["bench", "bfcl", "--data", str(bfcl_dir), "stray"])
+    assert result.exit_code == 2 and "unexpected argument 'stray'" in result.output
+
+
+def test_pooled_recall_on_the_shared_data(shared_dir):
+    result = _run("--data", str(shared_dir / "data" / "bfcl"), "--categories", "parallel", "--pool",
+                  "--rankers", "lexical,bm25", "--limit", "40", "--json")
+    doc = json.loads(result.stdout)
+    assert doc["pool"] is True and doc["n_questions"] == 40 and doc["catalog_entries"] > 30
+    assert doc["rankers"]["bm25"]["tiers"]["A"]["full_plan_recall"] == 1.0

@@ -1,0 +1,94 @@
+"""Failure-cause rules and provider finish_reason spellings."""
+
+from __future__ import annotations
+
+import pytest
+
+from helmdeck_dspy.decoding.causes import (
+    FAILURE_CAUSES,
+    cause_for_empty,
+    cause_for_http,
+    cause_for_unparseable,
+    normalize_finish_reason,
+)
+
+
+@pytest.mark.parametrize(
+    "raw,norm",
+    [
+        ("stop", "stop"),
+        ("end_turn", "stop"),  # Anthropic
+        ("STOP", "stop"),  # Gemini
+        ("length", "length"),  # OpenAI
+        ("max_tokens", "length"),  # Anthropic
+        ("MAX_TOKENS", "length"),  # Gemini
+        ("FINISH_REASON_MAX_TOKENS", "length"),
+        ("content_filter", "safety"),  # OpenAI
+        ("SAFETY", "safety"),  # Gemini
+        ("RECITATION", "safety"),
+        ("PROHIBITED_CONTENT", "safety"),
+        ("refusal", "safety"),  # Anthropic
+        ("tool_calls", "tool_calls"),
+        ("tool_use", "tool_calls"),
+        (" Length ", "length"),
+        ("weird_aggregator_marker", "other"),
+        ("", "none"),
+        (None, "none"),
+    ],
+)
+def test_normalize_finish_reason(raw, norm):
+    assert normalize_finish_reason(raw) == norm
+
+
+def test_design_cause_set():
+    assert set(FAILURE_CAUSES) == {
+        "safety_filtered", "length_truncated", "reasoning_only", "likely_timeout",
+        "constrained_deadlock", "no_json", "schema_mismatch", "transport_error", "rate_limited",
+    }
+
+
+@pytest.mark.parametrize(
+    "finish,reasoning,cause",
+    [
+        ("safety", False, "safety_filtered"),
+        ("length", False, "length_truncated"),
+        ("length", True, "length_truncated"),
+        ("stop", True, "reasoning_only"),
+        ("none", True, "reasoning_only"),
+        ("none", False, "likely_timeout"),
+        ("other", False, "likely_timeout"),
+        ("stop", False, "likely_timeout"),
+    ],
+)
+def test_cause_for_empty(finish, reasoning, cause):
+    assert cause_for_empty(finish, reasoning) == cause
+
+
+@pytest.mark.parametrize(
+    "finish,shaped,cause",
+    [
+        ("length", True, "length_truncated"),
+        ("safety", False, "safety_filtered"),
+        ("stop", True, "constrained_deadlock"),
+        ("none", True, "constrained_deadlock"),
+        ("stop", False, "no_json"),
+    ],
+)
+def test_cause_for_unparseable(finish, shaped, cause):
+    assert cause_for_unparseable(finish, shaped) == cause
+
+
+@pytest.mark.parametrize(
+    "status,error,cause",
+    [
+        (200, None, None),
+        (None, None, None),
+        (429, "Too Many Requests", "rate_limited"),
+        (None, "provider said: rate limit exceeded", "rate_limited"),
+        (502, "bad gateway", "transport_error"),
+        (None, "Request timed out", "likely_timeout"),
+        (None, "connection reset", "transport_error"),
+    ],
+)
+def test_cause_for_http(status, error, cause):
+    assert cause_for_http(status, error) == cause

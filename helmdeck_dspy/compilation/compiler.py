@@ -151,10 +151,7 @@ class TierSetup:
         if self.budget.tier != tier:
             raise DataFileError("compile.toml", f"budget_model {self.config.budget_model} is tier {self.budget.tier}, not {tier}")
         self.catalog = catalog or load_catalog()
-        self.render = RenderOptions(
-            variant=variant, catalog_in_system=self.budget.supports_prefix_cache,
-            max_tokens=self.budget.output_tokens, json_object=self.budget.wants_strict_json and tier != "C",
-        )
+        self.render = RenderOptions.for_budget(self.budget, variant)
 
     def catalog_for(self, intent: str) -> str:
         selected, _ = select_catalog(self.catalog, self.budget, intent, ranker="bm25", rank_source="full")

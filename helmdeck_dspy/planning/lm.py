@@ -33,6 +33,13 @@ def lm_kind(spec: str) -> str:
     return "live"
 
 
+def trace_source(spec: str | None) -> str:
+    """The ``source`` a trace record gets from the LM spec that produced it: ``live`` (also for
+    no spec: the model id called live), ``replay``, or the spec itself for ``sim:<profile>``."""
+    kind = lm_kind(spec) if spec else "live"
+    return spec if kind == "sim" else kind  # type: ignore[return-value]
+
+
 def make_lm(
     spec: str,
     *,

@@ -228,13 +228,7 @@ class Planner:
     def render_options(self):
         from helmdeck_dspy.program.adapter import RenderOptions
 
-        b = self.budget
-        return RenderOptions(
-            variant=self.variant,
-            catalog_in_system=b.supports_prefix_cache,
-            max_tokens=self.max_tokens or b.output_tokens,
-            json_object=b.wants_strict_json and b.tier != "C",
-        )
+        return RenderOptions.for_budget(self.budget, self.variant, self.max_tokens)
 
     # ------------------------------------------------------------------ planning
 
@@ -367,12 +361,9 @@ class Planner:
 
     def _source(self) -> str:
         """The trace records' ``source``: as given, else from the LM spec (``live``, ``replay``, ``sim:<profile>``)."""
-        from helmdeck_dspy.planning.lm import lm_kind
+        from helmdeck_dspy.planning.lm import trace_source
 
-        if self.record_source:
-            return self.record_source
-        kind = lm_kind(self.lm_spec) if self.lm_spec else "live"
-        return self.lm_spec if kind == "sim" else kind  # type: ignore[return-value]
+        return self.record_source or trace_source(self.lm_spec)
 
     def _record(
         self, intent: str, calls: list[Any], error: BaseException | None, task_id: str | None,

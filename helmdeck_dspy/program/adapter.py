@@ -59,6 +59,18 @@ class RenderOptions(BaseModel):
     max_tokens: int | None = None
     json_object: bool = False
 
+    @classmethod
+    def for_budget(cls, budget: Any, variant: str, max_tokens: int | None = None) -> RenderOptions:
+        """The request a budget asks for: the catalog in the system message when the model caches
+        prefixes, the budget's output cap unless overridden, and a JSON-object response format
+        when the row wants strict JSON (never on Tier C, where small models loop on it)."""
+        return cls(
+            variant=variant,
+            catalog_in_system=budget.supports_prefix_cache,
+            max_tokens=max_tokens or budget.output_tokens,
+            json_object=budget.wants_strict_json and budget.tier != "C",
+        )
+
 
 class PlanParseError(AdapterParseError):
     """A completion that yielded no plan. A subclass of DSPy's AdapterParseError, so optimizers

@@ -119,11 +119,10 @@ def record(
     progress: Callable[[int], None] | None = None,
 ) -> int:
     """Plan the tasks with ``lm_spec`` (default: ``model`` itself, live); returns the plan records written."""
-    from helmdeck_dspy.planning.lm import lm_kind, make_lm
+    from helmdeck_dspy.planning.lm import make_lm, trace_source
 
     spec = lm_spec or model
-    kind = lm_kind(spec)
-    source = spec if kind == "sim" else kind  # live | replay | sim:<profile>
+    source = trace_source(spec)
     return _run(
         [(make_lm(spec, api_base=api_base), model, source)], tasks, out, variants=variants, n=n,
         max_tokens=max_tokens, budgets=budgets, progress=progress,

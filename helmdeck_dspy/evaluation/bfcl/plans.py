@@ -64,12 +64,11 @@ def plan_questions(
         variant: ``full_steps`` (the default: BFCL's gold has several calls) or ``single_pick``.
         record_path: Append every exchange as trace records (``task_id`` = the BFCL id).
     """
-    from helmdeck_dspy.planning.lm import lm_kind, make_lm
+    from helmdeck_dspy.planning.lm import make_lm, trace_source
     from helmdeck_dspy.planning.planner import Planner
 
     lm = make_lm(lm_spec, api_base=api_base)
-    kind = lm_kind(lm_spec)
-    source = lm_spec if kind == "sim" else kind
+    source = trace_source(lm_spec)
     pooled = data.pool()[0] if pool else None
     scores: list[CallScore] = []
     failures: Counter[str] = Counter()

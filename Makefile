@@ -11,7 +11,7 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || { echo "creating $(VENV) (first run: installs dspy, mlflow, datasets; a few minutes)"; $(PYTHON) -m venv $(VENV); }
 	@echo "installing helmdeck-dspy into $(VENV) (log: $(VENV)/install.log)"
 	@{ $(PY) -m pip install --disable-pip-version-check --upgrade pip \
-	   && $(PY) -m pip install --disable-pip-version-check -e '.[dev,embed]'; } > $(VENV)/install.log 2>&1 \
+	   && $(PY) -m pip install --disable-pip-version-check -e '.[dev]'; } > $(VENV)/install.log 2>&1 \
 	   || { tail -n 40 $(VENV)/install.log; echo "install failed: see $(VENV)/install.log"; exit 1; }
 	@touch $(STAMP)
 

@@ -19,11 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from helmdeck_dspy.signatures.types import PIPELINE_RUN_TOOL
-
 from helmdeck_dspy.budgets import budget_for
 from helmdeck_dspy.catalog.ranking import embedding as embed
 from helmdeck_dspy.catalog.ranking import load_catalog, select_catalog
+from helmdeck_dspy.domain import PIPELINE_RUN_TOOL
 from helmdeck_dspy.planning.guards import GuardedStep
 from helmdeck_dspy.planning.history import HistoryStore
 from helmdeck_dspy.tasks import load_tasks

@@ -17,12 +17,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from helmdeck_dspy.errors import BudgetTableError
+from helmdeck_dspy.domain import VARIANTS, Tier, Variant, default_variant
+from helmdeck_dspy.errors import BudgetTableError, validation_message
 from helmdeck_dspy.io.datafiles import parse_toml, read_text
 from helmdeck_dspy.io.resources import default_budgets_path
-
-Tier = Literal["A", "B", "C"]
-PromptVariant = Literal["full_steps", "single_pick"]
 
 
 class BudgetFields(BaseModel):
@@ -76,16 +74,16 @@ class Budget(BudgetFields):
     matched: str = Field(description='The matching row\'s `match`, or "fallback".')
 
     @property
-    def resolved_prompt_variant(self) -> PromptVariant:
+    def resolved_prompt_variant(self) -> Variant:
         """The variant a plan call uses: see :func:`resolve_prompt_variant`."""
         return resolve_prompt_variant(self.tier, self.prompt_variant)
 
 
-def resolve_prompt_variant(tier: str, explicit: str = "") -> PromptVariant:
-    """Pick the prompt variant: an explicit value wins, else A/B full_steps, anything else single_pick."""
-    if explicit in ("full_steps", "single_pick"):
+def resolve_prompt_variant(tier: str, explicit: str = "") -> Variant:
+    """Pick the prompt variant: an explicit value wins, else the tier's default (A/B full_steps, else single_pick)."""
+    if explicit in VARIANTS:
         return explicit  # type: ignore[return-value]
-    return "full_steps" if tier in ("A", "B") else "single_pick"
+    return default_variant(tier)
 
 
 class BudgetTable(BaseModel):
@@ -128,14 +126,6 @@ def _row_lines(text: str) -> list[int]:
     return [text.count("\n", 0, m.start()) + 1 for m in _MODEL_HEADER.finditer(text)]
 
 
-def _describe(err: ValidationError) -> str:
-    parts = []
-    for e in err.errors():
-        loc = ".".join(str(p) for p in e["loc"]) or "row"
-        parts.append(f"{loc}: {e['msg']}")
-    return "; ".join(parts)
-
-
 def parse_budget_table(text: str, path: str = "<string>") -> BudgetTable:
     """Validate a budget table given as TOML text.
 
@@ -151,7 +141,7 @@ def parse_budget_table(text: str, path: str = "<string>") -> BudgetTable:
     try:
         fallback = BudgetFields.model_validate(data["fallback"])
     except ValidationError as exc:
-        raise BudgetTableError(path, f"[fallback]: {_describe(exc)}") from None
+        raise BudgetTableError(path, f"[fallback]: {validation_message(exc, subject='row', all_errors=True)}") from None
 
     raw_rows = data.get("model", [])
     if not isinstance(raw_rows, list):
@@ -167,7 +157,7 @@ def parse_budget_table(text: str, path: str = "<string>") -> BudgetTable:
         try:
             row = BudgetRow.model_validate(raw)
         except ValidationError as exc:
-            raise BudgetTableError(path, f"{label}: {_describe(exc)}", line=line) from None
+            raise BudgetTableError(path, f"{label}: {validation_message(exc, subject='row', all_errors=True)}", line=line) from None
         if row.match in seen:
             raise BudgetTableError(
                 path, f"{label}: duplicate match, already used by [[model]] #{seen[row.match] + 1}", line=line

@@ -16,6 +16,7 @@ one stderr line and exit code 1.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 
@@ -107,6 +108,7 @@ def validation_message(
     all_errors: bool = False,
     count_more: bool = False,
     missing: str | None = None,
+    describe_loc: Callable[[tuple], str] | None = None,
 ) -> str:
     """One line for a pydantic ``ValidationError``: ``field.path: message``.
 
@@ -117,11 +119,12 @@ def validation_message(
         all_errors: Join every error with ``; `` instead of reporting the first.
         count_more: Append ``(and N more)`` when more errors were found than reported.
         missing: The message to use for a missing required field instead of pydantic's.
+        describe_loc: Renders an error's location tuple (default: its parts joined by dots).
     """
     errors = exc.errors()
     parts = []
     for e in errors if all_errors else errors[:1]:
-        loc = ".".join(str(x) for x in e["loc"]) or subject
+        loc = (describe_loc(e["loc"]) if describe_loc else ".".join(str(x) for x in e["loc"])) or subject
         msg = missing if (missing and e["type"] == "missing") else e["msg"]
         got = f" (got {e.get('input')!r:.60})" if with_input and e["type"] != "missing" else ""
         parts.append(f"{loc}: {msg}{got}")
@@ -129,3 +132,20 @@ def validation_message(
     if count_more and not all_errors and len(errors) > 1:
         text += f" (and {len(errors) - 1} more)"
     return text
+
+
+class UnknownModelError(InputError):
+    """A local model name that the registry of local models does not list."""
+
+
+class ModelNotInstalledError(InputError):
+    """A known local model whose weights are not installed yet (``helmdeck-dspy models install NAME``)."""
+
+
+class LocalModelError(RunError):
+    """A local model that could not be installed or served: a missing or corrupt chunk, a full
+    disk, a port in use, a server that would not start, never answered or died."""
+
+
+class ArgumentError(InputError):
+    """An argument with an unusable value: an unknown name or option, an empty request."""

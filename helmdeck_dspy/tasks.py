@@ -13,10 +13,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from helmdeck_dspy.errors import DataFileError, TaskFileError
+from helmdeck_dspy.domain import PIPELINE_RUN_TOOL, Complexity, complexity_for
+from helmdeck_dspy.errors import DataFileError, TaskFileError, validation_message
 from helmdeck_dspy.io.jsonl import iter_jsonl
 from helmdeck_dspy.io.resources import bundled_dir
-from helmdeck_dspy.signatures.types import PIPELINE_RUN_TOOL, Complexity
 
 Split = Literal["train", "dev", "test"]
 SPLITS: tuple[Split, ...] = ("train", "dev", "test")
@@ -76,20 +76,18 @@ class PlanTask(BaseModel):
             raise ValueError("a gap task expects no steps")
         if n > 6:
             raise ValueError("at most 6 gold steps")
-        expected = (
-            "pack-chain" if n >= 2
-            else "pipeline-direct" if n == 1 and self.steps[0].tool == PIPELINE_RUN_TOOL
-            else "single-action"
-        )
+        expected = complexity_for([step.tool for step in self.steps])
         if self.complexity != expected:
             raise ValueError(f"complexity should be {expected!r} for these steps, not {self.complexity!r}")
         return self
 
 
 _REQUIRED = tuple(name for name, f in PlanTask.model_fields.items() if f.is_required())
+_MISSING = f"missing required field (a task needs {', '.join(_REQUIRED)})"
 
 
 def tasks_dir() -> Path:
+    """The bundled gold tasks' directory (one JSONL file per split)."""
     return bundled_dir() / "tasks"
 
 
@@ -115,12 +113,8 @@ def load_tasks(split: Split | str | None = None, path: str | Path | None = None)
             try:
                 task = PlanTask.model_validate(obj)
             except ValidationError as exc:
-                e = exc.errors()[0]
-                loc = ".".join(str(x) for x in e["loc"]) or "task"
-                msg = e["msg"]
-                if e["type"] == "missing":
-                    msg = f"missing required field (a task needs {', '.join(_REQUIRED)})"
-                raise TaskFileError(str(f), f"{loc}: {msg}", line=line_no) from None
+                detail = validation_message(exc, subject="task", missing=_MISSING)
+                raise TaskFileError(str(f), detail, line=line_no) from None
             if task.id in seen:
                 raise TaskFileError(str(f), f"duplicate task id {task.id!r}", line=line_no)
             seen.add(task.id)

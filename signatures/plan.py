@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from functools import lru_cache
 from importlib import resources
-from typing import Literal
 
 import dspy
-from helmdeck_dspy.signatures.types import Complexity, ExecutedStep, PlanStep
+from helmdeck_dspy.signatures.types import ExecutedStep, PlanStep
 
-Variant = Literal["full_steps", "single_pick"]
-VARIANTS: tuple[Variant, ...] = ("full_steps", "single_pick")
+from helmdeck_dspy.domain import VARIANTS, Complexity, Variant
+from helmdeck_dspy.errors import InputError
 
 
 class PlanSignature(dspy.Signature):
@@ -37,7 +36,7 @@ class PlanSignature(dspy.Signature):
 def variant_instructions(variant: Variant) -> str:
     """The bundled instruction text for a variant."""
     if variant not in VARIANTS:
-        raise ValueError(f"unknown prompt variant {variant!r}; expected one of {VARIANTS}")
+        raise InputError(f"unknown prompt variant {variant!r}; expected one of {VARIANTS}")
     return resources.files("helmdeck_dspy.signatures").joinpath(f"instructions/{variant}.md").read_text("utf-8").strip()
 
 

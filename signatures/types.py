@@ -8,15 +8,11 @@ signature from them.
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Complexity = Literal["single-action", "pipeline-direct", "pack-chain"]
-COMPLEXITIES: tuple[str, ...] = Complexity.__args__  # type: ignore[attr-defined]
-
-PIPELINE_RUN_TOOL = "helmdeck__pipeline-run"
-"""The tool name a step uses to run a pipeline; ``args.id`` names the pipeline."""
+from helmdeck_dspy.domain import COMPLEXITIES
 
 
 class PlanStep(BaseModel):

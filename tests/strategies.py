@@ -425,8 +425,7 @@ def trace_files(draw: st.DrawFn) -> bytes:
 def check_load_traces(data: bytes) -> None:
     """load_traces and read_traces, failing and skipping: only DataFileError may escape, and
     skipped lines are reported as DataFileError."""
-    from helmdeck_dspy.traces.io import load_traces
-    from helmdeck_dspy.traces.record import read_traces
+    from helmdeck_dspy.traces.io import load_traces, read_traces
 
     path = scratch_file("traces.jsonl", data)
     for reader in (load_traces, read_traces):

@@ -12,11 +12,11 @@ import pytest
 from helmdeck_dspy.budgets import budget_for
 from helmdeck_dspy.catalog.models import load_catalog, parse_catalog
 from helmdeck_dspy.catalog.select import select_catalog
-from helmdeck_dspy.decoding.parsing import MAX_JSON_DEPTH, parse_completion
+from helmdeck_dspy.decoding.parsing import parse_completion
 from helmdeck_dspy.decoding.reasoning import split_reasoning
+from helmdeck_dspy.domain import MAX_JSON_DEPTH
 from helmdeck_dspy.errors import CatalogError, DataFileError
-from helmdeck_dspy.traces.io import load_traces
-from helmdeck_dspy.traces.record import read_traces
+from helmdeck_dspy.traces.io import load_traces, read_traces
 from tests.strategies import deep_text, synthetic_catalog
 
 STEP = {"tool": "blog.write", "args": {"topic": "launch"}, "rationale": "write it"}

@@ -30,7 +30,7 @@ def test_wheel_contains_signatures_compiled_and_bundled_data(wheel):
         "helmdeck_dspy/signatures/types.py",
         "helmdeck_dspy/compiled/budgets.toml",
         "helmdeck_dspy/bundled/catalog/routing-guide.json",
-        "helmdeck_dspy/cli/main.py",
+        "helmdeck_dspy/cli/app.py",
     ):
         assert required in names, required
 
@@ -49,9 +49,9 @@ def test_installed_wheel_resolves_budgets_and_catalog_from_itself(wheel, tmp_pat
         "print(r.default_budgets_path())\n"
         "print(budget_for('openrouter/nvidia/nemotron-3-super-120b-a12b:free').tier)\n"
         "print(len(load_catalog().packs))\n"
-        "import helmdeck_dspy.catalog.ranking.registry, helmdeck_dspy.engines.sim, helmdeck_dspy.evaluation.runner\n"
+        "import helmdeck_dspy.catalog.ranking, helmdeck_dspy.engines.sim, helmdeck_dspy.evaluation.runner\n"
         "import helmdeck_dspy.traces.io, helmdeck_dspy.evaluation.bfcl.load\n"
-        "mods = [helmdeck_dspy.catalog.ranking.registry, helmdeck_dspy.engines.sim, helmdeck_dspy.evaluation.runner,\n"
+        "mods = [helmdeck_dspy.catalog.ranking, helmdeck_dspy.engines.sim, helmdeck_dspy.evaluation.runner,\n"
         "        helmdeck_dspy.traces.io, helmdeck_dspy.evaluation.bfcl.load]\n"
         "print(all(m.__file__.startswith(helmdeck_dspy.__path__[0]) for m in mods))\n"
     )

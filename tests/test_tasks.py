@@ -7,9 +7,9 @@ import json
 import typing
 
 import pytest
-from helmdeck_dspy.signatures.types import PIPELINE_RUN_TOOL
 
 from helmdeck_dspy.catalog.models import load_catalog
+from helmdeck_dspy.domain import PIPELINE_RUN_TOOL
 from helmdeck_dspy.errors import DataFileError
 from helmdeck_dspy.tasks import (
     SPLITS,

@@ -1,0 +1,1 @@
+"""Calibrating the budget table from evaluation reports."""

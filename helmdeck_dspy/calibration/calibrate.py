@@ -22,7 +22,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from helmdeck_dspy.budgets import (
     Budget,
@@ -30,7 +30,8 @@ from helmdeck_dspy.budgets import (
     parse_budget_table,
     resolve_prompt_variant,
 )
-from helmdeck_dspy.errors import DataFileError
+from helmdeck_dspy.domain import TIERS
+from helmdeck_dspy.errors import DataFileError, validation_message
 from helmdeck_dspy.evaluation.report import EvalReport, GroupReport
 from helmdeck_dspy.evaluation.stats import newcombe_diff, wilson
 from helmdeck_dspy.io.atomic import atomic_write_text
@@ -39,6 +40,8 @@ from helmdeck_dspy.io.resources import bundled_dir, default_budgets_path
 
 
 class Proposal(BaseModel):
+    """One proposed change to a model's budget row, with the evidence for it."""
+
     model: str
     field: str
     current: Any
@@ -47,6 +50,8 @@ class Proposal(BaseModel):
 
 
 class Insufficient(BaseModel):
+    """A model without enough records per variant to calibrate."""
+
     model: str
     n_full_steps: int
     n_single_pick: int
@@ -64,24 +69,24 @@ class Calibration(BaseModel):
 
 
 def load_rules(path: Path | None = None) -> dict[str, Any]:
+    """The calibration rules (``eval/calibration.toml`` unless ``path`` is given)."""
     p = path or bundled_dir() / "calibration.toml"
     return read_toml(p)
 
 
 def load_report(path: str | Path) -> EvalReport:
+    """Read an eval ``report.json``.
 
-    from pydantic import ValidationError
-
-
+    Raises:
+        DataFileError: the file is not JSON, or not an eval report (the first problem is named).
+    """
     p = Path(path)
     data = read_json(p, DataFileError, "not an eval report.json")
     try:
         return EvalReport.model_validate(data)
     except ValidationError as exc:
-        e = exc.errors()[0]
-        loc = ".".join(str(x) for x in e["loc"]) or "report"
-        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise DataFileError(str(p), f"not an eval report.json: {loc}: {e['msg']}{more}") from None
+        detail = validation_message(exc, subject="report", count_more=True)
+        raise DataFileError(str(p), f"not an eval report.json: {detail}") from None
 
 
 def _ndtri(p: float) -> float:
@@ -147,11 +152,12 @@ def _tier(g: GroupReport, rules: dict[str, Any], drop_length: bool) -> tuple[str
     evidence = {"n": n, "strict": g.strict, "strict_rate": round(g.strict / n, 4) if n else 0.0,
                 "strict_ci": [round(lo, 4), round(hi, 4)], "plan_score": None if score is None else round(score, 4),
                 "length_cutoffs_set_aside": length}
-    for tier in ("A", "B"):
+    *gated, lowest = TIERS  # every tier but the last has a gate; the last takes the rest
+    for tier in gated:
         rule = rules["tier"][tier]
         if lo >= rule["strict_lb"] and (score is None or score >= rule["plan_score"]):
             return tier, evidence
-    return "C", evidence
+    return lowest, evidence
 
 
 def _conclusively_below(current: str, evidence: dict[str, Any], rules: dict[str, Any]) -> bool:

@@ -2,7 +2,7 @@
 
 from helmdeck_dspy.catalog.compact import Trim, compact_catalog, first_sentence
 from helmdeck_dspy.catalog.models import Pack, Pipeline, RoutingGuide, load_catalog
-from helmdeck_dspy.catalog.ranking.registry import (
+from helmdeck_dspy.catalog.ranking import (
     RANKERS,
     Ranked,
     high_confidence,

@@ -19,13 +19,19 @@ from helmdeck_dspy.catalog.compact import Trim, compact_catalog, first_sentence
 from helmdeck_dspy.catalog.models import RoutingGuide
 from helmdeck_dspy.catalog.select import MARK_LOW_CONFIDENCE, restrict_catalog
 from helmdeck_dspy.decoding.reasoning import strip_reasoning
+from helmdeck_dspy.program.calls import completion_from_response, log_completion
+from helmdeck_dspy.program.sections import (
+    FILTER_OPENING,
+    FILTER_REQUEST_HEADER,
+    FILTER_TOOLS_HEADER,
+)
 
 log = logging.getLogger(__name__)
 
 FILTER_MAX_TOKENS = 600
 MIN_PICKS, MAX_PICKS = 3, 12
 
-FILTER_SYSTEM = f"""You narrow a tool catalog down for a planner. You get a list of tool ids, each with
+FILTER_SYSTEM = FILTER_OPENING + f""" You get a list of tool ids, each with
 a one-line summary, and a user request. Reply with ONLY this JSON object:
 {{"ids": ["<id>", "..."]}}
 Include every id that could plausibly help with the request and leave out the clearly unrelated
@@ -36,11 +42,11 @@ no code fences."""
 
 def filter_user_message(catalog: RoutingGuide, intent: str) -> str:
     """The filter call's user message, built from the full (uncompacted) catalog."""
-    lines = ["TOOLS:"]
+    lines = [FILTER_TOOLS_HEADER]
     for entry in (*catalog.packs, *catalog.pipelines):
         summary = first_sentence(entry.description)
         lines.append(f"- {entry.entry_id} — {summary}" if summary else f"- {entry.entry_id}")
-    lines += ["", "REQUEST:", intent.strip(), "", "Reply with the JSON object now."]
+    lines += ["", FILTER_REQUEST_HEADER, intent.strip(), "", "Reply with the JSON object now."]
     return "\n".join(lines)
 
 
@@ -89,8 +95,6 @@ def apply_filter(
 ) -> tuple[RoutingGuide, Trim]:
     """Run the filter call with ``lm`` and merge; on any failure return the lexical selection."""
     from dspy.lm15 import Config, Message, Request
-
-    from helmdeck_dspy.program.calls import completion_from_response, log_completion
 
     try:
         user = filter_user_message(full, intent)

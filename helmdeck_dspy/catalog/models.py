@@ -16,12 +16,13 @@ import json
 from collections import Counter
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from helmdeck_dspy.catalog.text import token_set, tokenize
-from helmdeck_dspy.errors import CatalogError
+from helmdeck_dspy.errors import CatalogError, validation_message
+from helmdeck_dspy.io.datafiles import read_json
 from helmdeck_dspy.io.resources import default_catalog_path
 
 EntryKind = Literal["pack", "pipeline"]
@@ -121,12 +122,22 @@ def _wire_metadata(meta: _Metadata) -> dict[str, Any]:
 
 
 class _Entry(_CachingModel):
+    _wire_fields: ClassVar[tuple[str, ...]] = ()
+    """The fields of the wire form, in order: the id field (a pack's name, a pipeline's id) always,
+    the others when set."""
+
     @property
-    def entry_id(self) -> str:  # pragma: no cover - overridden
-        raise NotImplementedError
+    def entry_id(self) -> str:
+        """What the planner calls this entry by: a pack's name, a pipeline's id."""
+        return getattr(self, self._wire_fields[0])
 
     def to_wire(self) -> dict[str, Any]:
-        raise NotImplementedError  # pragma: no cover
+        """This entry in the routing guide's JSON shape (empty optional fields left out)."""
+        key, *optional = self._wire_fields
+        entry: dict[str, Any] = {key: getattr(self, key)}
+        entry.update((name, value) for name in optional if (value := getattr(self, name)))
+        entry["metadata"] = _wire_metadata(self.metadata)  # type: ignore[attr-defined]
+        return entry
 
     @cached_property
     def wire_json(self) -> str:
@@ -150,18 +161,7 @@ class Pack(_Entry):
     parameters: dict[str, Any] | None = None
     metadata: PackMetadata = Field(default_factory=PackMetadata)
 
-    @property
-    def entry_id(self) -> str:
-        return self.name
-
-    def to_wire(self) -> dict[str, Any]:
-        entry: dict[str, Any] = {"name": self.name}
-        if self.description:
-            entry["description"] = self.description
-        if self.parameters:
-            entry["parameters"] = self.parameters
-        entry["metadata"] = _wire_metadata(self.metadata)
-        return entry
+    _wire_fields: ClassVar[tuple[str, ...]] = ("name", "description", "parameters")
 
 
 class Pipeline(_Entry):
@@ -172,18 +172,7 @@ class Pipeline(_Entry):
     description: str = ""
     metadata: PipelineMetadata = Field(default_factory=PipelineMetadata)
 
-    @property
-    def entry_id(self) -> str:
-        return self.id
-
-    def to_wire(self) -> dict[str, Any]:
-        entry: dict[str, Any] = {"id": self.id}
-        if self.name:
-            entry["name"] = self.name
-        if self.description:
-            entry["description"] = self.description
-        entry["metadata"] = _wire_metadata(self.metadata)
-        return entry
+    _wire_fields: ClassVar[tuple[str, ...]] = ("id", "name", "description")
 
 
 class RoutingGuide(_CachingModel):
@@ -230,6 +219,18 @@ class RoutingGuide(_CachingModel):
         return hashlib.sha256(self.rendered.encode("utf-8")).hexdigest()[:16]
 
 
+def _entry_loc(data: dict, loc: tuple) -> str:
+    """An error location, with the entry's name or id after ``packs.N`` / ``pipelines.N``."""
+    where = ".".join(str(x) for x in loc)
+    if len(loc) >= 2 and loc[0] in ("packs", "pipelines") and isinstance(loc[1], int):
+        items = data.get(loc[0]) or []
+        item = items[loc[1]] if loc[1] < len(items) else None
+        label = (item.get("name") or item.get("id")) if isinstance(item, dict) else None
+        if label and isinstance(label, (str, int, float)):  # not a (possibly deep) container
+            where += f" ({str(label)[:80]})"
+    return where
+
+
 def parse_catalog(data: Any, path: str = "<catalog>") -> RoutingGuide:
     """Validate a decoded routing-guide object.
 
@@ -241,16 +242,7 @@ def parse_catalog(data: Any, path: str = "<catalog>") -> RoutingGuide:
     try:
         guide = RoutingGuide.model_validate(data)
     except ValidationError as exc:
-        e = exc.errors()[0]
-        loc = list(e["loc"])
-        where = ".".join(str(x) for x in loc)
-        if len(loc) >= 2 and loc[0] in ("packs", "pipelines") and isinstance(loc[1], int):
-            items = data.get(loc[0]) or []
-            item = items[loc[1]] if loc[1] < len(items) else None
-            label = (item.get("name") or item.get("id")) if isinstance(item, dict) else None
-            if label and isinstance(label, (str, int, float)):  # not a (possibly deep) container
-                where += f" ({str(label)[:80]})"
-        raise CatalogError(path, f"{where}: {e['msg']}") from None
+        raise CatalogError(path, validation_message(exc, describe_loc=lambda loc: _entry_loc(data, loc))) from None
     seen: set[str] = set()
     for entry_id in guide.ids():
         if entry_id in seen:
@@ -267,7 +259,5 @@ def parse_catalog(data: Any, path: str = "<catalog>") -> RoutingGuide:
 
 def load_catalog(path: str | Path | None = None) -> RoutingGuide:
     """Load a routing-guide JSON file (the bundled catalog by default)."""
-    from helmdeck_dspy.io.datafiles import read_json
-
     resolved = Path(path) if path is not None else default_catalog_path()
     return parse_catalog(read_json(resolved, CatalogError), str(resolved))

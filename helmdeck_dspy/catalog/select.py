@@ -22,7 +22,7 @@ from typing import Literal
 from helmdeck_dspy.budgets import Budget
 from helmdeck_dspy.catalog.compact import Trim, compact_catalog
 from helmdeck_dspy.catalog.models import RoutingGuide
-from helmdeck_dspy.catalog.ranking.registry import RANKERS, Ranked, should_escalate
+from helmdeck_dspy.catalog.ranking import RANKERS, Ranked, should_escalate
 
 TOP_N_TIER_B = 25
 TOP_N_DEFAULT = 12

@@ -1,14 +1,21 @@
-"""``helmdeck-dspy bench``: external benchmarks (BFCL).
-
-Kept apart from :mod:`helmdeck_dspy.cli.main` so the main command file stays about our own data; the
-group is registered there. Heavy imports stay inside the command.
-"""
+"""``helmdeck-dspy bench``: external benchmarks (BFCL): selection recall and plan accuracy."""
 
 from __future__ import annotations
 
-import sys
-
 import click
+
+from helmdeck_dspy.cli.options import (
+    api_base_option,
+    budgets_option,
+    emit_json,
+    json_option,
+    lm_option,
+    max_tokens_option,
+    progress_bar,
+    progress_option,
+    to_stderr,
+    variant_option,
+)
 
 
 @click.group()
@@ -17,8 +24,30 @@ def bench() -> None:
 
 
 def _split(values: tuple[str, ...]) -> list[str] | None:
+    """Values given repeatedly and/or comma-separated, as one list (``None`` when there are none)."""
     out = [v.strip() for value in values for v in value.split(",") if v.strip()]
     return out or None
+
+
+def _rankers(given: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
+    """The rankers to run and the ones left out with the reason (``embedding`` without its extra)."""
+    from helmdeck_dspy.catalog.ranking import RANKERS
+    from helmdeck_dspy.catalog.ranking import embedding as embed
+
+    chosen = _split(given)
+    skipped: dict[str, str] = {}
+    if chosen is None:
+        chosen = list(RANKERS)
+        if not embed.available():
+            chosen.remove("embedding")
+            skipped["embedding"] = f"optional extra not installed: {embed.INSTALL_HINT}"
+    unknown = [r for r in chosen if r not in RANKERS]
+    if unknown:
+        raise click.BadParameter(f"unknown ranker {unknown[0]!r}; expected one of {', '.join(RANKERS)}",
+                                 param_hint="--rankers")
+    if "embedding" in chosen and not embed.available():
+        raise click.UsageError(f"--rankers embedding needs the optional extra: {embed.INSTALL_HINT}")
+    return chosen, skipped
 
 
 @bench.command("bfcl")
@@ -32,27 +61,24 @@ def _split(values: tuple[str, ...]) -> list[str] | None:
 @click.option("--rankers", "rankers", multiple=True, metavar="R[,R...]",
               help="lexical, bm25, embedding (default: all; embedding only when its extra is installed).")
 @click.option("--limit", type=click.IntRange(1), default=None, help="At most this many questions per category.")
-@click.option("--lm", "lm_spec", default=None,
-              help="Also plan each question with this LM (LiteLLM string, replay:PATH or sim:PROFILE) and score it.")
+@lm_option("Also plan each question with this LM (LiteLLM string, replay:PATH or sim:PROFILE) and score it.")
 @click.option("--model", "-m", default=None, help="Budget lookup id for --lm (default: the --lm string).")
-@click.option("--api-base", default=None, help="API base URL for an OpenAI-compatible endpoint (with --lm).")
-@click.option("--variant", type=click.Choice(["full_steps", "single_pick"]), default="full_steps", show_default=True,
-              help="Prompt variant for --lm (BFCL gold has several calls).")
-@click.option("--max-tokens", type=click.IntRange(1), default=None, help="Override the budget's output_tokens (with --lm).")
+@api_base_option("API base URL for an OpenAI-compatible endpoint (with --lm).")
+@variant_option(default="full_steps", help="Prompt variant for --lm (BFCL gold has several calls).")
+@max_tokens_option("Override the budget's output_tokens (with --lm).")
 @click.option("--record", "record_path", type=click.Path(dir_okay=False), default=None,
               help="Append the --lm exchanges as trace records (task_id = BFCL id).")
 @click.option("--traces", "trace_paths", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Score the plan records of a trace file against the gold calls (repeatable).")
-@click.option("--budgets", "budgets_path", type=click.Path(dir_okay=False), default=None,
-              help="Budget table to read (default: the bundled compiled/budgets.toml).")
+@budgets_option
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None, help="Write report.md and report.json here.")
-@click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
-@click.option("--json", "as_json", is_flag=True, help='Print the report as JSON: {"rankers": {NAME: {"tiers": ...}}}.')
+@progress_option
+@json_option('Print the report as JSON: {"rankers": {NAME: {"tiers": ...}}}.')
 def bench_bfcl(
-    data_dir: str, categories: tuple[str, ...], more_categories: tuple[str, ...], pool: bool, rankers: tuple[str, ...], limit: int | None,
-    lm_spec: str | None, model: str | None, api_base: str | None, variant: str, max_tokens: int | None,
-    record_path: str | None, trace_paths: tuple[str, ...], budgets_path: str | None, out_dir: str | None,
-    progress: bool | None, as_json: bool,
+    data_dir: str, categories: tuple[str, ...], more_categories: tuple[str, ...], pool: bool, rankers: tuple[str, ...],
+    limit: int | None, lm_spec: str | None, model: str | None, api_base: str | None, variant: str,
+    max_tokens: int | None, record_path: str | None, trace_paths: tuple[str, ...], budgets_path: str | None,
+    out_dir: str | None, progress: bool | None, as_json: bool,
 ) -> None:
     """Selection recall and plan accuracy on BFCL questions.
 
@@ -60,12 +86,7 @@ def bench_bfcl(
     byte cap, per ranker? With --lm, the planner answers every question and its plans are scored
     against the gold calls; with --traces, recorded plans are scored.
     """
-    from tqdm import tqdm
-
     from helmdeck_dspy.budgets import load_budget_table
-    from helmdeck_dspy.catalog.ranking import embedding as embed
-    from helmdeck_dspy.catalog.ranking.registry import RANKERS
-    from helmdeck_dspy.cli.main import emit_json
     from helmdeck_dspy.evaluation.bfcl.load import load_bfcl
     from helmdeck_dspy.evaluation.bfcl.plans import plan_questions, score_traces
     from helmdeck_dspy.evaluation.bfcl.recall import measure_recall, tier_budgets
@@ -77,33 +98,18 @@ def bench_bfcl(
 
     if more_categories and not categories:
         raise click.UsageError(f"unexpected argument {more_categories[0]!r} (categories follow --categories)")
-    categories = (*categories, *more_categories)
-    chosen = _split(rankers)
-    skipped: dict[str, str] = {}
-    if chosen is None:
-        chosen = list(RANKERS)
-        if not embed.available():
-            chosen.remove("embedding")
-            skipped["embedding"] = f"optional extra not installed: {embed.INSTALL_HINT}"
-    unknown = [r for r in chosen if r not in RANKERS]
-    if unknown:
-        raise click.BadParameter(f"unknown ranker {unknown[0]!r}; expected one of {', '.join(RANKERS)}",
-                                 param_hint="--rankers")
-    if "embedding" in chosen and not embed.available():
-        raise click.UsageError(f"--rankers embedding needs the optional extra: {embed.INSTALL_HINT}")
+    chosen, skipped = _rankers(rankers)
 
-    data = load_bfcl(data_dir, _split(categories)).limited(limit)
+    data = load_bfcl(data_dir, _split((*categories, *more_categories))).limited(limit)
     budgets = tier_budgets(load_budget_table(budgets_path))
-    show = sys.stderr.isatty() if progress is None else progress
 
     total = len(data.questions) * len(budgets) * len(chosen)
-    with tqdm(total=total, desc="selection recall", unit=" q", disable=not show, file=sys.stderr) as bar:
+    with progress_bar(total, "selection recall", unit=" q", show=progress) as bar:
         recall = measure_recall(data, budgets, chosen, pool=pool, progress=bar.update)
 
     accuracy = []
     if lm_spec:
-        with tqdm(total=len(data.questions), desc=f"planning ({lm_spec})", unit=" plan", disable=not show,
-                  file=sys.stderr) as bar:
+        with progress_bar(len(data.questions), f"planning ({lm_spec})", show=progress) as bar:
             accuracy.append(plan_questions(
                 data, model=model or lm_spec, lm_spec=lm_spec, pool=pool, variant=variant, api_base=api_base,
                 max_tokens=max_tokens, budgets=budgets_path, record_path=record_path, progress=bar.update,
@@ -116,7 +122,7 @@ def bench_bfcl(
     )
     if out_dir:
         written = write_report(report, out_dir)
-        click.echo(f"wrote {', '.join(str(p) for p in written)}", err=True)
+        to_stderr(f"wrote {', '.join(str(p) for p in written)}")
     if as_json:
         emit_json(report.model_dump(mode="json", exclude={"plan_accuracy": {"__all__": {"scores"}}}))
         return

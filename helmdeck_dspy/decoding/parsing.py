@@ -23,7 +23,6 @@ later; no plan needs more than a handful of levels.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -36,19 +35,25 @@ from helmdeck_dspy.decoding.causes import (
     cause_for_unparseable,
     normalize_finish_reason,
 )
+from helmdeck_dspy.decoding.json_text import (
+    balanced_end,
+    deeper_than,
+    fenced_bodies,
+    nesting_exceeds,
+    replace_surrogates,
+    without_lone_surrogates,
+)
 from helmdeck_dspy.decoding.reasoning import split_reasoning
-from helmdeck_dspy.io.jsonl import json_deeper_than
+from helmdeck_dspy.domain import MAX_JSON_DEPTH
 from helmdeck_dspy.signatures.types import PlanOutput, coerce_plan_dict
 
 Outcome = Literal["strict", "repaired", "failed"]
 
-_STRUCTURAL = re.compile(r'[{}"\\]')
 _DECODER = json.JSONDecoder()
 _JSON_START = frozenset("{[\"-0123456789")
 _NOT_A_PLAN = "valid JSON, but not a plan object with a steps list"
 _MAX_OBJECTS = 16  # top-level objects tried per candidate text
 _MAX_REPAIR_CHARS = 100_000  # json_repair is super-linear on pathological input; plans are far smaller
-MAX_JSON_DEPTH = 128  # deepest accepted JSON value (arrays and objects); a plan needs about 5
 _TOO_DEEP = f"JSON nested more than {MAX_JSON_DEPTH} levels deep"
 
 
@@ -139,8 +144,8 @@ def parse_completion(
 
 
 def _parse(content: str | None, finish_raw: str | None, reasoning_content: str | None) -> ParseResult:
-    if finish_raw and _SURROGATE.search(finish_raw):  # kept for reports, so it must be printable
-        finish_raw = _SURROGATE.sub("\ufffd", finish_raw)
+    if finish_raw:  # kept for reports, so it must be printable
+        finish_raw = replace_surrogates(finish_raw)
     finish = normalize_finish_reason(finish_raw)
     split = split_reasoning(content or "")
     notes: list[str] = []
@@ -203,24 +208,6 @@ def _parse(content: str | None, finish_raw: str | None, reasoning_content: str |
     return result("failed", cause_for_unparseable(finish, json_shaped), error=error or "no JSON object found")
 
 
-def _fenced_bodies(text: str) -> list[str]:
-    """Bodies of ``` fences, wherever they are (an unterminated last fence runs to the end)."""
-    bodies = []
-    pos = text.find("```")
-    while pos != -1:
-        line_end = text.find("\n", pos + 3)
-        if line_end == -1:
-            break
-        close = text.find("```", line_end)
-        body = text[line_end + 1 : close if close != -1 else len(text)].strip()
-        if body:
-            bodies.append(body)
-        if close == -1:
-            break
-        pos = text.find("```", close + 3)
-    return bodies
-
-
 def _decode_strict(text: str, notes: list[str]) -> tuple[tuple[PlanOutput, dict] | None, Any, str | None]:
     """Try every strict route. Returns (plan and its dict, first non-plan value, last error).
 
@@ -229,7 +216,7 @@ def _decode_strict(text: str, notes: list[str]) -> tuple[tuple[PlanOutput, dict]
     """
     first_other: Any = None
     error: str | None = None
-    candidates = _fenced_bodies(text) if "```" in text else []
+    candidates = fenced_bodies(text) if "```" in text else []
     if candidates:
         notes.append("fenced")
     candidates.append(text)
@@ -248,10 +235,10 @@ def _decode_strict(text: str, notes: list[str]) -> tuple[tuple[PlanOutput, dict]
             except ValueError as exc:
                 error = f"invalid JSON: {exc}"
             else:
-                if _deeper_than(value, MAX_JSON_DEPTH, cand):
+                if deeper_than(value, MAX_JSON_DEPTH, cand):
                     error = too_deep()
                 else:
-                    value = _without_lone_surrogates(value, cand, notes)
+                    value = without_lone_surrogates(value, cand, notes)
                     plan = _as_plan(value)
                     if plan is not None:
                         return (plan, value), None, None
@@ -267,14 +254,14 @@ def _decode_strict(text: str, notes: list[str]) -> tuple[tuple[PlanOutput, dict]
                 value, end = _DECODER.raw_decode(cand, start)
             except (ValueError, RecursionError) as exc:
                 error = too_deep() if isinstance(exc, RecursionError) else f"invalid JSON: {exc}"
-                end = _balanced_end(cand, start)
+                end = balanced_end(cand, start)
                 if end == -1:
                     break
             else:
-                if _deeper_than(value, MAX_JSON_DEPTH, cand[start:end]):
+                if deeper_than(value, MAX_JSON_DEPTH, cand[start:end]):
                     error = too_deep()
                 else:
-                    value = _without_lone_surrogates(value, cand[start:end], notes)
+                    value = without_lone_surrogates(value, cand[start:end], notes)
                     plan = _as_plan(value)
                     if plan is not None:
                         if start > 0 or cand[end:].strip():
@@ -287,100 +274,6 @@ def _decode_strict(text: str, notes: list[str]) -> tuple[tuple[PlanOutput, dict]
     return None, first_other, error
 
 
-_SURROGATE_SOURCE = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
-
-
-def _without_lone_surrogates(value: Any, text: str, notes: list[str]) -> Any:
-    """``value`` with unpaired UTF-16 surrogates (from ``"\\udb19"`` escapes or raw in the text)
-    replaced by U+FFFD, noted as ``lone_surrogate``: such strings cannot be encoded as UTF-8, so
-    every consumer that prints or stores the plan would fail on them. ``value`` must already be
-    known not to be deeper than ``MAX_JSON_DEPTH``. A paired escape decodes to one character and
-    is untouched; text without surrogate escapes or characters is not walked at all."""
-    if ("\\u" not in text and text.isascii()) or _SURROGATE_SOURCE.search(text) is None:
-        return value  # the first test is the common case, and much cheaper than the regex
-    changed = False
-
-    def clean(v: Any) -> Any:
-        nonlocal changed
-        if isinstance(v, str):
-            if _SURROGATE.search(v):
-                changed = True
-                return _SURROGATE.sub("\ufffd", v)
-            return v
-        if isinstance(v, dict):
-            return {clean(k): clean(x) for k, x in v.items()}
-        if isinstance(v, list):
-            return [clean(x) for x in v]
-        return v
-
-    out = clean(value)
-    if changed and "lone_surrogate" not in notes:
-        notes.append("lone_surrogate")
-    return out if changed else value
-
-
-def _deeper_than(value: Any, limit: int, text: str | None = None) -> bool:
-    """Whether ``value`` nests arrays/objects more than ``limit`` levels (iterative, no recursion).
-
-    ``text`` is the JSON the value came from: with no more brackets than ``limit`` in it, the
-    value cannot be that deep, and the walk is skipped (the common case, at C speed).
-    """
-    if text is not None and text.count("{") + text.count("[") <= limit:
-        return False
-    return json_deeper_than(value, limit)
-
-
-def _balanced_end(text: str, start: int) -> int:
-    """End (exclusive) of the balanced ``{...}`` opening at ``start``, string- and escape-aware; -1 if none."""
-    depth = 0
-    in_string = False
-    escaped = False
-    for m in _STRUCTURAL.finditer(text, start):
-        ch = m.group()
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                # An escape consumes the next character, structural or not.
-                nxt = m.end()
-                if nxt < len(text) and text[nxt] not in '{}"\\':
-                    continue
-                escaped = True
-            elif ch == '"':
-                in_string = False
-            continue
-        if ch == '"':
-            in_string = True
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return m.end()
-    return -1
-
-
-_BRACKETS = re.compile(r"[{}\[\]]")
-
-
-def _nesting_exceeds(text: str, limit: int) -> bool:
-    """Whether brackets nest more than ``limit`` deep anywhere in ``text``, counting brackets inside
-    strings too: json_repair decides for itself where a broken string ends, so this errs on the
-    side of its reading. Unbalanced closers are ignored."""
-    if text.count("{") + text.count("[") <= limit:
-        return False
-    depth = 0
-    for m in _BRACKETS.finditer(text):
-        if m.group() in "{[":
-            depth += 1
-            if depth > limit:
-                return True
-        elif depth:
-            depth -= 1
-    return False
-
-
 def _repair(text: str, notes: list[str]) -> tuple[tuple[PlanOutput, dict] | None, str | None]:
     import json_repair  # deferred: only the rare malformed completion needs it
 
@@ -388,7 +281,7 @@ def _repair(text: str, notes: list[str]) -> tuple[tuple[PlanOutput, dict] | None
     cand = text[start:] if start != -1 else text
     if len(cand) > _MAX_REPAIR_CHARS:
         return None, f"not valid JSON, and {len(cand)} characters is too long to repair"
-    if _nesting_exceeds(cand, MAX_JSON_DEPTH):
+    if nesting_exceeds(cand, MAX_JSON_DEPTH):
         # json_repair backtracks for seconds over deep brackets before giving up
         notes.append("too_deep")
         return None, f"not valid JSON, and {_TOO_DEEP}: not repaired"
@@ -396,10 +289,10 @@ def _repair(text: str, notes: list[str]) -> tuple[tuple[PlanOutput, dict] | None
         value = json_repair.repair_json(cand, return_objects=True)
     except Exception as exc:  # noqa: BLE001 - json_repair's failure modes are not typed
         return None, f"repair failed: {type(exc).__name__}"
-    if _deeper_than(value, MAX_JSON_DEPTH):
+    if deeper_than(value, MAX_JSON_DEPTH):
         notes.append("too_deep")
         return None, f"{_TOO_DEEP} after repair"
-    value = _without_lone_surrogates(value, cand, notes)
+    value = without_lone_surrogates(value, cand, notes)
     plan = _as_plan(value)
     if plan is None:
         return None, "not valid JSON, and repair did not yield a plan"

@@ -9,7 +9,9 @@ from dspy.lm15 import Request, Response
 
 from helmdeck_dspy.engines.base import make_response
 from helmdeck_dspy.errors import ReplayExhausted
-from helmdeck_dspy.traces.record import TraceRecord, read_traces
+from helmdeck_dspy.program.sections import call_kind
+from helmdeck_dspy.traces.io import read_traces
+from helmdeck_dspy.traces.record import TraceRecord
 
 
 class ReplayNoFilterRecord(Exception):
@@ -33,9 +35,7 @@ class ReplayEngine:
         self._lock = threading.Lock()
 
     def complete(self, request: Request) -> Response:
-        from helmdeck_dspy.catalog.filter import FILTER_SYSTEM
-
-        is_filter = request.system == FILTER_SYSTEM
+        is_filter = call_kind(request.system if isinstance(request.system, str) else "") == "filter"
         with self._lock:
             if is_filter:
                 # Serve a filter call only from a filter record; a plan-only file makes the

@@ -25,18 +25,25 @@ from typing import Any
 from dspy.lm15 import Request, Response
 
 from helmdeck_dspy.catalog.models import RoutingGuide, parse_catalog
-from helmdeck_dspy.catalog.ranking.registry import rank_bm25
+from helmdeck_dspy.catalog.ranking import rank_bm25
 from helmdeck_dspy.catalog.text import tokenize
+from helmdeck_dspy.domain import PIPELINE_RUN_TOOL, PLANNER_TOOL_IDS, complexity_for
 from helmdeck_dspy.engines.base import make_response
 from helmdeck_dspy.engines.profile import SimProfile, load_profile
-from helmdeck_dspy.io.tokens import count_tokens
-from helmdeck_dspy.program.adapter import CATALOG_HEADER
-from helmdeck_dspy.signatures.types import PIPELINE_RUN_TOOL
+from helmdeck_dspy.io.tokens import count_tokens, truncate_tokens
+from helmdeck_dspy.program.sections import (
+    CATALOG_HEADER,
+    FILTER_REQUEST_HEADER,
+    PRIOR_STEPS_HEADER,
+    SINGLE_PICK_MARK,
+    call_kind,
+    request_of,
+    section,
+)
 
 __all__ = ["SimEngine", "load_profile", "sim_model_name"]
 
 _CLAUSES = re.compile(r"\s*(?:;|\.\s|,\s*(?:and\s+)?then\b|\band then\b|\bthen\b|\band also\b|,\s*and\b|,|\band\b)\s*", re.I)
-_PLANNER_IDS = frozenset({"helmdeck.plan", "helmdeck__plan"})
 SIM_VERSION = 3  # bump when the simulator's behaviour changes: it is part of the LM name, so of DSPy's cache key
 MIN_SCORE = 3.0  # BM25 score below which a clause is treated as something the catalog cannot do
 LEAK_TEXTS = ("I will plan this step by step.", "Planning the steps now.", "{", "Let me think about the tools first")
@@ -48,28 +55,6 @@ def _catalog(text: str) -> RoutingGuide | None:
         return parse_catalog(json.loads(text))
     except Exception:  # noqa: BLE001 - a prompt without a readable catalog plans nothing
         return None
-
-
-_REQUEST_ENDS = ("\n\nCONTEXT:\n", "\n\nPRIOR STEPS (already done):\n", "\n\nReturn the JSON object now.")
-
-
-def _request(user: str) -> str:
-    """The user's request from a rendered user message (it may span paragraphs)."""
-    i = user.find("USER REQUEST:\n")
-    if i == -1:
-        return ""
-    start = i + len("USER REQUEST:\n")
-    ends = [j for j in (user.find(e, start) for e in _REQUEST_ENDS) if j != -1]
-    return user[start : min(ends) if ends else len(user)].strip()
-
-
-def _section(text: str, header: str) -> str | None:
-    i = text.find(header)
-    if i == -1:
-        return None
-    start = i + len(header)
-    end = text.find("\n\n", start)
-    return text[start : end if end != -1 else len(text)].strip()
 
 
 def sim_model_name(profile: SimProfile, seed: int) -> str:
@@ -105,11 +90,10 @@ class SimEngine:
         system = request.system if isinstance(request.system, str) else ""
         messages = [(m.role, m.text or "") for m in request.messages]
         rng = random.Random(self._seed_for(system, messages, request.config.max_tokens))
-        if "ANSWER FORMAT" in system:
+        kind = call_kind(system)
+        if kind == "plan":
             return self._plan_reply(request, system, messages, rng)
-        from helmdeck_dspy.catalog.filter import FILTER_SYSTEM
-
-        if system == FILTER_SYSTEM:
+        if kind == "filter":
             return self._filter_reply(request, messages[-1][1])
         return make_response(request.model, _generic_answer(request, system, messages), finish_reason="stop")
 
@@ -123,13 +107,13 @@ class SimEngine:
 
     def _plan_reply(self, request: Request, system: str, messages: list[tuple[str, str]], rng: random.Random) -> Response:
         user = messages[-1][1] if messages else ""
-        catalog_text = _section(system, CATALOG_HEADER + "\n") or _section(user, CATALOG_HEADER + "\n")
+        catalog_text = section(system, CATALOG_HEADER) or section(user, CATALOG_HEADER)
         guide = _catalog(catalog_text) if catalog_text else None
-        intent = _request(user)
-        prior = _section(user, "PRIOR STEPS (already done):\n")
+        intent = request_of(user)
+        prior = section(user, PRIOR_STEPS_HEADER)
         done = len(prior.splitlines()) if prior else 0
         demos = sum(1 for role, _ in messages[:-1] if role == "assistant")
-        single = '"more_steps_likely"' in system
+        single = SINGLE_PICK_MARK in system
         steps, reasoning = self._plan(guide, intent, demos, rng)
         asked = 1 if single else max(1, len(steps))
         if single:
@@ -142,7 +126,7 @@ class SimEngine:
         damp = 1.0 - p.demo_gain * min(demos, 4) / 4
         if guide is None or not tokenize(intent):
             return [], "Nothing in the request maps to a catalog entry."
-        whole = [r for r in rank_bm25(guide, intent) if r.id not in _PLANNER_IDS]
+        whole = [r for r in rank_bm25(guide, intent) if r.id not in PLANNER_TOOL_IDS]
         if whole and whole[0].kind == "pipeline" and whole[0].score >= MIN_SCORE:
             if rng.random() >= p.pipeline_blindness * damp:
                 steps = [self._step(guide, whole, 0, intent, rng, damp)]
@@ -156,7 +140,7 @@ class SimEngine:
         steps: list[dict] = []
         used: set[str] = set()
         for clause in (c for c in _CLAUSES.split(intent) if len(tokenize(c)) >= 2):
-            ranked = [r for r in rank_bm25(guide, clause) if r.id not in _PLANNER_IDS and r.id not in used]
+            ranked = [r for r in rank_bm25(guide, clause) if r.id not in PLANNER_TOOL_IDS and r.id not in used]
             if not ranked or ranked[0].score < MIN_SCORE:
                 continue
             step = self._step(guide, ranked, len(steps), clause, rng, damp)
@@ -199,8 +183,7 @@ class SimEngine:
                 extra = s.verbose_tokens_per_step * math.exp(rng.gauss(0, s.verbose_sigma) - s.verbose_sigma**2 / 2)
                 why += " " + _padding(int(extra), rng)
             plan_steps.append({"order": i, "tool": st["tool"], "args": st["args"], "rationale": why})
-        complexity = "pack-chain" if len(steps) > 1 or more else (
-            "pipeline-direct" if steps and steps[0]["tool"] == PIPELINE_RUN_TOOL else "single-action")
+        complexity = complexity_for([st["tool"] for st in steps], more)
         answer: dict[str, Any] = {"steps": plan_steps, "complexity": complexity}
         if single:
             answer["more_steps_likely"] = more
@@ -238,7 +221,7 @@ class SimEngine:
         if finish == "stop" and counted > cap:
             # cut the visible text where the cap ran out (inline reasoning eats the cap first)
             budget = cap - (0 if inline or not s.reasoning_counts_toward_cap else r_tokens)
-            visible = _truncate_tokens(visible, max(budget, 0))
+            visible = truncate_tokens(visible, max(budget, 0))
             finish, completion = "length", cap
         rate = t.tokens_per_s * math.exp(rng.gauss(0, t.tokens_per_s_sigma))
         latency = t.ttft_ms * math.exp(rng.gauss(0, 0.2)) + 1000 * completion / rate
@@ -249,7 +232,7 @@ class SimEngine:
 
     def _filter_reply(self, request: Request, user: str) -> Response:
         ids = re.findall(r"^- (\S+)", user, re.M)
-        intent = _section(user, "REQUEST:\n") or ""
+        intent = section(user, FILTER_REQUEST_HEADER) or ""
         wanted = set(tokenize(intent))
         scored = sorted(ids, key=lambda i: (-len(set(tokenize(i)) & wanted), i))[:8]
         return make_response(request.model, json.dumps({"ids": scored}), finish_reason="stop", completion_tokens=40)
@@ -269,16 +252,6 @@ def _padding(tokens: int, rng: random.Random) -> str:
     n = max(1, int(tokens * 0.75))  # about 0.75 words per token
     start = rng.randrange(len(_FILLER))
     return " ".join(_FILLER[(start + i) % len(_FILLER)] for i in range(n))
-
-
-def _truncate_tokens(text: str, tokens: int) -> str:
-    from helmdeck_dspy.io.tokens import _encoding
-
-    enc = _encoding()
-    if enc is None:
-        return text[: tokens * 4]
-    ids = enc.encode(text, disallowed_special=())
-    return enc.decode(ids[:tokens])
 
 
 def _prompt_tokens(request: Request) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -88,6 +89,7 @@ class GroupAgg:
             self.valid_steps += o.n_valid_steps
 
     def merge(self, other: GroupAgg) -> None:
+        """Add ``other``'s counts and samples to this group's."""
         for name in ("n", "strict", "repaired", "from_label", "leak", "tags", "reasoning_field", "scored", "length_below_cap",
                      "score_sum", "score_sq", "f1_sum", "exact", "steps", "valid_steps"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
@@ -105,6 +107,7 @@ GroupKey = tuple[str, str]  # (model, prompt_variant)
 
 
 def merge_groups(into: dict[GroupKey, GroupAgg], other: dict[GroupKey, GroupAgg]) -> None:
+    """Fold ``other``'s groups into ``into`` (a group new to ``into`` is taken as it is)."""
     for key, agg in other.items():
         if key in into:
             into[key].merge(agg)
@@ -142,8 +145,6 @@ def _reservoir_from(state: dict) -> Reservoir:
     r = Reservoir(capacity=state["capacity"], seed=state["seed"], values=list(state["values"]),
                   weights=list(state["weights"]), count=state["count"], maximum=state["maximum"], total=state["total"])
     if "random" in state:
-        import random
-
         version, internal, gauss = state["random"]
         r._random = random.Random()  # type: ignore[attr-defined]
         r._random.setstate((version, tuple(internal), gauss))  # type: ignore[attr-defined]
@@ -168,6 +169,7 @@ def agg_to_state(agg: GroupAgg) -> dict:
 
 
 def agg_from_state(state: dict) -> GroupAgg:
+    """Rebuild a group from :func:`agg_to_state`'s output (reservoir generators included)."""
     agg = GroupAgg(**{name: state[name] for name in _SCALARS})
     for name in _COUNTERS:
         setattr(agg, name, Counter({k: v for k, v in state[name]}))

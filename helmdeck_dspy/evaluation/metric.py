@@ -1,6 +1,7 @@
 """The plan metric: one 0–1 score of a guarded plan against a gold task.
 
-Used by both compile (as the DSPy metric) and eval. Components:
+Used by eval (replay) and compile (as the DSPy metric), after the one decode → guard path of
+:mod:`helmdeck_dspy.evaluation.scoring`. Components:
 
 - ``f1``: order-aware tool F1 — precision and recall of the longest common subsequence of step
   keys (a pipeline run's key is its pipeline id, so running the wrong pipeline is a wrong step);
@@ -19,8 +20,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from helmdeck_dspy.planning.guards import UNKNOWN_TOOL, GuardedStep
-from helmdeck_dspy.signatures.types import PIPELINE_RUN_TOOL
+from helmdeck_dspy.domain import PIPELINE_RUN_TOOL, UNKNOWN_TOOL
+from helmdeck_dspy.planning.guards import GuardedStep
 from helmdeck_dspy.tasks import GoldStep, PlanTask
 
 W_F1, W_EXACT, W_PIPELINE, W_VALID = 0.5, 0.2, 0.15, 0.15

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from helmdeck_dspy.evaluation.plots import write_plots
 from helmdeck_dspy.evaluation.report import EvalReport, render_markdown
 from helmdeck_dspy.io.atomic import atomic_write_text
 
 
 def write_outputs(report: EvalReport, out_dir: Path) -> list[str]:
-    """Write report.json, the PNG plots and report.md (which links them) into ``out_dir``."""
-    from helmdeck_dspy.evaluation.plots import write_plots
+    """Write report.json, the PNG plots and report.md (which links them) into ``out_dir``.
 
+    Returns:
+        The plot files written, relative to ``out_dir``.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out_dir / "report.json", report.model_dump_json(indent=2) + "\n")
     plots = write_plots(report, out_dir)

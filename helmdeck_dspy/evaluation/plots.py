@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from helmdeck_dspy.domain import VARIANTS
 from helmdeck_dspy.evaluation.report import EvalReport, GroupReport
+from helmdeck_dspy.io.atomic import atomic_writer
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -20,7 +22,6 @@ if TYPE_CHECKING:  # pragma: no cover
 PLOT_FILES = ("parse_success.png", "finish_reasons.png", "completion_tokens.png")
 DPI = 120
 
-VARIANT_ORDER = ("full_steps", "single_pick")
 VARIANT_COLORS = {"full_steps": "#2b6cb0", "single_pick": "#dd6b20"}
 _FALLBACK_COLORS = ("#2f855a", "#805ad5", "#b7791f", "#d53f8c", "#319795", "#4a5568")
 
@@ -106,7 +107,7 @@ def _layout(groups: list[GroupReport]) -> _Layout:
     by_model: dict[str, list[GroupReport]] = {}
     for g in groups:
         by_model.setdefault(g.model, []).append(g)
-    rank = {v: i for i, v in enumerate(VARIANT_ORDER)}
+    rank = {v: i for i, v in enumerate(VARIANTS)}
     prefix = common_prefix(list(by_model))
     extra: dict[str, str] = {}
     rows: list[tuple[float, GroupReport]] = []
@@ -348,8 +349,6 @@ def write_plots(report: EvalReport, out_dir: Path) -> list[str]:
         return []
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-
-    from helmdeck_dspy.io.atomic import atomic_writer
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -1,9 +1,9 @@
 """Replaying one trace record through the planner's own parse → classify → guard path.
 
-No LM is involved: the record's content, finish_reason and reasoning go through
-:func:`parse_completion` and :func:`guard_plan` (the guard stage of :func:`build_result`)
-exactly as a live completion would, and the guarded plan is scored against the record's gold
-task when it names one.
+No LM is involved: the record's content, finish_reason and reasoning go through the one scoring
+path (:func:`~helmdeck_dspy.evaluation.scoring.guard_completion`: the planner's decoder and
+guards) exactly as a live completion would, and the guarded plan is scored against the record's
+gold task when it names one.
 """
 
 from __future__ import annotations
@@ -17,9 +17,8 @@ from helmdeck_dspy.decoding.causes import (
     cause_for_http,
     normalize_finish_reason,
 )
-from helmdeck_dspy.decoding.parsing import parse_completion
 from helmdeck_dspy.evaluation.metric import score_plan
-from helmdeck_dspy.planning.result import guard_plan
+from helmdeck_dspy.evaluation.scoring import guard_completion
 from helmdeck_dspy.tasks import PlanTask
 from helmdeck_dspy.traces.record import TraceRecord
 
@@ -79,6 +78,7 @@ class RecordOutcome:
 
 
 def _label_outcome(label: str) -> tuple[str, str | None]:
+    """A metadata-only record's outcome label as (outcome, cause)."""
     key = label.strip().lower()
     if key in SUCCESS_LABELS:
         return "strict", None
@@ -107,30 +107,29 @@ def replay_record(rec: TraceRecord, ctx: ReplayContext) -> RecordOutcome:
         return RecordOutcome(outcome=outcome, cause=cause, reasoning_leak=cause == "reasoning_only",
                              reasoning_tags=False, reasoning_field=bool(rec.reasoning_content), from_label=True, **base)
 
-    parse = parse_completion(rec.content, rec.finish_reason, rec.reasoning_content)
+    guarded = guard_completion(rec.content, rec.finish_reason, rec.reasoning_content, variant=variant,
+                               catalog_ids=ctx.catalog_ids, pipeline_ids=ctx.pipeline_ids)
+    parse, steps = guarded.parse, guarded.steps
     leak = parse.cause == "reasoning_only" or (parse.saw_reasoning and parse.visible_chars < LEAK_VISIBLE_CHARS)
     out = RecordOutcome(
         outcome=parse.outcome, cause=parse.cause, reasoning_leak=leak, reasoning_tags="tags" in parse.notes,
         reasoning_field="reasoning_field" in parse.notes, from_label=False,
         tag_kinds=tuple(n[4:] for n in parse.notes if n.startswith("tag:")), **base,
     )
+    if steps is not None:
+        out.n_steps = len(steps)
+        out.n_valid_steps = sum(1 for s in steps if not s.demoted)
     task = ctx.tasks.get(rec.task_id) if rec.task_id else None
-    if parse.plan is None:
-        if task is not None:
-            out.scored = True  # a parse failure scores 0
-        return out
-    steps, _dropped, _more = guard_plan(parse.plan, variant, ctx.catalog_ids, ctx.pipeline_ids)
-    out.n_steps = len(steps)
-    out.n_valid_steps = sum(1 for s in steps if not s.demoted)
-    if task is not None:
-        done = _as_int((rec.model_extra or {}).get("done"))
+    if task is not None:  # a completion that did not decode scores 0
+        done = _as_int((rec.model_extra or {}).get("done")) if steps is not None else 0
         s = score_plan(task, steps, variant=variant, done=done, pipeline_ids=ctx.pipeline_ids)
         out.scored, out.score, out.f1, out.exact = True, s.score, s.f1, s.exact
     return out
 
 
 def _as_int(value: Any) -> int:
+    """``value`` as an int, 0 when it is missing or not a number."""
     try:
         return int(value or 0)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return 0

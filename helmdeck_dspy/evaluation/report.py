@@ -93,6 +93,8 @@ class Comparison(BaseModel):
 
 
 class InputFile(BaseModel):
+    """One trace set read: where, in which format, its hash, and its records counted and skipped."""
+
     path: str
     format: str
     sha256: str
@@ -125,6 +127,7 @@ def _dist(res: Any) -> Distribution:
 
 
 def group_report(model: str, variant: str, agg: GroupAgg) -> GroupReport:
+    """A group's rates, intervals and distributions from its accumulator."""
     tolerant = agg.strict + agg.repaired
     length = agg.causes.get("length_truncated", 0)
     gold = None
@@ -179,6 +182,7 @@ def group_report(model: str, variant: str, agg: GroupAgg) -> GroupReport:
 
 
 def tier_rollups(groups: dict[GroupKey, GroupAgg]) -> list[GroupReport]:
+    """One report per tier (``tier:T``), every variant merged; a group counts under its most common tier."""
     by_tier: dict[str, GroupAgg] = {}
     for agg in groups.values():
         tier = agg.tiers.most_common(1)[0][0] if agg.tiers else "?"
@@ -187,6 +191,7 @@ def tier_rollups(groups: dict[GroupKey, GroupAgg]) -> list[GroupReport]:
 
 
 def comparisons(groups: dict[GroupKey, GroupAgg]) -> list[Comparison]:
+    """single_pick against full_steps for every model with records in both."""
     out = []
     for model in sorted({m for m, _ in groups}):
         full, single = groups.get((model, "full_steps")), groups.get((model, "single_pick"))
@@ -238,6 +243,7 @@ SUMMARY_HEADERS = ["model", "variant", "tier", "n", "strict (95% CI)", "tolerant
 
 
 def render_markdown(report: EvalReport, plots: list[str] | None = None) -> str:
+    """The report as Markdown, linking ``plots`` (file names next to it)."""
     lines = [
         "# Evaluation report",
         "",

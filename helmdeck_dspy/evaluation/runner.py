@@ -2,42 +2,34 @@
 
 Records are read in chunks and never all held at once: the main process reads a chunk, hands
 it to a worker (or handles it itself with one worker), and folds the returned per-group
-accumulators into the running totals. At most ``2 x workers`` chunks are in flight.
+accumulators into the running totals. At most ``2 x workers`` chunks are in flight. With two or
+more workers, a JSONL file is handed out as byte ranges that each worker reads itself; every line,
+wherever it is read, becomes a record through :func:`~helmdeck_dspy.traces.io.decode_record`.
 
-Resuming: with a ``checkpoint`` path (``eval --out DIR`` uses ``DIR/.eval-checkpoint.json``),
-the running totals are saved atomically every few seconds and after each file, together with
-where they stop (file index, next line) and a key over everything that decides the numbers: the
-trace files' sha256, ``on_error``, the catalog fingerprint, the gold tasks, the budget table and
-the tool version. A later run with the same key folds the saved totals back in and reads on from
-that line; chunks folded in order mean every line before it is counted exactly once. The
-aggregates (reservoir generators included) round-trip losslessly, so the report equals an
-uninterrupted run's except for ``created_at`` and ``seconds``.
+Resuming: with a ``checkpoint`` path the running totals are saved (see
+:mod:`helmdeck_dspy.evaluation.checkpoint`); a later run with the same inputs and options folds
+them back in and reads on from the saved line. Chunks are folded in order, so every line before
+it is counted exactly once.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import sys
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime, timezone
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
-
-from pydantic import ValidationError
 
 from helmdeck_dspy.budgets import BudgetTable, load_budget_table
 from helmdeck_dspy.catalog.models import RoutingGuide, load_catalog
 from helmdeck_dspy.errors import TraceFileError
-from helmdeck_dspy.evaluation.aggregate import (
-    GroupAgg,
-    GroupKey,
-    agg_from_state,
-    agg_to_state,
-    merge_groups,
-)
+from helmdeck_dspy.evaluation.aggregate import GroupAgg, GroupKey, merge_groups
+from helmdeck_dspy.evaluation.checkpoint import Checkpoint, EvalState, checkpoint_key
 from helmdeck_dspy.evaluation.replay import ReplayContext, replay_record
 from helmdeck_dspy.evaluation.report import (
     EvalReport,
@@ -46,33 +38,25 @@ from helmdeck_dspy.evaluation.report import (
     group_report,
     tier_rollups,
 )
-from helmdeck_dspy.io.atomic import atomic_write_text
-from helmdeck_dspy.io.jsonl import (
-    TORN,
-    BadRow,
-    OnError,
-    decode_line,
-    is_torn,
-    json_error_text,
-)
+from helmdeck_dspy.io.jsonl import BadRow, OnError, line_ranges, range_lines
 from helmdeck_dspy.tasks import PlanTask, load_tasks
 from helmdeck_dspy.traces.io import (
     check_not_empty,
+    decode_record,
     detect_format,
     file_sha256,
     iter_raw_rows,
 )
-from helmdeck_dspy.traces.record import TraceRecord
 
 CHUNK_RECORDS = 2000
 MAX_ERRORS_KEPT = 20
-CHECKPOINT_NAME = ".eval-checkpoint.json"
 CHECKPOINT_SECONDS = 5.0  # at most one checkpoint write per this many seconds (plus one per file)
-CHECKPOINT_SCHEMA = 1
 
 
 @dataclass
 class ChunkResult:
+    """What one chunk added: its groups' accumulators, counts and kept error messages."""
+
     groups: dict[GroupKey, GroupAgg]
     records: int
     skipped: int
@@ -102,113 +86,48 @@ def process_chunk(
     context = ctx or _CTX
     assert context is not None, "worker context not initialised"
     if isinstance(rows, tuple):
-        rows = list(_read_range(path, *rows))
+        rows = list(range_lines(path, *rows))
     groups = {} if groups is None else groups
     records = skipped = last_line = 0
     errors: list[str] = []
     for line_no, raw in rows:
         last_line = line_no
-        try:
-            if isinstance(raw, BadRow):
-                raise ValueError(raw.detail)
-            # pydantic parses and validates a JSON line in one pass, faster than json.loads + validate
-            # (the line without its newline, so a JSON error's position is within the line)
-            rec = TraceRecord.model_validate_json(raw.rstrip("\r\n")) if isinstance(raw, str) else TraceRecord.model_validate(raw)
-            if rec.call == "filter":
-                continue  # the two-pass filter's exchange: not a plan completion
-            outcome = replay_record(rec, context)
-        except (ValueError, ValidationError, RecursionError) as exc:
-            if isinstance(raw, BadRow):
-                detail = raw.detail
-            elif isinstance(raw, str) and is_torn(raw) and _is_json_error(exc):
-                detail = TORN
+        rec = decode_record(raw)
+        if isinstance(rec, BadRow):
+            detail = rec.detail
+        elif rec.call == "filter":
+            continue  # the two-pass filter's exchange: not a plan completion
+        else:
+            try:
+                outcome = replay_record(rec, context)
+            except (ValueError, RecursionError) as exc:
+                detail = f"expected a trace record: {exc}"
             else:
-                detail = _describe(exc)
-            msg = str(TraceFileError(path, detail, line=line_no))
-            if on_error == "fail":
-                raise TraceFileError(path, detail, line=line_no) from None
-            skipped += 1
-            if len(errors) < MAX_ERRORS_KEPT:
-                errors.append(msg)
-            continue
-        key = (outcome.model, outcome.variant)
-        agg = groups.get(key)
-        if agg is None:
-            agg = groups[key] = GroupAgg()
-        agg.add(outcome)
-        records += 1
+                key = (outcome.model, outcome.variant)
+                agg = groups.get(key)
+                if agg is None:
+                    agg = groups[key] = GroupAgg()
+                agg.add(outcome)
+                records += 1
+                continue
+        if on_error == "fail":
+            raise TraceFileError(path, detail, line=line_no)
+        skipped += 1
+        if len(errors) < MAX_ERRORS_KEPT:
+            errors.append(str(TraceFileError(path, detail, line=line_no)))
     return ChunkResult(groups, records, skipped, errors, last_line)
 
 
-def _is_json_error(exc: BaseException) -> bool:
-    if isinstance(exc, ValidationError):
-        return exc.errors()[0]["type"] == "json_invalid"
-    return False
-
-
-def _read_range(path: str, start: int, end: int, first_line: int, from_line: int = 0) -> Iterator[tuple[int, Any]]:
-    """The lines of a byte range; complete lines keep their newline, so a torn last line shows."""
-    with open(path, "rb") as handle:
-        handle.seek(start)
-        data = handle.read(end - start)
-    pieces = data.split(b"\n")
-    last = len(pieces) - 1
-    for i, raw in enumerate(pieces):
-        line_no = first_line + i
-        if line_no < from_line or not raw.strip():
-            continue
-        text = decode_line(raw, first=line_no == 1)
-        if isinstance(text, BadRow):
-            yield line_no, text
-            continue
-        yield line_no, text if i == last else text + "\n"
-
-
-def _byte_ranges(path: Path, lines_per_chunk: int | None = None, from_line: int = 0) -> Iterator[tuple[int, int, int, int]]:
-    """Split a JSONL file into ``(start, end, first_line, from_line)`` ranges of whole lines (one
-    fast scan); ranges entirely before ``from_line`` are not yielded."""
-    for start, end, first_line, last_line in _all_byte_ranges(path, lines_per_chunk or CHUNK_RECORDS):
+def _byte_ranges(path: Path, from_line: int = 0) -> Iterator[tuple[int, int, int, int]]:
+    """``(start, end, first_line, from_line)`` ranges of whole lines for the workers; ranges
+    entirely before ``from_line`` are not yielded."""
+    for start, end, first_line, last_line in line_ranges(path, CHUNK_RECORDS):
         if last_line >= from_line:
             yield start, end, first_line, from_line
 
 
-def _all_byte_ranges(path: Path, lines_per_chunk: int) -> Iterator[tuple[int, int, int, int]]:
-    start, line, pos, count = 0, 1, 0, 0
-    first_line = 1
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            offset = 0
-            while True:
-                nl = block.find(b"\n", offset)
-                if nl == -1:
-                    break
-                count += 1
-                line += 1
-                offset = nl + 1
-                if count == lines_per_chunk:
-                    end = pos + offset
-                    yield start, end, first_line, line - 1
-                    start, first_line, count = end, line, 0
-            pos += len(block)
-    if pos > start:
-        yield start, pos, first_line, line
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, ValidationError):
-        e = exc.errors()[0]
-        if e["type"] == "json_invalid":
-            return f"expected one JSON object per line: {json_error_text(ValueError(e['msg']))}"
-        if e["type"] == "model_type":
-            return f"expected a JSON object, got {type(e.get('input')).__name__}"
-        loc = ".".join(str(x) for x in e["loc"]) or "record"
-        if e["type"] == "missing":
-            return f"{loc}: {e['msg']}"
-        return f"{loc}: {e['msg']} (got {e.get('input')!r:.60})"
-    return f"expected a trace record: {exc}"
-
-
 def _chunks(path: Path, fmt: str, from_line: int = 0) -> Iterator[list[tuple[int, Any]]]:
+    """Lists of up to CHUNK_RECORDS ``(line or row number, raw row)``, from ``from_line`` on."""
     chunk: list[tuple[int, Any]] = []
     for item in iter_raw_rows(path, fmt):
         if item[0] < from_line:
@@ -226,6 +145,8 @@ def build_context(
     tasks: list[PlanTask] | None = None,
     budgets: BudgetTable | None = None,
 ) -> ReplayContext:
+    """What records are checked against: the catalog's ids, the gold tasks and the budget table
+    (the bundled ones for whatever is not given)."""
     guide = catalog or load_catalog()
     gold = tasks if tasks is not None else load_tasks()
     return ReplayContext(
@@ -250,9 +171,14 @@ def evaluate(
     """Replay every record of ``paths`` (JSONL, Parquet or a saved HF dataset) and report.
 
     Args:
+        paths: The trace sets, read in order.
+        catalog / tasks / budgets: What records are checked against (default: the bundled ones).
+        workers: Processes replaying chunks (1: this process).
+        on_error: ``fail`` stops at the first invalid record; ``skip`` counts it and goes on.
+        progress: Show a progress bar (default: when stderr is a terminal).
         checkpoint: Where to save progress so an interrupted run can resume (None: no checkpoint).
             It is left in place when the run fails or is interrupted; the caller removes it
-            (:func:`clear_checkpoint`) once the report is written.
+            (:func:`~helmdeck_dspy.evaluation.checkpoint.clear_checkpoint`) once the report is written.
         resume: Pick up from a matching checkpoint (one with other inputs or options is ignored
             and replaced); False starts over.
         notify: Called with one-line messages about the checkpoint (resumed, ignored).
@@ -261,82 +187,40 @@ def evaluate(
         DataFileError: a file is missing, empty or unreadable, or (``on_error="fail"``) a record
             is invalid.
     """
-    from datetime import datetime, timezone
-    from importlib.metadata import version
-
     guide = catalog or load_catalog()
     ctx = build_context(guide, tasks, budgets)
     t0 = time.perf_counter()
     tell = notify or (lambda _msg: None)
-    files: list[tuple[Path, str, str]] = []
-    for p in paths:
-        path = Path(p)
-        fmt = detect_format(path)
-        if fmt == "jsonl":
-            check_not_empty(path)
-        files.append((path, fmt, file_sha256(path)))
-    key = _checkpoint_key(files, on_error, guide.fingerprint, ctx, version("helmdeck-dspy"))
+    files = _inputs(paths)
+    key = checkpoint_key([(fmt, sha) for _, fmt, sha in files], on_error, guide.fingerprint, ctx.tasks, ctx.budgets,
+                         version("helmdeck-dspy"))
+    ckpt = Checkpoint(checkpoint, key, every=CHECKPOINT_SECONDS) if checkpoint is not None else None
+    state = _resumed(ckpt, files, tell) if ckpt is not None and resume else None
+    state = state or EvalState()
+    start_file, start_line = state.file_index, state.next_line
 
-    groups: dict[GroupKey, GroupAgg] = {}
-    inputs: list[InputFile] = []
-    all_errors: list[str] = []
-    total = skipped_total = 0
-    start_file, start_line, start_n, start_skipped = 0, 0, 0, 0
-    ckpt = Path(checkpoint) if checkpoint is not None else None
-    if ckpt is not None and resume:
-        state = _load_checkpoint(ckpt, key, tell)
-        if state is not None:
-            groups = {(m, v): agg_from_state(a) for m, v, a in state["groups"]}
-            inputs = [InputFile.model_validate(i) for i in state["inputs"]]
-            all_errors = list(state["errors"])
-            total, skipped_total = state["total"], state["skipped_total"]
-            start_file, start_line = state["file_index"], state["next_line"]
-            start_n, start_skipped = state["file_records"], state["file_skipped"]
-            where = (f"{files[start_file][0]} line {start_line}" if start_file < len(files) else "the report")
-            tell(f"resumed from {ckpt}: {total + start_n} records and {skipped_total + start_skipped} skipped "
-                 f"already counted ({start_file} of {len(files)} files done); continuing at {where}")
-
-    last_save = time.monotonic()
-
-    def save(file_index: int, next_line: int, n: int, skipped: int, force: bool = False) -> None:
-        nonlocal last_save
-        if ckpt is None or (not force and time.monotonic() - last_save < CHECKPOINT_SECONDS):
-            return
-        state = {
-            "schema": CHECKPOINT_SCHEMA, "key": key, "file_index": file_index, "next_line": next_line,
-            "file_records": n, "file_skipped": skipped, "total": total, "skipped_total": skipped_total,
-            "inputs": [i.model_dump() for i in inputs], "errors": all_errors,
-            "groups": [[m, v, agg_to_state(a)] for (m, v), a in groups.items()],
-        }
-        atomic_write_text(ckpt, json.dumps(state, separators=(",", ":")) + "\n")
-        last_save = time.monotonic()
-
-    show = sys.stderr.isatty() if progress is None else progress
-    bar = _progress(show)
+    bar = _progress(sys.stderr.isatty() if progress is None else progress)
     pool = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(ctx,)) if workers > 1 else None
     try:
         for index, (path, fmt, sha) in enumerate(files):
             if index < start_file:
                 continue
-            resuming = index == start_file
-            from_line = start_line if resuming else 0
-            n = start_n if resuming else 0
-            skipped = start_skipped if resuming else 0
+            from_line = start_line if index == start_file else 0
             pending: list[Future] = []
 
             def fold(res: ChunkResult, index: int = index) -> None:
-                nonlocal n, skipped
-                merge_groups(groups, res.groups)
-                n += res.records
-                skipped += res.skipped
-                all_errors.extend(res.errors[: max(0, MAX_ERRORS_KEPT - len(all_errors))])
+                merge_groups(state.groups, res.groups)
+                state.file_records += res.records
+                state.file_skipped += res.skipped
+                state.errors.extend(res.errors[: max(0, MAX_ERRORS_KEPT - len(state.errors))])
                 bar.update(res.records + res.skipped)
-                if res.last_line:
-                    save(index, res.last_line + 1, n, skipped)  # chunks fold in order: all before it is done
+                if res.last_line and ckpt is not None:  # chunks fold in order: all before it is done
+                    state.file_index, state.next_line = index, res.last_line + 1
+                    ckpt.save(state)
 
             if pool is None:
                 for chunk in _chunks(path, fmt, from_line):
-                    res = process_chunk(str(path), chunk, on_error, ctx, groups)
+                    res = process_chunk(str(path), chunk, on_error, ctx, state.groups)
                     res.groups = {}  # already folded in place
                     fold(res)
             else:
@@ -348,25 +232,62 @@ def evaluate(
                         fold(pending.pop(0).result())
             for fut in pending:
                 fold(fut.result())
-            inputs.append(InputFile(path=str(path), format=fmt, sha256=sha, records=n, skipped=skipped))
-            total += n
-            skipped_total += skipped
-            save(index + 1, 0, 0, 0, force=True)
+            _finish_file(state, InputFile(path=str(path), format=fmt, sha256=sha, records=state.file_records,
+                                          skipped=state.file_skipped), index)
+            if ckpt is not None:
+                ckpt.save(state, force=True)
     finally:
         bar.close()
         if pool is not None:
             pool.shutdown(cancel_futures=True)
-    trace_sha = hashlib.sha256("".join(sorted(i.sha256 for i in inputs)).encode()).hexdigest()
+    return _report(state, guide, ctx, t0, workers)
+
+
+def _inputs(paths: list[str | Path]) -> list[tuple[Path, str, str]]:
+    """``(path, format, sha256)`` of each trace set, checked to exist, be readable and not be empty."""
+    files = []
+    for p in paths:
+        path = Path(p)
+        fmt = detect_format(path)
+        if fmt == "jsonl":
+            check_not_empty(path)
+        files.append((path, fmt, file_sha256(path)))
+    return files
+
+
+def _resumed(ckpt: Checkpoint, files: list[tuple[Path, str, str]], tell: Callable[[str], None]) -> EvalState | None:
+    """The checkpoint's state when it matches (said via ``tell``), else None."""
+    state = ckpt.load(tell)
+    if state is not None:
+        where = f"{files[state.file_index][0]} line {state.next_line}" if state.file_index < len(files) else "the report"
+        tell(f"resumed from {ckpt.path}: {state.total + state.file_records} records and "
+             f"{state.skipped_total + state.file_skipped} skipped already counted ({state.file_index} of {len(files)} "
+             f"files done); continuing at {where}")
+    return state
+
+
+def _finish_file(state: EvalState, done: InputFile, index: int) -> None:
+    """Move a finished file's counts into the totals; the next file starts from its first line."""
+    state.inputs.append(done)
+    state.total += done.records
+    state.skipped_total += done.skipped
+    state.file_index, state.next_line, state.file_records, state.file_skipped = index + 1, 0, 0, 0
+
+
+def _report(state: EvalState, guide: RoutingGuide, ctx: ReplayContext, t0: float, workers: int) -> EvalReport:
+    """The report of a finished evaluation."""
+    groups = state.groups
+    trace_sha = hashlib.sha256("".join(sorted(i.sha256 for i in state.inputs)).encode()).hexdigest()
     return EvalReport(
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         tool_version=version("helmdeck-dspy"),
-        inputs=inputs,
+        inputs=state.inputs,
         trace_set_sha256=trace_sha,
         catalog_fingerprint=guide.fingerprint,
         tasks=len(ctx.tasks),
-        n_records=total,
-        n_skipped=skipped_total,
-        errors=all_errors,
+        n_records=state.total,
+        n_skipped=state.skipped_total,
+        errors=state.errors,
         groups=[group_report(m, v, groups[(m, v)]) for m, v in sorted(groups)],
         tiers=tier_rollups(groups),
         comparisons=comparisons(groups),
@@ -375,52 +296,9 @@ def evaluate(
     )
 
 
-def checkpoint_path(out_dir: str | Path) -> Path:
-    """The checkpoint ``eval --out DIR`` keeps while it runs."""
-    return Path(out_dir) / CHECKPOINT_NAME
-
-
-def clear_checkpoint(path: str | Path) -> None:
-    """Remove a checkpoint once its report is safely written."""
-    Path(path).unlink(missing_ok=True)
-
-
-def _checkpoint_key(files: list[tuple[Path, str, str]], on_error: str, catalog_fp: str, ctx: ReplayContext,
-                    tool_version: str) -> str:
-    """A hash of everything that decides the numbers (not the worker count: results do not depend on it)."""
-    h = hashlib.sha256()
-    h.update(json.dumps({
-        "schema": CHECKPOINT_SCHEMA, "version": tool_version, "on_error": on_error, "catalog": catalog_fp,
-        "files": [[fmt, sha] for _, fmt, sha in files],
-    }, sort_keys=True).encode())
-    for task_id in sorted(ctx.tasks):
-        h.update(ctx.tasks[task_id].model_dump_json().encode())
-    h.update(ctx.budgets.model_dump_json(exclude={"path"}).encode())
-    return h.hexdigest()
-
-
-def _load_checkpoint(path: Path, key: str, tell: Callable[[str], None]) -> dict[str, Any] | None:
-    """The saved state when ``path`` exists and matches ``key``; None otherwise (said via ``tell``)."""
-    if not path.exists():
-        return None
-    try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(state, dict) or state.get("schema") != CHECKPOINT_SCHEMA:
-            raise ValueError("not a checkpoint of this version")
-        if state.get("key") != key:
-            tell(f"ignoring {path}: made for other trace files or options; starting over")
-            return None
-        for name in ("file_index", "next_line", "file_records", "file_skipped", "total", "skipped_total"):
-            if not isinstance(state.get(name), int):
-                raise ValueError(f"{name}: expected an integer")
-        return state
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        # A checkpoint is only a cache of work done: a damaged one costs a restart, not the run.
-        tell(f"ignoring {path}: unreadable checkpoint ({exc}); starting over")
-        return None
-
-
 class _NoBar:
+    """A progress bar that shows nothing."""
+
     def update(self, n: int) -> None:
         pass
 
@@ -429,6 +307,7 @@ class _NoBar:
 
 
 def _progress(show: bool) -> Any:
+    """A tqdm bar on stderr, or a silent stand-in."""
     if not show:
         return _NoBar()
     from tqdm import tqdm

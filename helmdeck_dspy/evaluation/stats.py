@@ -52,6 +52,7 @@ class Reservoir:
     total: float = 0.0
 
     def add(self, value: float) -> None:
+        """Count ``value`` and keep it in the sample with the reservoir's probability."""
         self.total += value
         if self.maximum is None or value > self.maximum:
             self.maximum = value
@@ -152,6 +153,7 @@ class Reservoir:
         return pairs[-1][0]
 
     def summary(self) -> dict[str, float | int | None]:
+        """Count, mean, max and sample percentiles (None where there are no values)."""
         return {
             "n": self.count,
             "mean": (self.total / self.count) if self.count else None,

@@ -57,5 +57,6 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
+    """Replace ``path`` with ``text`` (UTF-8) atomically, as :func:`atomic_writer` does."""
     with atomic_writer(path) as handle:
         handle.write(text)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from helmdeck_dspy.errors import DataFileError
+from helmdeck_dspy.io.jsonl import json_error_text
 
 _AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
 
@@ -47,11 +48,15 @@ def read_text(path: str | Path, error: type[DataFileError] = DataFileError) -> s
 
 
 def read_json(path: str | Path, error: type[DataFileError] = DataFileError, what: str = "") -> Any:
-    """Read and decode a JSON file; unreadable, non-UTF-8 and invalid files raise ``error``
-    (``what``, e.g. "not an eval report.json", prefixes the JSON messages)."""
-    from helmdeck_dspy.io.jsonl import json_error_text
+    """Read and decode a JSON file; unreadable, non-UTF-8 and invalid files raise ``error``.
 
-    text = read_text(path, error)
+    ``what`` (e.g. "not an eval report.json") prefixes the JSON messages.
+    """
+    return parse_json(read_text(path, error), path, error, what)
+
+
+def parse_json(text: str, path: str | Path, error: type[DataFileError] = DataFileError, what: str = "") -> Any:
+    """Decode the JSON ``text`` of ``path``; a syntax error names the line and column (see :func:`read_json`)."""
     prefix = f"{what}: " if what else ""
     try:
         return json.loads(text)

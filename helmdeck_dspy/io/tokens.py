@@ -48,3 +48,11 @@ def count_message_tokens(system: str, messages: list[dict[str, str]]) -> int:
     for m in messages:
         total += count_tokens(m.get("content", "")) + 4
     return total
+
+
+def truncate_tokens(text: str, tokens: int) -> str:
+    """``text`` cut to its first ``tokens`` tokens (cl100k_base, or 4 characters a token)."""
+    enc = _encoding()
+    if enc is None:
+        return text[: tokens * 4]
+    return enc.decode(enc.encode(text, disallowed_special=())[:tokens])

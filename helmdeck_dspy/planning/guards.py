@@ -15,10 +15,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from helmdeck_dspy.signatures.types import PIPELINE_RUN_TOOL, Complexity, PlanStep
-
-UNKNOWN_TOOL = "unknown"
-PLANNER_TOOLS = frozenset({"helmdeck.plan", "helmdeck__plan"})
+from helmdeck_dspy.domain import (
+    PIPELINE_RUN_TOOL,
+    PLANNER_TOOL_IDS,
+    UNKNOWN_TOOL,
+    Complexity,
+    complexity_for,
+)
+from helmdeck_dspy.signatures.types import PlanStep
 
 REASON_NO_TOOL = "step had no tool id"
 REASON_SELF_CALL = "helmdeck.plan cannot call itself; rejected"
@@ -40,7 +44,7 @@ def _reason(step: PlanStep, catalog_ids: Collection[str], pipeline_ids: Collecti
     tool = step.tool.strip()
     if not tool:
         return REASON_NO_TOOL
-    if tool in PLANNER_TOOLS:
+    if tool in PLANNER_TOOL_IDS:
         return REASON_SELF_CALL
     if tool == PIPELINE_RUN_TOOL:
         pid = step.args.get("id")
@@ -72,12 +76,8 @@ def guard_steps(
 
 
 def derive_complexity(steps: list[GuardedStep]) -> Complexity:
-    """single-action (0 or 1 non-pipeline step), pipeline-direct (1 pipeline run), pack-chain (2+)."""
-    if len(steps) >= 2:
-        return "pack-chain"
-    if len(steps) == 1 and steps[0].tool == PIPELINE_RUN_TOOL:
-        return "pipeline-direct"
-    return "single-action"
+    """The complexity of guarded steps (see :func:`helmdeck_dspy.domain.complexity_for`)."""
+    return complexity_for([s.tool for s in steps])
 
 
 REWRITE_FOOTER = (

@@ -20,13 +20,15 @@ import time
 import warnings
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from platformdirs import user_data_dir
 from pydantic import BaseModel, Field
 
 from helmdeck_dspy.catalog.text import tokenize
-from helmdeck_dspy.signatures.types import PIPELINE_RUN_TOOL
+from helmdeck_dspy.domain import PIPELINE_RUN_TOOL, UNKNOWN_TOOL
 
 AUDIT_TTL_SECONDS = 30 * 24 * 3600
 MY_PLANS_LIMIT = 25
@@ -38,8 +40,6 @@ def data_dir() -> Path:
     env = os.environ.get("HELMDECK_DSPY_HOME")
     if env:
         return Path(env)
-    from platformdirs import user_data_dir
-
     return Path(user_data_dir("helmdeck-dspy", appauthor=False))
 
 
@@ -186,8 +186,6 @@ class HistoryStore:
 
     def my_plans(self, caller: str | None = None, *, now: int | None = None) -> MyPlans:
         """helmdeck's ``my-plans`` projection for one caller."""
-        from datetime import datetime, timezone
-
         who = caller or "unknown"
         groups: dict[str, list[AuditRow]] = {}
         for row in self.rows(who, now=now):
@@ -197,7 +195,7 @@ class HistoryStore:
         for sha, rows in groups.items():
             complexities = Counter(r.complexity for r in rows)
             complexity = sorted(complexities.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
-            tools = Counter(s.tool for r in rows for s in r.steps if s.tool not in ("", "unknown"))
+            tools = Counter(s.tool for r in rows for s in r.steps if s.tool not in ("", UNKNOWN_TOOL))
             models = Counter(r.model for r in rows if r.model)
             out.append(
                 PlanGroup(

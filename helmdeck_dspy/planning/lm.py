@@ -2,14 +2,17 @@
 
 - ``replay:PATH`` — serve the completions recorded in a trace file, in file order;
 - ``sim:PROFILE`` — the simulated tier LM (profiles under ``eval/profiles/``);
+- ``local:NAME`` — an installed local model, served by llama.cpp for the life of the process
+  (:mod:`helmdeck_dspy.local.endpoint`) and then called as the live OpenAI-compatible endpoint below;
 - anything else — a LiteLLM model string (``openrouter/...``, ``ollama_chat/...``,
   ``openai/...`` with ``api_base``), called live with a timeout and retries.
 
 Live LMs go through DSPy's engine selection (``engine="auto"``: DSPy's native lm15 client for
 the providers it knows, LiteLLM for the rest); ``engine="litellm"`` forces LiteLLM. The planner
-builds its LMs with ``num_retries=0`` and the timeout of its :class:`RetryPolicy`: retries are
-:mod:`helmdeck_dspy.planning.resilience.loop`'s, typed and counted, never DSPy's or LiteLLM's as well. The
-API key, when given, lives only on the LM object; nothing the project writes includes it.
+builds its LMs with ``num_retries=0`` and the timeout of its retry policy: retries are
+:func:`helmdeck_dspy.planning.resilience.loop.run_plan`'s, typed and counted, never DSPy's or
+LiteLLM's as well. The API key, when given, lives only on the LM object; nothing the project
+writes includes it.
 """
 
 from __future__ import annotations
@@ -17,11 +20,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from helmdeck_dspy.domain import DEFAULT_TIMEOUT_S
 from helmdeck_dspy.errors import LMSpecError
+from helmdeck_dspy.local.endpoint import SPEC_PREFIX as LOCAL_PREFIX
+from helmdeck_dspy.local.endpoint import local_lm_args
+from helmdeck_dspy.planning.redaction import (
+    protect_loggers,
+    register_env_secrets,
+    register_secret,
+)
 
-DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_RETRIES = 2
-
+"""Retries a live LM built outside the planner makes on its own (the planner builds with 0)."""
 
 
 def lm_kind(spec: str) -> str:
@@ -53,13 +63,24 @@ def make_lm(
 ) -> Any:
     """Build a ``dspy.LM`` for an LM spec (see module docstring).
 
-    ``timeout``, ``num_retries``, ``api_key`` and ``engine`` apply to live LMs only.
+    Args:
+        spec: ``replay:PATH``, ``sim:PROFILE`` or a LiteLLM model string.
+        api_base: API base URL for a live OpenAI-compatible endpoint.
+        timeout: HTTP timeout of a live LM, in seconds.
+        num_retries: Retries a live LM makes on its own.
+        cache: Use DSPy's response cache (live and simulated LMs).
+        seed: The simulated LM's seed.
+        api_key: API key of a live LM (kept on the LM only).
+        engine: DSPy engine selection of a live LM (``auto``, ``litellm``, ``lm15``).
+
+    Raises:
+        LMSpecError: The spec names no replay file, profile or ``provider/model``.
     """
-    import dspy
+    import dspy  # heavy: kept off the import path of lm_kind / trace_source users
 
     kind = lm_kind(spec)
     if kind == "replay":
-        from helmdeck_dspy.engines.replay import ReplayEngine
+        from helmdeck_dspy.engines.replay import ReplayEngine  # imports dspy
 
         path = Path(spec.removeprefix("replay:"))
         if not path.is_file():
@@ -67,21 +88,21 @@ def make_lm(
         # No cache: a cached answer would not consume the next record.
         return dspy.LM(f"replay/{path.name}", engine=ReplayEngine(path), cache=False)
     if kind == "sim":
-        from helmdeck_dspy.engines.sim import SimEngine, load_profile, sim_model_name
+        from helmdeck_dspy.engines.sim import (  # imports dspy
+            SimEngine,
+            load_profile,
+            sim_model_name,
+        )
 
         profile = load_profile(spec.removeprefix("sim:"))
         return dspy.LM(sim_model_name(profile, seed), engine=SimEngine(profile, seed=seed), cache=cache)
+    if spec.startswith(LOCAL_PREFIX):  # a managed local server, then the ordinary live path
+        spec, api_base, api_key = local_lm_args(spec.removeprefix(LOCAL_PREFIX))
     if "/" not in spec:
         raise LMSpecError(f"not a LiteLLM model string (provider/model): {spec!r}; or use replay:PATH / sim:PROFILE")
     kwargs: dict[str, Any] = {"timeout": timeout}
     if api_base:
         kwargs["api_base"] = api_base
-    from helmdeck_dspy.planning.redaction import (
-        protect_loggers,
-        register_env_secrets,
-        register_secret,
-    )
-
     register_secret(api_key)
     register_env_secrets()  # keys LiteLLM reads from the environment are masked the same way
     protect_loggers()

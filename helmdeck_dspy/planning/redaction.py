@@ -12,8 +12,12 @@ given registered (:func:`register_secret`).
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import Iterable
+from typing import TypeVar
+
+from pydantic import BaseModel
 
 MASK = "[REDACTED]"
 
@@ -53,6 +57,19 @@ def redact(text: str | None, secrets: Iterable[str | None] = (), *, patterns: bo
     return text
 
 
+M = TypeVar("M", bound=BaseModel)
+
+
+def scrub(model: M, secrets: Iterable[str | None]) -> M:
+    """``model`` with every known secret masked wherever it appears in its fields (model output
+    that repeats a credential, e.g. from an echoing proxy); the same object when none does."""
+    secrets = [s for s in secrets if s]
+    text = model.model_dump_json()
+    if not any(s in text for s in secrets):
+        return model
+    return type(model).model_validate_json(redact(text, secrets, patterns=False) or text)
+
+
 def secret_values(lm: object) -> list[str]:
     """The credential values an LM object holds (its ``api_key`` and header values that look like
     one), and every secret registered in this process."""
@@ -82,14 +99,13 @@ def register_secret(value: str | None) -> None:
 
 def register_env_secrets(environ: dict[str, str] | None = None) -> None:
     """Register the values of ``*_API_KEY`` / ``*_TOKEN`` variables, where LiteLLM finds keys."""
-    import os
-
     for name, value in (environ if environ is not None else os.environ).items():
         if name.upper().endswith(("_API_KEY", "_TOKEN", "_SECRET")):
             register_secret(value)
 
 
 def known_secrets() -> frozenset[str]:
+    """Every secret registered in this process."""
     return frozenset(_KNOWN)
 
 
@@ -113,8 +129,7 @@ class RedactingFilter(logging.Filter):
 
 _FILTER = RedactingFilter()
 
-LOGGERS = ("helmdeck_dspy", "helmdeck_dspy.catalog.filter", "helmdeck_dspy.planning.planner", "helmdeck_dspy.planning.resilience.loop",
-           "helmdeck_dspy.tracking.mlflow", "helmdeck_dspy.cli.main")
+LOGGERS = ("helmdeck_dspy", "helmdeck_dspy.catalog.filter", "helmdeck_dspy.tracking.mlflow")
 """Project loggers that can quote an exception's text (a filter applies only where a record starts)."""
 
 

@@ -15,13 +15,14 @@ from pydantic import BaseModel, Field
 from helmdeck_dspy.catalog.compact import Trim
 from helmdeck_dspy.decoding.causes import FailureCause
 from helmdeck_dspy.decoding.parsing import Outcome, ParseResult
+from helmdeck_dspy.domain import Complexity, Variant
 from helmdeck_dspy.planning.guards import (
     GuardedStep,
     derive_complexity,
     guard_steps,
     render_rewritten_prompt,
 )
-from helmdeck_dspy.signatures.types import Complexity, PlanOutput, PlanStep
+from helmdeck_dspy.signatures.types import PlanOutput, PlanStep
 
 
 class Attempt(BaseModel):
@@ -68,7 +69,7 @@ class PlanResult(BaseModel):
     complexity: Complexity = "single-action"
     reasoning: str = ""
     rewritten_prompt: str = ""
-    prompt_variant_used: Literal["full_steps", "single_pick"]
+    prompt_variant_used: Variant
     more_steps_likely: bool = False
     model: str
     tier: str
@@ -110,7 +111,7 @@ def build_result(
     parse: ParseResult,
     *,
     intent: str,
-    variant: Literal["full_steps", "single_pick"],
+    variant: Variant,
     model: str,
     tier: str,
     catalog_ids: Collection[str],

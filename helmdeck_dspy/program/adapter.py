@@ -33,18 +33,25 @@ from helmdeck_dspy.program.calls import (
     completion_from_response,
     log_completion,
 )
+from helmdeck_dspy.program.sections import (
+    ANSWER_FORMAT_MARK,
+    CATALOG_HEADER,
+    CLOSING_LINE,
+    CONTEXT_HEADER,
+    PRIOR_STEPS_HEADER,
+    REQUEST_HEADER,
+)
 
-CATALOG_HEADER = "CATALOG (packs and pipelines you may call):"
-__all__ = ["CATALOG_HEADER", "PlanAdapter", "PlanParseError", "RenderOptions", "capture_completions"]
+__all__ = ["PlanAdapter", "PlanParseError", "RenderOptions", "capture_completions"]
 
 _CONFIG_KEYS = ("max_tokens", "temperature", "top_p", "stop", "seed", "response_format")
 
-FORMAT_FULL_STEPS = """ANSWER FORMAT: one JSON object and nothing else (no prose, no code fences):
+FORMAT_FULL_STEPS = ANSWER_FORMAT_MARK + """: one JSON object and nothing else (no prose, no code fences):
 {"steps": [{"order": 1, "tool": "<catalog id>", "args": {}, "rationale": "<one sentence>"}],
  "complexity": "single-action" | "pipeline-direct" | "pack-chain",
  "reasoning": "<one to three sentences>"}"""
 
-FORMAT_SINGLE_PICK = """ANSWER FORMAT: one JSON object and nothing else (no prose, no code fences):
+FORMAT_SINGLE_PICK = ANSWER_FORMAT_MARK + """: one JSON object and nothing else (no prose, no code fences):
 {"steps": [{"order": 1, "tool": "<catalog id>", "args": {}, "rationale": "<one sentence>"}],
  "complexity": "single-action" | "pipeline-direct" | "pack-chain",
  "more_steps_likely": true | false,
@@ -143,16 +150,16 @@ class PlanAdapter(dspy.Adapter):
 
     @staticmethod
     def request_text(intent: str, context: Any = None, prior_steps: Any = None) -> str:
-        parts = [f"USER REQUEST:\n{intent.strip()}"]
+        parts = [f"{REQUEST_HEADER}\n{intent.strip()}"]
         if context is not None and str(context).strip():
             ctx = context if isinstance(context, str) else json.dumps(_jsonable(context), ensure_ascii=False)
-            parts.append(f"CONTEXT:\n{ctx.strip()}")
+            parts.append(f"{CONTEXT_HEADER}\n{ctx.strip()}")
         if prior_steps:
             lines = []
             for s in _jsonable(prior_steps):
                 args = json.dumps(s.get("args") or {}, ensure_ascii=False, separators=(",", ":"))
                 lines.append(f"{s.get('order', len(lines) + 1)}. {s.get('tool')} {args} -> {s.get('output', '')}".rstrip())
-            parts.append("PRIOR STEPS (already done):\n" + "\n".join(lines))
+            parts.append(f"{PRIOR_STEPS_HEADER}\n" + "\n".join(lines))
         return "\n\n".join(parts)
 
     def format_demos(self, signature: Any, demos: list[Any]) -> list[dict[str, str]]:
@@ -175,7 +182,7 @@ class PlanAdapter(dspy.Adapter):
         user = self.request_text(inputs["user_intent"], inputs.get("context"), inputs.get("prior_steps"))
         if not self.options.catalog_in_system:
             user = f"{CATALOG_HEADER}\n{catalog}\n\n{user}"
-        user += "\n\nReturn the JSON object now."
+        user += f"\n\n{CLOSING_LINE}"
         return [
             {"role": "system", "content": self.system_message(signature, catalog)},
             *self.format_demos(signature, demos),

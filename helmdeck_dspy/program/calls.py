@@ -7,11 +7,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from helmdeck_dspy.decoding.parsing import ParseResult
-
-CallKind = Literal["plan", "filter"]
+from helmdeck_dspy.engines.base import LATENCY_KEY, raw_finish_reason
+from helmdeck_dspy.program.sections import CallKind
 
 
 @dataclass
@@ -61,12 +61,8 @@ def completion_from_response(
     """Build a :class:`Completion` from an lm15 Response (content, reasoning, raw finish, usage)."""
     from dspy.lm15 import TextPart, ThinkingPart
 
-    from helmdeck_dspy.engines.base import raw_finish_reason
-
     parts = response.message.parts if response.message is not None else []
     usage = response.usage
-    from helmdeck_dspy.engines.base import LATENCY_KEY
-
     simulated = (response.provider_data or {}).get(LATENCY_KEY)  # a simulating engine's latency
     if simulated is not None:
         latency_ms = float(simulated)

@@ -12,8 +12,9 @@ from typing import Any
 
 import dspy
 
+from helmdeck_dspy.domain import Variant
 from helmdeck_dspy.program.adapter import PlanAdapter, RenderOptions
-from helmdeck_dspy.signatures.plan import Variant, signature_for
+from helmdeck_dspy.signatures.plan import signature_for
 
 
 class PlanModule(dspy.Module):

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from helmdeck_dspy.errors import DataFileError
-from helmdeck_dspy.io.jsonl import OnError, iter_jsonl
+from helmdeck_dspy.io.datafiles import parse_json, read_text
+from helmdeck_dspy.io.jsonl import OnError, iter_jsonl, skip_or_raise
 from helmdeck_dspy.traces.record import TraceRecord
 
 IMPORT_FORMATS = ("openai", "llamastack")
@@ -29,30 +30,19 @@ IMPORT_FORMATS = ("openai", "llamastack")
 
 def _objects(path: Path, on_error: OnError, report: Callable[[DataFileError], None] | None) -> Iterator[tuple[int, dict]]:
     """One JSON object, a JSON list of objects, or JSONL — with line numbers where there are lines."""
-    try:
-        head = path.read_text(encoding="utf-8", errors="replace")[:4096].lstrip()
-    except OSError as exc:
-        raise DataFileError(str(path), f"cannot read: {exc.strerror}") from None
-    if head.startswith("["):
-        try:
-            items = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise DataFileError(str(path), f"not valid JSON: {exc}", line=getattr(exc, "lineno", None)) from None
-        for i, item in enumerate(items, 1):
+    text = read_text(path)
+    if text.lstrip().startswith("["):
+        for i, item in enumerate(parse_json(text, path), 1):
             if isinstance(item, dict):
                 yield i, item
             else:
                 err = DataFileError(str(path), f"item {i}: expected a JSON object, got {type(item).__name__}")
-                if on_error == "fail":
-                    raise err
-                if report:
-                    report(err)
+                skip_or_raise(err, on_error, report)
         return
-    text = path.read_text(encoding="utf-8")
     try:
         whole = json.loads(text)
-    except ValueError:
-        whole = None
+    except (ValueError, RecursionError):
+        whole = None  # not one JSON document: JSON Lines
     if isinstance(whole, dict):
         yield 1, whole
         return
@@ -145,8 +135,4 @@ def import_traces(
         try:
             yield convert(obj, line)
         except (ValueError, TypeError) as exc:
-            err = DataFileError(str(p), str(exc).splitlines()[0], line=line)
-            if on_error == "fail":
-                raise err from None
-            if report is not None:
-                report(err)
+            skip_or_raise(DataFileError(str(p), str(exc).splitlines()[0], line=line), on_error, report)

@@ -1,22 +1,32 @@
 """Trace sets on disk: JSONL (streamed), Parquet (streamed by row batch) and saved Hugging Face
-``datasets`` (a directory written by ``save_to_disk``)."""
+``datasets`` (a directory written by ``save_to_disk``).
+
+:func:`decode_record` is the one place a trace line (or a Parquet / dataset row) becomes a
+:class:`~helmdeck_dspy.traces.record.TraceRecord`: :func:`load_traces`, :func:`read_traces` and the
+evaluator's workers all use it, so a bad line reads ``file:line: <the same detail>`` everywhere.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from helmdeck_dspy.errors import DataFileError, TraceFileError
+from pydantic import ValidationError
+
+from helmdeck_dspy.domain import MAX_JSON_DEPTH
+from helmdeck_dspy.errors import DataFileError, TraceFileError, validation_message
 from helmdeck_dspy.io.atomic import atomic_writer
 from helmdeck_dspy.io.jsonl import (
-    TORN,
     BadRow,
-    is_torn,
-    json_error_text,
-    reject_unwritable,
+    OnError,
+    decode_object,
+    json_deeper_than,
+    skip_or_raise,
     text_lines,
 )
 from helmdeck_dspy.traces.record import TraceRecord, write_traces
@@ -57,12 +67,8 @@ def check_not_empty(path: Path) -> None:
     raise TraceFileError(str(path), "empty: no trace records (expected one JSON object per line)")
 
 
-def describe_bad_line(raw: str, detail: str) -> str:
-    """The error text for a line that failed to parse: a torn last line says so."""
-    return TORN if is_torn(raw) else detail
-
-
 def file_sha256(path: Path) -> str:
+    """The sha256 of a file, or of every file under a directory (sorted by path)."""
     h = hashlib.sha256()
     files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
     for f in files:
@@ -165,9 +171,6 @@ def save_traces(records: Iterable[TraceRecord], out: str | Path) -> int:
         with atomic_writer(target, "wb") as handle:
             pq.write_table(table, handle)
         return table.num_rows
-    import shutil
-    import tempfile
-
     import datasets
 
     # save_to_disk writes several files: build the dataset in a sibling directory, then swap it in.
@@ -183,46 +186,81 @@ def save_traces(records: Iterable[TraceRecord], out: str | Path) -> int:
     return table.num_rows
 
 
-def load_traces(path: str | Path, *, on_error: str = "fail", report=None) -> Iterator[TraceRecord]:
-    """Stream records from any supported format (see :func:`detect_format`)."""
-    from pydantic import ValidationError
+def decode_record(raw: str | dict[str, Any] | BadRow) -> TraceRecord | BadRow:
+    """The one place a trace line or row becomes a record: the record, or a :class:`BadRow` saying why not.
 
+    Args:
+        raw: A JSONL line (with its newline when it had one, so a torn last line shows), a
+            Parquet or dataset row, or the :class:`BadRow` of a line that could not be read.
+
+    A line goes through pydantic's JSON parser in one pass (the evaluator's hot path). A line it
+    rejects, or whose unknown fields nest deeper than :data:`~helmdeck_dspy.domain.MAX_JSON_DEPTH`
+    (the declared fields are scalars), is decoded again with
+    :func:`~helmdeck_dspy.io.jsonl.decode_object` and validated from the object, so every reader
+    describes a bad line with the same text.
+    """
+    if isinstance(raw, str):
+        try:
+            rec = TraceRecord.model_validate_json(raw)
+        except ValidationError:
+            rec = None  # described below, exactly as for any other reader
+        if rec is not None and not (rec.model_extra and json_deeper_than(rec.model_extra, MAX_JSON_DEPTH)):
+            return rec
+        raw = decode_object(raw)
+    if isinstance(raw, BadRow):
+        return raw
+    try:
+        return TraceRecord.model_validate(raw)
+    except ValidationError as exc:
+        return BadRow(validation_message(exc, with_input=True))
+
+
+def _records(
+    path: Path, rows: Iterable[tuple[int, Any]], on_error: OnError | str, report: Callable[[DataFileError], None] | None
+) -> Iterator[TraceRecord]:
+    for line_no, raw in rows:
+        rec = decode_record(raw)
+        if isinstance(rec, BadRow):
+            skip_or_raise(TraceFileError(str(path), rec.detail, line=line_no), on_error, report)
+        else:
+            yield rec
+
+
+def load_traces(
+    path: str | Path,
+    *,
+    on_error: OnError | str = "fail",
+    report: Callable[[DataFileError], None] | None = None,
+) -> Iterator[TraceRecord]:
+    """Stream the records of a trace set in any supported format (see :func:`detect_format`).
+
+    Args:
+        path: A ``.jsonl`` / ``.json`` / ``.ndjson`` file, a ``.parquet`` file or a saved dataset.
+        on_error: ``fail`` raises at the first bad record; ``skip`` reports it and goes on.
+        report: Called with each skipped record's error (``skip`` mode).
+
+    Raises:
+        TraceFileError: the path is missing, empty or unreadable, or (``fail``) a record is invalid.
+    """
     p = Path(path)
     fmt = detect_format(p)
     if fmt == "jsonl":
         check_not_empty(p)
-    for line_no, raw in iter_raw_rows(p, fmt):
-        try:
-            if isinstance(raw, BadRow):
-                raise ValueError(raw.detail)
-            try:
-                obj = json.loads(raw) if isinstance(raw, str) else raw
-            except ValueError as exc:
-                raise ValueError(describe_bad_line(raw, f"expected one JSON object per line: {json_error_text(exc)}")) from None
-            if not isinstance(obj, dict):
-                raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
-            if isinstance(raw, str):
-                reject_unwritable(raw, obj)
-            yield TraceRecord.model_validate(obj)
-        except ValidationError as exc:
-            _fail(TraceFileError(str(p), _validation_detail(exc), line=line_no), on_error, report)
-        except (ValueError, RecursionError) as exc:
-            _fail(TraceFileError(str(p), str(exc).splitlines()[0], line=line_no), on_error, report)
+    yield from _records(p, iter_raw_rows(p, fmt), on_error, report)
 
 
-def _validation_detail(exc: Any) -> str:
-    e = exc.errors()[0]
-    loc = ".".join(str(x) for x in e["loc"]) or "record"
-    if e["type"] == "missing":
-        return f"{loc}: {e['msg']}"
-    return f"{loc}: {e['msg']} (got {e.get('input')!r:.60})"
+def read_traces(
+    path: str | Path,
+    *,
+    on_error: OnError | str = "fail",
+    report: Callable[[DataFileError], None] | None = None,
+) -> Iterator[TraceRecord]:
+    """Stream the records of one JSONL trace file, whatever its name (an empty file has none).
 
-
-def _fail(err: DataFileError, on_error: str, report: Any) -> None:
-    if on_error == "fail":
-        raise err
-    if report is not None:
-        report(err)
+    Args and errors as :func:`load_traces`.
+    """
+    p = Path(path)
+    yield from _records(p, text_lines(p, TraceFileError), on_error, report)
 
 
 def load_traces_dataset(path: str | Path) -> Any:

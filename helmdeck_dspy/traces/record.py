@@ -1,27 +1,27 @@
-"""The trace record (design §4) and JSONL reading/writing.
+"""The trace record (design §4), and writing records as JSON Lines.
 
 A trace record is one planning completion as it came back — content, reasoning, finish_reason,
 tokens, latency — with what produced it (source, model, tier, prompt variant, task). Unknown
-fields are kept; missing optional fields are null.
+fields are kept; missing optional fields are null. Reading trace files is
+:mod:`helmdeck_dspy.traces.io`'s job (one decoder for every reader).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from helmdeck_dspy.errors import DataFileError, TraceFileError
 from helmdeck_dspy.io.atomic import atomic_writer
-from helmdeck_dspy.io.jsonl import OnError, iter_jsonl
 
 
 def utc_now() -> str:
+    """The current UTC time in ISO 8601, to the second (a record's ``recorded_at``)."""
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
@@ -76,27 +76,6 @@ class TraceRecord(BaseModel):
     call: str = Field(default="plan", description='"plan", or "filter" for the two-pass filter call.')
 
 
-def read_traces(
-    path: str | Path,
-    *,
-    on_error: OnError = "fail",
-    report: Callable[[DataFileError], None] | None = None,
-) -> Iterator[TraceRecord]:
-    """Stream trace records from a JSONL file; invalid lines raise or are reported and skipped."""
-    for line_no, obj in iter_jsonl(path, on_error=on_error, report=report, error_type=TraceFileError):
-        try:
-            yield TraceRecord.model_validate(obj)
-        except ValidationError as exc:
-            e = exc.errors()[0]
-            loc = ".".join(str(x) for x in e["loc"]) or "record"
-            got = "" if e["type"] == "missing" else f" (got {e.get('input')!r:.60})"
-            err = TraceFileError(str(path), f"{loc}: {e['msg']}{got}", line=line_no)
-            if on_error == "fail":
-                raise err from None
-            if report is not None:
-                report(err)
-
-
 def write_traces(records: Iterable[TraceRecord], path: str | Path) -> int:
     """Write records as JSONL atomically (a temporary file renamed into place). Returns the count."""
     n = 0
@@ -139,4 +118,5 @@ def append_line(text: str, path: str | Path, *, fsync: bool = False) -> None:
 
 
 def records_from(items: Iterable[dict[str, Any] | TraceRecord]) -> list[TraceRecord]:
+    """Records from a mix of records and plain dicts (validated)."""
     return [i if isinstance(i, TraceRecord) else TraceRecord.model_validate(i) for i in items]

@@ -19,11 +19,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from helmdeck_dspy.domain import VARIANTS
 from helmdeck_dspy.engines.profile import SimProfile, list_profiles, load_profile
+from helmdeck_dspy.planning.lm import make_lm, trace_source
 from helmdeck_dspy.tasks import PlanTask
-from helmdeck_dspy.traces.record import read_traces, write_traces
-
-VARIANTS = ("full_steps", "single_pick")
+from helmdeck_dspy.traces.io import read_traces
+from helmdeck_dspy.traces.record import write_traces
 
 
 def resolve_profiles(names: Iterable[str]) -> list[SimProfile]:
@@ -46,7 +47,7 @@ def _run(
     progress: Callable[[int], None] | None,
 ) -> int:
     """``runs``: (LM, model id for the budget lookup, the records' ``source``)."""
-    from helmdeck_dspy.planning.planner import Planner
+    from helmdeck_dspy.planning.planner import Planner  # imports dspy
 
     chosen = list(itertools.islice(itertools.cycle(tasks), n)) if n else list(tasks)
     variants = list(variants)
@@ -96,7 +97,7 @@ def simulate(
     """Plan the tasks with each simulated profile; returns the number of plan records written."""
     import dspy
 
-    from helmdeck_dspy.engines.sim import SimEngine, sim_model_name
+    from helmdeck_dspy.engines.sim import SimEngine, sim_model_name  # imports dspy
 
     runs = [
         (dspy.LM(sim_model_name(p, seed), engine=SimEngine(p, seed=seed), cache=False), model or p.model, f"sim:{p.name}")
@@ -119,8 +120,6 @@ def record(
     progress: Callable[[int], None] | None = None,
 ) -> int:
     """Plan the tasks with ``lm_spec`` (default: ``model`` itself, live); returns the plan records written."""
-    from helmdeck_dspy.planning.lm import make_lm, trace_source
-
     spec = lm_spec or model
     source = trace_source(spec)
     return _run(

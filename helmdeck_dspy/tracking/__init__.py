@@ -1,0 +1,1 @@
+"""Experiment tracking (MLflow) for eval and compile runs."""

@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from helmdeck_dspy.errors import InputError
+
 if TYPE_CHECKING:  # pragma: no cover
     from mlflow.tracking import MlflowClient
 
@@ -103,6 +105,7 @@ class _Keys:
         self.values: dict[str, Any] = {}
 
     def put(self, key: str, value: Any) -> None:
+        """Store ``value`` under the sanitised ``key``, made unique."""
         k = safe_key(key)
         if k in self.values:
             i = 2
@@ -325,7 +328,7 @@ def log_compile_run(
 
     Raises:
         FileNotFoundError: ``program_path`` does not exist.
-        ValueError: a metric is not a finite-or-NaN number.
+        InputError: a metric is not a finite-or-NaN number.
     """
     program = Path(program_path)
     if not program.exists():
@@ -340,9 +343,9 @@ def log_compile_run(
         try:
             value = float(v)
         except (TypeError, ValueError):
-            raise ValueError(f"metric {k!r}: expected a number, got {v!r}") from None
+            raise InputError(f"metric {k!r}: expected a number, got {v!r}") from None
         if math.isinf(value):
-            raise ValueError(f"metric {k!r}: infinite")
+            raise InputError(f"metric {k!r}: infinite")
         mkeys.put(str(k), value)
     uri = tracking_uri or default_tracking_uri()
     with _quiet():

@@ -157,7 +157,7 @@ def test_apply_keeps_comments_and_untouched_rows_and_adds_an_exact_row(tmp_path)
 def test_cli_calibrate_json_and_apply(tmp_path):
     from click.testing import CliRunner
 
-    from helmdeck_dspy.cli.main import cli
+    from helmdeck_dspy.cli.app import cli
 
     traces = tmp_path / "t.jsonl"
     simulate([load_profile("frontier-like")], load_tasks("train"), traces, n=100, model="brand-new-vendor/frontier-x")

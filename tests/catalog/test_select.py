@@ -9,7 +9,7 @@ import pytest
 
 from helmdeck_dspy.catalog.compact import compact_catalog
 from helmdeck_dspy.catalog.models import RoutingGuide
-from helmdeck_dspy.catalog.ranking.registry import rank_lexical, should_escalate
+from helmdeck_dspy.catalog.ranking import rank_lexical, should_escalate
 from helmdeck_dspy.catalog.select import restrict_catalog, select_catalog
 
 from .conftest import big_catalog_dict, budget

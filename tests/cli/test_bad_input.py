@@ -1,7 +1,7 @@
 """Bad input everywhere gives one clear error line and exit 1 (data) or 2 (usage), never a traceback.
 
 Each case writes one bad file (catalog, trace file, budget table, compiled program or manifest,
-task file) or passes bad arguments, runs the real CLI entry point (``helmdeck_dspy.cli.main.main``)
+task file) or passes bad arguments, runs the real CLI entry point (``helmdeck_dspy.cli.main``)
 and checks: the exit code; that stderr holds exactly one error line (``error: ...`` for data
 errors, ``Error: ... (see '... --help')`` for usage errors; either is the whole of stderr); that
 the line names the file and the line or field; and that no traceback appears anywhere.
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from helmdeck_dspy.cli.main import main
+from helmdeck_dspy.cli import main
 from helmdeck_dspy.io.resources import default_catalog_path
 from tests.conftest import PROJECT_ROOT
 
@@ -244,9 +244,9 @@ def test_skip_mode_reports_each_bad_line_and_goes_on(tmp_path: Path, capsys: pyt
 
 def test_compiled_program_errors_name_the_file(tmp_path: Path) -> None:
     """A corrupt or wrongly shaped compiled program raises CompiledProgramError naming the file and field."""
-    from helmdeck_dspy.compilation.compiler import load_compiled_state
     from helmdeck_dspy.errors import CompiledProgramError, DataFileError
     from helmdeck_dspy.program.modules import SinglePick
+    from helmdeck_dspy.program.store import load_compiled_state
 
     good = json.loads((PROJECT_ROOT / "compiled" / "tier_C" / "single_pick.json").read_text(encoding="utf-8"))
     bad = {
@@ -284,7 +284,7 @@ def test_console_script_in_a_subprocess(tmp_path: Path, argv: list[str], code: i
     (tmp_path / "b.toml").write_text("[fallback\n", encoding="utf-8")
     args = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     proc = subprocess.run(
-        [sys.executable, "-c", "import sys; from helmdeck_dspy.cli.main import main; main(sys.argv[1:])", *args],
+        [sys.executable, "-c", "import sys; from helmdeck_dspy.cli import main; main(sys.argv[1:])", *args],
         capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False,
     )
     check_error(proc.returncode, proc.stderr, code, (says,))

@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from helmdeck_dspy.cli.main import cli
+from helmdeck_dspy.cli.app import cli
 
 
 def _run(*args: str):
@@ -48,7 +48,7 @@ def test_plans_with_sim_lm_and_scored_traces(bfcl_dir, tmp_path):
     ],
 )
 def test_bad_arguments_give_one_clear_line(bfcl_dir, args, code, message, capsys):
-    from helmdeck_dspy.cli.main import main
+    from helmdeck_dspy.cli import main
 
     with pytest.raises(SystemExit) as exit_info:
         main(["bench", "bfcl", "--data", str(bfcl_dir), *args])

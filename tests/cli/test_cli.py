@@ -9,7 +9,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from helmdeck_dspy.cli.main import cli, main
+from helmdeck_dspy.cli.app import cli, main
 from tests.conftest import PROJECT_ROOT
 
 
@@ -138,7 +138,7 @@ def test_catalog_select_bad_catalog_file(tmp_path, capsys):
 def test_fast_paths_import_no_heavy_libraries(args):
     code = (
         "import sys\n"
-        "from helmdeck_dspy.cli.main import main\n"
+        "from helmdeck_dspy.cli import main\n"
         "try:\n"
         f"    main({args!r})\n"
         "except SystemExit:\n"

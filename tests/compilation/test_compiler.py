@@ -10,14 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from helmdeck_dspy.budgets import budget_for
-from helmdeck_dspy.cli.main import cli, main
-from helmdeck_dspy.compilation.compiler import (
-    CompileResult,
-    TierSetup,
-    compile_program,
-    load_tier_config,
-    manifest_path,
-)
+from helmdeck_dspy.cli.app import cli, main
+from helmdeck_dspy.compilation.compiler import compile_program
+from helmdeck_dspy.compilation.manifest import CompileResult, manifest_path
+from helmdeck_dspy.compilation.tier_setup import TierSetup, load_tier_config
 from helmdeck_dspy.errors import HelmdeckError
 from helmdeck_dspy.planning.lm import make_lm
 from helmdeck_dspy.planning.planner import Planner
@@ -91,7 +87,7 @@ def test_tier_c_prompt_fits_its_token_target(tmp_path):
 
 
 def test_a_tight_prompt_token_target_limits_the_demos(tmp_path, monkeypatch):
-    import helmdeck_dspy.compilation.compiler as compiler
+    import helmdeck_dspy.compilation.tier_setup as compiler
     from helmdeck_dspy.program.modules import MODULES
 
     setup = TierSetup("C", "full_steps")

@@ -6,7 +6,8 @@ import dspy
 import pytest
 
 from helmdeck_dspy.budgets import budget_for
-from helmdeck_dspy.compilation.compiler import TIERS, load_tier_config
+from helmdeck_dspy.compilation.tier_setup import load_tier_config
+from helmdeck_dspy.domain import TIERS
 from helmdeck_dspy.engines.profile import (
     SimProfile,
     list_profiles,

@@ -15,8 +15,8 @@ from helmdeck_dspy.engines.replay import (
     ReplayExhausted,
     ReplayNoFilterRecord,
 )
-from helmdeck_dspy.errors import HelmdeckError
-from helmdeck_dspy.planning.lm import LMSpecError, make_lm
+from helmdeck_dspy.errors import HelmdeckError, LMSpecError
+from helmdeck_dspy.planning.lm import make_lm
 from helmdeck_dspy.planning.planner import Planner
 from helmdeck_dspy.program.calls import capture_completions
 

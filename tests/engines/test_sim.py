@@ -20,7 +20,6 @@ from pathlib import Path
 import dspy
 import pytest
 from dspy.lm15 import Config, Message, Request, TextPart, ThinkingPart
-from helmdeck_dspy.signatures.types import PIPELINE_RUN_TOOL
 
 from helmdeck_dspy.budgets import budget_for
 from helmdeck_dspy.catalog.filter import (
@@ -31,6 +30,7 @@ from helmdeck_dspy.catalog.filter import (
 from helmdeck_dspy.catalog.models import RoutingGuide, load_catalog
 from helmdeck_dspy.catalog.select import restrict_catalog, select_catalog
 from helmdeck_dspy.decoding.parsing import parse_completion
+from helmdeck_dspy.domain import PIPELINE_RUN_TOOL
 from helmdeck_dspy.engines.base import LATENCY_KEY, raw_finish_reason
 from helmdeck_dspy.engines.profile import Planning, Shape, SimProfile, Timing
 from helmdeck_dspy.engines.sim import LEAK_TEXTS, SimEngine

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from helmdeck_dspy.signatures.types import PIPELINE_RUN_TOOL
 
+from helmdeck_dspy.domain import PIPELINE_RUN_TOOL, UNKNOWN_TOOL
 from helmdeck_dspy.evaluation.metric import (
     W_EXACT,
     W_F1,
@@ -14,7 +14,7 @@ from helmdeck_dspy.evaluation.metric import (
     score_plan,
     step_key,
 )
-from helmdeck_dspy.planning.guards import UNKNOWN_TOOL, GuardedStep
+from helmdeck_dspy.planning.guards import GuardedStep
 from helmdeck_dspy.tasks import GoldStep, PlanTask
 
 PIPE = "builtin.brief-rewrite-blog"

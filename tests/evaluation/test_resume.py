@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from helmdeck_dspy.cli.main import main
+from helmdeck_dspy.cli import main
 from helmdeck_dspy.evaluation import runner
 from helmdeck_dspy.evaluation.aggregate import GroupAgg, agg_from_state, agg_to_state
-from helmdeck_dspy.evaluation.runner import checkpoint_path, evaluate
+from helmdeck_dspy.evaluation.checkpoint import checkpoint_path
+from helmdeck_dspy.evaluation.runner import evaluate
 from helmdeck_dspy.evaluation.stats import Reservoir
 from helmdeck_dspy.traces.record import TraceRecord, write_traces
 

@@ -24,10 +24,10 @@ import pytest
 
 from helmdeck_dspy.errors import DataFileError
 from helmdeck_dspy.io import atomic as fileio
+from helmdeck_dspy.traces.io import read_traces
 from helmdeck_dspy.traces.record import (
     TraceRecord,
     append_trace,
-    read_traces,
     write_traces,
 )
 from tests.conftest import PROJECT_ROOT
@@ -220,7 +220,8 @@ def test_budget_table_survives_a_failed_apply(tmp_path, monkeypatch):
 
 
 def test_compiled_program_and_manifest_survive_a_failed_write(tmp_path, monkeypatch):
-    from helmdeck_dspy.compilation.compiler import compile_program, manifest_path
+    from helmdeck_dspy.compilation.compiler import compile_program
+    from helmdeck_dspy.compilation.manifest import manifest_path
     from helmdeck_dspy.program.modules import SinglePick
     from helmdeck_dspy.program.store import program_path
 
@@ -244,6 +245,24 @@ def test_compiled_program_and_manifest_survive_a_failed_write(tmp_path, monkeypa
         with pytest.raises(OSError, match="No space left"):
             compile_program("C", "single_pick", out_root=tmp_path, resume=False)
     assert json.loads(manifest.read_bytes()) == json.loads(old_manifest)
+    _no_temp_files(tmp_path)
+
+
+def test_manifest_survives_a_failed_write_after_the_program_was_saved(tmp_path, monkeypatch):
+    """Programs are saved through the atomic writer too, so the first write of a compile is the
+    program's: let it through and fail the manifest's."""
+    from helmdeck_dspy.compilation.compiler import compile_program
+    from helmdeck_dspy.compilation.manifest import manifest_path
+
+    compile_program("C", "single_pick", out_root=tmp_path)
+    manifest = manifest_path(tmp_path)
+    old_manifest = manifest.read_bytes()
+    with monkeypatch.context() as m:
+        disk = _DiskFull(m, skip=1)
+        with pytest.raises(OSError, match="No space left"):
+            compile_program("C", "single_pick", out_root=tmp_path, resume=False)
+    assert disk.failed == 1
+    assert manifest.read_bytes() == old_manifest
     _no_temp_files(tmp_path)
 
 

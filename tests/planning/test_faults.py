@@ -11,10 +11,10 @@ import warnings
 import pytest
 from click.testing import CliRunner
 
-from helmdeck_dspy.cli.main import cli
+from helmdeck_dspy.cli.app import cli
 from helmdeck_dspy.decoding.causes import FAILURE_CAUSES
 from helmdeck_dspy.planning.planner import Planner
-from helmdeck_dspy.planning.resilience.loop import (
+from helmdeck_dspy.planning.resilience.policy import (
     FallbackChain,
     FallbackModel,
     RetryPolicy,

@@ -4,14 +4,14 @@
 from __future__ import annotations
 
 import pytest
-from helmdeck_dspy.signatures.types import PIPELINE_RUN_TOOL, PlanStep
+from helmdeck_dspy.signatures.types import PlanStep
 
+from helmdeck_dspy.domain import PIPELINE_RUN_TOOL, UNKNOWN_TOOL
 from helmdeck_dspy.planning.guards import (
     REASON_BAD_PIPELINE,
     REASON_NO_TOOL,
     REASON_SELF_CALL,
     REWRITE_FOOTER,
-    UNKNOWN_TOOL,
     GuardedStep,
     derive_complexity,
     guard_steps,

@@ -9,8 +9,8 @@ import time
 import warnings
 
 import pytest
-from helmdeck_dspy.signatures.types import PIPELINE_RUN_TOOL
 
+from helmdeck_dspy.domain import PIPELINE_RUN_TOOL
 from helmdeck_dspy.planning.guards import GuardedStep
 from helmdeck_dspy.planning.history import (
     AUDIT_TTL_SECONDS,

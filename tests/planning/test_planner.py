@@ -11,7 +11,7 @@ from helmdeck_dspy.errors import HelmdeckError
 from helmdeck_dspy.planning.history import HistoryStore
 from helmdeck_dspy.planning.planner import Planner
 from helmdeck_dspy.program.adapter import CATALOG_HEADER
-from helmdeck_dspy.traces.record import read_traces
+from helmdeck_dspy.traces.io import read_traces
 
 NEMOTRON = "openrouter/nvidia/nemotron-3-super-120b-a12b:free"
 SONNET = "anthropic/claude-sonnet-4-6"

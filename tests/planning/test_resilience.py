@@ -17,20 +17,21 @@ from dspy.utils.exceptions import (
 )
 from pydantic import ValidationError
 
-from helmdeck_dspy.errors import DataFileError
+from helmdeck_dspy.errors import DataFileError, DeadlineExceeded
 from helmdeck_dspy.planning.redaction import MASK, redact
-from helmdeck_dspy.planning.resilience.loop import (
-    DeadlineExceeded,
+from helmdeck_dspy.planning.resilience.classify import (
     ErrorInfo,
+    classify_error,
+    retry_after_of,
+    should_retry,
+)
+from helmdeck_dspy.planning.resilience.deadline import call_with_deadline
+from helmdeck_dspy.planning.resilience.loop import run_plan
+from helmdeck_dspy.planning.resilience.policy import (
     FallbackChain,
     FallbackModel,
     RetryPolicy,
-    call_with_deadline,
-    classify_error,
     load_resilience,
-    retry_after_of,
-    run_plan,
-    should_retry,
 )
 from helmdeck_dspy.planning.result import Attempt, PlanResult
 

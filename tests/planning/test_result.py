@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 
-from helmdeck_dspy.signatures.types import PIPELINE_RUN_TOOL, PlanStep
+from helmdeck_dspy.signatures.types import PlanStep
 
 from helmdeck_dspy.catalog.compact import Trim
 from helmdeck_dspy.decoding.parsing import parse_completion
-from helmdeck_dspy.planning.guards import UNKNOWN_TOOL, render_rewritten_prompt
+from helmdeck_dspy.domain import PIPELINE_RUN_TOOL, UNKNOWN_TOOL
+from helmdeck_dspy.planning.guards import render_rewritten_prompt
 from helmdeck_dspy.planning.result import (
     PlanResult,
     build_result,

@@ -12,15 +12,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from helmdeck_dspy.signatures.types import PIPELINE_RUN_TOOL
 
 from helmdeck_dspy.catalog.models import load_catalog
-from helmdeck_dspy.cli.main import cli
-from helmdeck_dspy.planning.guards import UNKNOWN_TOOL
+from helmdeck_dspy.cli.app import cli
+from helmdeck_dspy.domain import PIPELINE_RUN_TOOL, UNKNOWN_TOOL
 from helmdeck_dspy.planning.history import HistoryStore
 from helmdeck_dspy.planning.planner import Planner
-from helmdeck_dspy.planning.resilience.loop import RetryPolicy
-from helmdeck_dspy.traces.record import read_traces
+from helmdeck_dspy.planning.resilience.policy import RetryPolicy
+from helmdeck_dspy.traces.io import read_traces
 from tests.fault_server import FaultServer, ok, status
 
 KEY = "sk-helmdeck-FAKE-7f3a9c2e51d84b06a1e4"

@@ -8,10 +8,10 @@ import os
 import pytest
 
 from helmdeck_dspy.errors import DataFileError
+from helmdeck_dspy.traces.io import read_traces
 from helmdeck_dspy.traces.record import (
     TraceRecord,
     append_trace,
-    read_traces,
     records_from,
     write_traces,
 )

@@ -6,9 +6,9 @@ import json
 
 from click.testing import CliRunner
 
-from helmdeck_dspy.cli.main import cli
+from helmdeck_dspy.cli.app import cli
 from helmdeck_dspy.tasks import load_tasks
-from helmdeck_dspy.traces.record import read_traces
+from helmdeck_dspy.traces.io import read_traces
 from helmdeck_dspy.traces.runs import record
 
 

@@ -8,13 +8,14 @@ import pytest
 from click.testing import CliRunner
 
 from helmdeck_dspy.budgets import budget_for
-from helmdeck_dspy.cli.main import cli, main
+from helmdeck_dspy.cli.app import cli, main
+from helmdeck_dspy.domain import VARIANTS
 from helmdeck_dspy.engines.profile import list_profiles, load_profile
 from helmdeck_dspy.errors import DataFileError
 from helmdeck_dspy.io.resources import bundled_dir
 from helmdeck_dspy.tasks import load_tasks
-from helmdeck_dspy.traces.record import read_traces
-from helmdeck_dspy.traces.runs import VARIANTS, resolve_profiles, simulate
+from helmdeck_dspy.traces.io import read_traces
+from helmdeck_dspy.traces.runs import resolve_profiles, simulate
 
 DEV = load_tasks("dev")
 

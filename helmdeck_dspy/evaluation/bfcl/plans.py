@@ -1,8 +1,9 @@
 """Plan accuracy on BFCL: from a planner run (any LM spec) or from recorded trace records.
 
-Both paths end in :func:`~helmdeck_dspy.evaluation.bfcl.score.score_calls` on the guarded steps, so a run
-recorded with ``--record`` and scored later from its trace file gives the same figures as
-scoring it live.
+Both paths end in :func:`~helmdeck_dspy.evaluation.bfcl.score.score_calls` on the guarded steps
+(the planner's own for a run; :mod:`helmdeck_dspy.evaluation.scoring`'s decode → guard path for a
+trace file), so a run recorded with ``--record`` and scored later from its trace file gives the
+same figures as scoring it live.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from helmdeck_dspy.evaluation.bfcl.score import (
     score_calls,
     summarise,
 )
+from helmdeck_dspy.evaluation.scoring import guard_completion
+from helmdeck_dspy.planning.lm import make_lm, trace_source
+from helmdeck_dspy.traces.io import load_traces
 
 
 class PlanAccuracy(BaseModel):
@@ -38,6 +42,7 @@ class PlanAccuracy(BaseModel):
 
 
 def _catalog_for(q: BfclQuestion, pooled: RoutingGuide | None) -> RoutingGuide:
+    """The catalog a question is planned against: the pool when given, else its own functions."""
     return pooled if pooled is not None else q.catalog
 
 
@@ -64,8 +69,7 @@ def plan_questions(
         variant: ``full_steps`` (the default: BFCL's gold has several calls) or ``single_pick``.
         record_path: Append every exchange as trace records (``task_id`` = the BFCL id).
     """
-    from helmdeck_dspy.planning.lm import make_lm, trace_source
-    from helmdeck_dspy.planning.planner import Planner
+    from helmdeck_dspy.planning.planner import Planner  # imports dspy
 
     lm = make_lm(lm_spec, api_base=api_base)
     source = trace_source(lm_spec)
@@ -102,13 +106,10 @@ def score_traces(
 ) -> PlanAccuracy:
     """Score the plan records of a trace file whose ``task_id`` is a loaded BFCL question id.
 
-    Each record is decoded with the same parser and guards as a live call (its own prompt
-    variant; tools outside the question's catalog, or the pool with ``pool``, are demoted).
+    Each record goes through the one scoring path (:func:`~helmdeck_dspy.evaluation.scoring.guard_completion`:
+    the same decoder and guards as a live call, with its own prompt variant; tools outside the
+    question's catalog, or the pool with ``pool``, are demoted).
     """
-    from helmdeck_dspy.decoding.parsing import parse_completion
-    from helmdeck_dspy.planning.result import guard_plan
-    from helmdeck_dspy.traces.io import load_traces
-
     by_id = {q.id: q for q in data.questions}
     pooled = data.pool()[0] if pool else None
     scores: list[CallScore] = []
@@ -124,14 +125,12 @@ def score_traces(
             continue
         variant = rec.prompt_variant or "full_steps"
         variants[variant] += 1
-        parse = parse_completion(rec.content, rec.finish_reason, rec.reasoning_content)
-        steps = []
-        if parse.plan is None:
-            failures[parse.cause or "no_json"] += 1
-        else:
-            catalog = _catalog_for(q, pooled)
-            steps, _, _ = guard_plan(parse.plan, variant, catalog.id_set, catalog.pipeline_ids)
-        scores.append(score_calls(q, calls_from_steps(steps)))
+        catalog = _catalog_for(q, pooled)
+        guarded = guard_completion(rec.content, rec.finish_reason, rec.reasoning_content, variant=variant,
+                                   catalog_ids=catalog.id_set, pipeline_ids=catalog.pipeline_ids)
+        if guarded.steps is None:
+            failures[guarded.parse.cause or "no_json"] += 1
+        scores.append(score_calls(q, calls_from_steps(guarded.steps or [])))
     return PlanAccuracy(
         source=str(path), model="", variant="+".join(sorted(variants)) or "-", summary=summarise(scores),
         failures=dict(failures), unscored=unscored, scores=scores,

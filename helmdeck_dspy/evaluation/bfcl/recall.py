@@ -27,12 +27,12 @@ from pydantic import BaseModel, Field
 
 from helmdeck_dspy.budgets import Budget, BudgetTable
 from helmdeck_dspy.catalog.models import RoutingGuide
-from helmdeck_dspy.catalog.ranking.registry import RANKERS
+from helmdeck_dspy.catalog.ranking import RANKERS
 from helmdeck_dspy.catalog.select import select_catalog, top_n_for
+from helmdeck_dspy.domain import TIERS
 from helmdeck_dspy.evaluation.bfcl.load import BfclQuestion, BfclSet
 from helmdeck_dspy.evaluation.stats import wilson
 
-TIERS = ("A", "B", "C")
 RANK_SOURCE: dict[str, Literal["compacted", "full"]] = {"lexical": "compacted", "bm25": "full", "embedding": "full"}
 
 
@@ -51,6 +51,8 @@ class TierRecall(BaseModel):
 
 
 class RankerRecall(BaseModel):
+    """One ranker's recall per tier, and how long it takes."""
+
     tiers: dict[str, TierRecall]
     ms_per_query: float = Field(description="Mean milliseconds of one ranking call (after warm-up).")
     ms_per_query_p95: float
@@ -59,6 +61,8 @@ class RankerRecall(BaseModel):
 
 
 class RecallResult(BaseModel):
+    """Selection recall of every ranker over the loaded questions."""
+
     pool: bool
     categories: list[str]
     n_questions: int
@@ -103,7 +107,7 @@ def measure_recall(
     Args:
         data: The loaded questions.
         budgets: tier -> budget (see :func:`tier_budgets`).
-        rankers: Names from :data:`~helmdeck_dspy.catalog.ranking.registry.RANKERS`.
+        rankers: Names from :data:`~helmdeck_dspy.catalog.ranking.RANKERS`.
         pool: One catalog of all loaded functions instead of each question's own.
         progress: Called with the number of questions just finished (for progress bars).
     """

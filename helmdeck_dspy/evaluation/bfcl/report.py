@@ -6,8 +6,9 @@ from pathlib import Path
 
 from pydantic import Field
 
+from helmdeck_dspy.domain import TIERS
 from helmdeck_dspy.evaluation.bfcl.plans import PlanAccuracy
-from helmdeck_dspy.evaluation.bfcl.recall import TIERS, RecallResult
+from helmdeck_dspy.evaluation.bfcl.recall import RecallResult
 from helmdeck_dspy.io.atomic import atomic_write_text
 
 
@@ -39,6 +40,7 @@ def recall_table(report: RecallResult) -> list[str]:
 
 
 def render_markdown(report: BfclReport) -> str:
+    """The report as Markdown: scope, recall per ranker and tier, and plan accuracy when measured."""
     out = ["# BFCL benchmark", ""]
     scope = "one pooled catalog" if report.pool else "each question's own functions"
     out.append(

@@ -47,6 +47,8 @@ class CallScore(BaseModel):
 
 
 class AccuracySummary(BaseModel):
+    """Plan accuracy over a set of questions."""
+
     n: int
     exact: int
     exact_rate: float
@@ -56,6 +58,7 @@ class AccuracySummary(BaseModel):
 
 
 def normalise_string(text: str) -> str:
+    """A string as BFCL compares it: lower case, without spaces and punctuation."""
     return _STRIP.sub("", text.lower())
 
 
@@ -180,6 +183,7 @@ def calls_from_steps(steps: Iterable[Any]) -> list[Call]:
 
 
 def summarise(scores: list[CallScore]) -> AccuracySummary:
+    """Sum per-question call scores into rates (0 when there is nothing to divide by)."""
     n = len(scores)
     gold = sum(s.gold_calls for s in scores)
     predicted = sum(s.predicted_calls for s in scores)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from helmdeck_dspy.catalog.models import Pack, RoutingGuide
+from helmdeck_dspy.catalog.ranking import RANKERS
 from helmdeck_dspy.catalog.ranking import embedding as embed
-from helmdeck_dspy.catalog.ranking.registry import RANKERS
 
 needs_extra = pytest.mark.skipif(not embed.available(), reason=f"embedding extra not installed ({embed.INSTALL_HINT})")
 
@@ -63,7 +63,7 @@ def test_planner_loads_the_model_outside_the_attempt_deadline(monkeypatch):
     import warnings
 
     from helmdeck_dspy.planning.planner import Planner
-    from helmdeck_dspy.planning.resilience.loop import RetryPolicy
+    from helmdeck_dspy.planning.resilience.policy import RetryPolicy
 
     monkeypatch.setattr(embed, "_ENCODER", None)
     real = embed._Encoder.__init__

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from helmdeck_dspy.catalog.models import RoutingGuide
-from helmdeck_dspy.catalog.ranking.registry import (
+from helmdeck_dspy.catalog.ranking import (
     RANKERS,
     Ranked,
     high_confidence,
@@ -315,6 +315,6 @@ def test_bm25_on_empty_catalog():
 
 
 def test_rankers_registry():
-    from helmdeck_dspy.catalog.ranking.registry import rank_embedding
+    from helmdeck_dspy.catalog.ranking import rank_embedding
 
     assert RANKERS == {"lexical": rank_lexical, "bm25": rank_bm25, "embedding": rank_embedding}

@@ -57,7 +57,7 @@ def test_pooled_catalog_is_cut_and_named_gold_tools_survive(budgets):
 
 
 def test_a_ranker_that_ignores_the_intent_loses_recall(budgets, monkeypatch):
-    from helmdeck_dspy.catalog.ranking import registry as rank
+    import helmdeck_dspy.catalog.ranking as rank
 
     def reverse_alphabetical(catalog, intent, prior=None):
         return rank.sort_ranked([rank.Ranked(p.name, "pack", float(i)) for i, p in enumerate(catalog.packs)])

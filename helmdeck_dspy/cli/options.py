@@ -1,0 +1,202 @@
+"""Option definitions and output helpers shared by the command modules.
+
+Each option several commands take is declared once here; a command passes only the help text
+that says what the option means to it. Command modules import this module, never the app module.
+Nothing here imports a heavy library at module level: ``--help`` loads every command module.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from helmdeck_dspy.domain import TIERS, VARIANTS
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+LM_HELP = "LiteLLM model string, replay:PATH or sim:PROFILE (default: --model)."
+API_BASE_HELP = "API base URL for an OpenAI-compatible endpoint."
+MAX_TOKENS_HELP = "Override the budget's output_tokens."
+BOTH = "both"
+"""The ``--variant`` choice meaning every prompt variant, for commands that take it."""
+
+
+# ----------------------------------------------------------------------------- options
+
+
+def lm_option(help: str = LM_HELP) -> Callable[[F], F]:
+    """``--lm SPEC`` (into ``lm_spec``): a LiteLLM model string, ``replay:PATH`` or ``sim:PROFILE``.
+
+    Args:
+        help: What the LM is for in this command.
+    """
+    return click.option("--lm", "lm_spec", default=None, help=help)
+
+
+def api_base_option(help: str = API_BASE_HELP) -> Callable[[F], F]:
+    """``--api-base URL``: the base URL of an OpenAI-compatible endpoint.
+
+    Args:
+        help: The help text (which endpoints, which other option it goes with).
+    """
+    return click.option("--api-base", default=None, help=help)
+
+
+def max_tokens_option(help: str = MAX_TOKENS_HELP) -> Callable[[F], F]:
+    """``--max-tokens N`` (N >= 1): overrides the budget's ``output_tokens``.
+
+    Args:
+        help: The help text.
+    """
+    return click.option("--max-tokens", type=click.IntRange(1), default=None, help=help)
+
+
+def json_option(help: str) -> Callable[[F], F]:
+    """``--json`` (into ``as_json``): print machine-readable output instead of text.
+
+    Args:
+        help: The shape of the JSON this command prints.
+    """
+    return click.option("--json", "as_json", is_flag=True, help=help)
+
+
+def variant_option(*, default: str | None = None, both: bool = False, help: str | None = None) -> Callable[[F], F]:
+    """``--variant``: a prompt variant from :data:`helmdeck_dspy.domain.VARIANTS`.
+
+    Args:
+        default: The variant used when the option is absent (``None``: no default).
+        both: Also accept ``both``, meaning every variant.
+        help: The help text.
+    """
+    choices = [*VARIANTS, BOTH] if both else list(VARIANTS)
+    return click.option("--variant", type=click.Choice(choices), default=default,
+                        show_default=default is not None, help=help)
+
+
+def tier_option() -> Callable[[F], F]:
+    """``--tier``: a tier from :data:`helmdeck_dspy.domain.TIERS`, no default."""
+    return click.option("--tier", type=click.Choice(list(TIERS)), default=None)
+
+
+def resume_option(help: str) -> Callable[[F], F]:
+    """``--resume/--no-resume`` (``None`` when neither is given: the library decides).
+
+    Args:
+        help: When this command resumes by default, and from what.
+    """
+    return click.option("--resume/--no-resume", default=None, help=help)
+
+
+def mlflow_options(help: str) -> Callable[[F], F]:
+    """``--mlflow`` (into ``use_mlflow``) and ``--tracking-uri URI``.
+
+    Args:
+        help: What ``--mlflow`` logs in this command.
+    """
+    mlflow = click.option("--mlflow", "use_mlflow", is_flag=True, help=help)
+    tracking = click.option("--tracking-uri", default=None, help="MLflow tracking URI (with --mlflow).")
+
+    def decorate(f: F) -> F:
+        return mlflow(tracking(f))
+
+    return decorate
+
+
+budgets_option = click.option(
+    "--budgets", "budgets_path", type=click.Path(dir_okay=False), default=None,
+    help="Budget table to read (default: the bundled compiled/budgets.toml).",
+)
+
+catalog_option = click.option("--catalog", "catalog_path", type=click.Path(dir_okay=False, exists=True), default=None)
+
+class RegistryChoice(click.Choice):
+    """A choice among the keys of a registry that is imported only when the choices are needed
+    (parsing the option or its command's ``--help``), so the CLI's start-up stays light."""
+
+    def __init__(self, load: Callable[[], Any]) -> None:
+        self._load = load
+        self.case_sensitive = True
+
+    @property
+    def choices(self) -> tuple[str, ...]:  # type: ignore[override]
+        return tuple(self._load())
+
+
+def _ranker_names() -> list[str]:
+    from helmdeck_dspy.catalog.ranking import RANKERS
+
+    return list(RANKERS)
+
+
+ranker_option = click.option(
+    "--ranker", type=RegistryChoice(_ranker_names), default="bm25", show_default=True,
+    help="bm25, lexical (helmdeck's scorer) or embedding (needs the 'embed' extra).",
+)
+
+rank_source_option = click.option(
+    "--rank-source", type=click.Choice(["compacted", "full"]), default="full", show_default=True,
+    help="Rank the full entries, or the compacted ones (helmdeck).",
+)
+
+on_error_option = click.option(
+    "--on-error", type=click.Choice(["fail", "skip"]), default="fail", show_default=True,
+    help="An invalid record stops the run (fail) or is reported as file:line and skipped.",
+)
+
+tasks_split_option = click.option(
+    "--tasks", "split", default="dev", show_default=True,
+    help="Gold task split (train, dev, test, all) or a JSONL path.",
+)
+
+progress_option = click.option(
+    "--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).",
+)
+
+seed_option = click.option("--seed", type=int, default=0, show_default=True)
+
+
+# ----------------------------------------------------------------------------- output
+
+
+def emit_json(obj: Any) -> None:
+    """Print ``obj`` as indented JSON on stdout (non-ASCII kept as is)."""
+    click.echo(json.dumps(obj, indent=2, ensure_ascii=False))
+
+
+def print_table(headers: list[str], rows: list[list[Any]]) -> None:
+    """Print a plain left-aligned text table on stdout."""
+    cells = [[str(c) for c in r] for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    click.echo("  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip())
+    click.echo("  ".join("-" * w for w in widths))
+    for r in cells:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+
+
+def to_stderr(message: str) -> None:
+    """Print one line on stderr: the ``notify`` callback handed to library functions."""
+    click.echo(message, err=True)
+
+
+def report_skipped(err: Exception) -> None:
+    """Print a record skipped under ``--on-error skip`` as ``skipped: file:line: problem``."""
+    click.echo(f"skipped: {err}", err=True)
+
+
+def progress_bar(total: int, desc: str, *, unit: str = " plan", show: bool | None = None) -> Any:
+    """A tqdm bar on stderr; ``bar.update`` is the ``progress`` callback of library functions.
+
+    Args:
+        total: Steps in the whole run.
+        desc: The label in front of the bar.
+        unit: The unit after the counts.
+        show: Draw the bar (``None``: only when stderr is a terminal).
+    """
+    from tqdm import tqdm  # deferred: not needed by --help or commands without a bar
+
+    visible = sys.stderr.isatty() if show is None else show
+    return tqdm(total=total, unit=unit, desc=desc, disable=not visible, file=sys.stderr)

@@ -1,0 +1,103 @@
+"""``helmdeck-dspy plan``: plan one intent for a model and print the guarded plan."""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from helmdeck_dspy.cli.options import (
+    api_base_option,
+    budgets_option,
+    catalog_option,
+    emit_json,
+    json_option,
+    lm_option,
+    max_tokens_option,
+    rank_source_option,
+    ranker_option,
+    to_stderr,
+)
+
+if TYPE_CHECKING:
+    from helmdeck_dspy.planning.result import PlanResult
+
+
+@click.command("plan")
+@click.argument("intent")
+@click.option("--model", "-m", required=True, help="Model id to plan for (decides budget, tier and variant).")
+@lm_option()
+@api_base_option("API base URL for an OpenAI-compatible endpoint (vLLM, llama.cpp...).")
+@catalog_option
+@click.option("--context-file", type=click.File("r", encoding="utf-8"), default=None, help="Pasted material for the request.")
+@click.option("--record", "record_path", type=click.Path(dir_okay=False), default=None, help="Append the call as a trace record.")
+@max_tokens_option()
+@ranker_option
+@rank_source_option
+@click.option("--no-filter", is_flag=True, help="Skip the two-pass LLM filter.")
+@click.option("--history/--no-history", default=True, show_default=True, help="Write a plan_history audit row.")
+@click.option("--history-prior", is_flag=True, help="Use plan history as a ranking prior in catalog selection.")
+@click.option("--fallback", "fallbacks", multiple=True, metavar="MODEL",
+              help="Model to try when the previous one times out, errors or is rate limited (repeatable, in order).")
+@click.option("--on-length", type=click.Choice(["none", "single_pick", "raise_cap", "single_pick_then_cap"]),
+              default=None, help="What to do when the answer hits the token limit (default: none, or the --resilience file's).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds one attempt may take (default 120).")
+@click.option("--retries", type=click.IntRange(0, 19), default=None,
+              help="Retries per model after a rate limit, 5xx, reset or timeout (default 2).")
+@click.option("--resilience", "resilience_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="TOML file with [retry] and [fallback] tables (options above override it).")
+@budgets_option
+@json_option("Print the PlanResult as JSON.")
+def plan_cmd(
+    intent: str, model: str, lm_spec: str | None, api_base: str | None, catalog_path: str | None,
+    context_file: Any, record_path: str | None, max_tokens: int | None, ranker: str, rank_source: str, no_filter: bool,
+    history: bool, history_prior: bool, fallbacks: tuple[str, ...], on_length: str | None, timeout_s: float | None,
+    retries: int | None, resilience_path: str | None, budgets_path: str | None, as_json: bool,
+) -> None:
+    """Plan INTENT for MODEL: select the catalog, call the compiled module, guard the answer."""
+    from helmdeck_dspy.planning.history import HistoryStore
+    from helmdeck_dspy.planning.planner import Planner
+    from helmdeck_dspy.planning.resilience.policy import resolve_resilience
+
+    config = resolve_resilience(resilience_path, timeout_s=timeout_s, retries=retries, fallbacks=fallbacks,
+                                on_length=on_length)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        planner = Planner.for_model(
+            model, lm=lm_spec, catalog=catalog_path, budgets=budgets_path, api_base=api_base,
+            ranker=ranker, rank_source=rank_source, use_filter=not no_filter, max_tokens=max_tokens, record_path=record_path,
+            history=HistoryStore() if history or history_prior else None, history_prior=history_prior,
+            retry=config.retry, fallback=config.fallback,
+        )
+        result = planner.plan(intent, context=context_file.read() if context_file else None)
+    for w in caught:
+        if issubclass(w.category, UserWarning):
+            to_stderr(f"warning: {w.message}")
+    if as_json:
+        emit_json(result.model_dump(mode="json"))
+        return
+    _print_result(result)
+
+
+def _print_result(result: PlanResult) -> None:
+    """Print the plan (or why there is none, then exit 1) as text."""
+    click.echo(f"model {result.model}  tier {result.tier}  variant {result.prompt_variant_used}")
+    if result.compaction:
+        click.echo(f"catalog {result.compaction.before_bytes} -> {result.compaction.after_bytes} bytes "
+                   f"({', '.join(result.compaction.dropped)})")
+    if len(result.attempts) > 1:
+        for i, a in enumerate(result.attempts, 1):
+            click.echo(f"attempt {i}: {a.model} {a.variant} -> {a.cause or 'ok'}"
+                       + (f" (HTTP {a.http_status})" if a.http_status else "") + f" in {a.elapsed_ms} ms")
+    if not result.ok:
+        click.echo(f"no plan: {result.failure_cause} ({result.error})")
+        raise SystemExit(1)
+    if result.answered_by and len(result.attempts) > 1:
+        click.echo(f"answered by {result.answered_by} after {len(result.attempts)} attempts")
+    click.echo(f"complexity {result.complexity}  parse {result.parse_outcome}"
+               + ("  more steps likely" if result.more_steps_likely else ""))
+    click.echo(result.rewritten_prompt or "(no steps: nothing in the catalog fits)")
+    if result.dropped_steps:
+        click.echo(f"({len(result.dropped_steps)} extra step(s) dropped: single_pick returns one)")

@@ -1,0 +1,106 @@
+"""The optimizers a compile can use, the plan metric they optimise, and the dev score.
+
+- ``fit`` (default, no LM): :func:`~helmdeck_dspy.compilation.demos.fit_demos`;
+- ``bootstrap`` (BootstrapFewShot), ``mipro`` (MIPROv2), ``gepa`` (GEPA): DSPy's optimizers with
+  the plan metric (:func:`make_metric`), which scores a prediction through the one scoring path
+  (:func:`~helmdeck_dspy.evaluation.scoring.score_prediction`); a parse failure scores 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import dspy
+
+from helmdeck_dspy.compilation.tier_setup import TierSetup
+from helmdeck_dspy.errors import InputError
+from helmdeck_dspy.evaluation.scoring import score_prediction
+from helmdeck_dspy.planning.lm import make_lm
+from helmdeck_dspy.program.adapter import PlanParseError
+from helmdeck_dspy.tasks import PlanTask
+
+Optimizer = Literal["fit", "bootstrap", "mipro", "gepa"]
+OPTIMIZERS: tuple[Optimizer, ...] = ("fit", "bootstrap", "mipro", "gepa")
+
+BOOTSTRAP_KEEP = 0.8
+"""While bootstrapping, a demo is kept only when its plan scores at least this."""
+
+
+def check_optimizer(optimizer: str, lm_spec: str | None) -> None:
+    """Raise :class:`InputError` for an unknown optimizer, or one other than ``fit`` without an LM."""
+    if optimizer not in OPTIMIZERS:
+        raise InputError(f"unknown optimizer {optimizer!r}; expected one of {OPTIMIZERS}")
+    if optimizer != "fit" and not lm_spec:
+        raise InputError(f"optimizer {optimizer} needs an LM (--lm: a model, replay:PATH or sim:PROFILE)")
+
+
+def make_metric(setup: TierSetup, tasks: dict[str, PlanTask]) -> Any:
+    """The DSPy metric: the plan score of a prediction against its example's gold task.
+
+    Called with a ``trace`` (bootstrapping), it answers whether the plan is nearly right
+    (score >= :data:`BOOTSTRAP_KEEP`) instead.
+    """
+    ids, pipes = setup.catalog.id_set, setup.catalog.pipeline_ids
+
+    def metric(example: Any, pred: Any, trace: Any = None, *rest: Any) -> float:
+        task = tasks[example.task_id]
+        steps = getattr(pred, "steps", None)
+        score = score_prediction(task, steps, variant=setup.variant, catalog_ids=ids, pipeline_ids=pipes).score
+        if trace is not None and not rest:  # bootstrapping: keep only demos that are nearly right
+            return float(score >= BOOTSTRAP_KEEP)
+        return score
+
+    return metric
+
+
+def dev_score(setup: TierSetup, program: Any, lm: Any, dev: list[PlanTask]) -> float:
+    """The program's mean plan score on the dev tasks with ``lm`` (an unparseable answer scores 0)."""
+    metric = make_metric(setup, {t.id: t for t in dev})
+    total = 0.0
+    with dspy.context(lm=lm):
+        for task in dev:
+            ex = setup.example(task, with_labels=False)
+            try:
+                pred = program(**ex.inputs())
+            except PlanParseError:
+                continue
+            total += metric(ex, pred)
+    return total / len(dev) if dev else 0.0
+
+
+def lm_usage(tracker: Any) -> tuple[int, int, int]:
+    """(real LM calls, prompt tokens, completion tokens) from a ``dspy.track_usage()`` tracker.
+
+    The tracker sees every LM copy an optimizer makes; a cache hit has empty usage and is not
+    recorded, so a fully cached compile counts 0 calls.
+    """
+    calls = prompt = completion = 0
+    for entries in tracker.usage_data.values():
+        for usage in entries:
+            calls += 1
+            prompt += int(usage.get("prompt_tokens") or 0)
+            completion += int(usage.get("completion_tokens") or 0)
+    return calls, prompt, completion
+
+
+def optimize(optimizer: str, program: Any, trainset: list, valset: list, metric: Any, setup: TierSetup,
+             lm: Any, reflection_lm_spec: str | None, seed: int) -> Any:
+    """Run DSPy's ``bootstrap``, ``mipro`` or ``gepa`` optimizer on ``program``; returns the optimised program."""
+    k = max(1, setup.config.max_demos)
+    if optimizer == "bootstrap":
+        opt = dspy.BootstrapFewShot(metric=metric, max_bootstrapped_demos=k, max_labeled_demos=k, max_errors=len(trainset))
+        return opt.compile(program, trainset=trainset)
+    if optimizer == "mipro":
+        opt = dspy.MIPROv2(metric=metric, auto=None, num_candidates=3, max_bootstrapped_demos=min(k, 2),
+                           max_labeled_demos=min(k, 2), num_threads=1, seed=seed, max_errors=len(trainset),
+                           verbose=False)
+        return opt.compile(program, trainset=trainset, valset=valset, num_trials=4, minibatch=False)
+    reflection = make_lm(reflection_lm_spec, seed=seed) if reflection_lm_spec else lm
+
+    def gepa_metric(gold: Any, pred: Any, trace: Any = None, pred_name: Any = None, pred_trace: Any = None) -> Any:
+        score = metric(gold, pred, None, "gepa")
+        return dspy.Prediction(score=score, feedback=f"plan score {score:.2f}; use exact catalog ids and prefer pipelines")
+
+    opt = dspy.GEPA(metric=gepa_metric, max_metric_calls=4 * len(valset) + 2 * len(trainset), reflection_lm=reflection,
+                    num_threads=1, seed=seed)
+    return opt.compile(program, trainset=trainset, valset=valset)

@@ -1,0 +1,90 @@
+"""The one scoring path: decode → guard → score, shared by eval, BFCL and compile.
+
+A completion is decoded with :func:`~helmdeck_dspy.decoding.parsing.parse_completion` and its plan
+put through the planner's own guards (:func:`~helmdeck_dspy.planning.result.guard_plan`: single_pick
+keeps one step, unknown tools are demoted), exactly as a live plan call would be. The guarded steps
+are then scored against a gold task with :func:`~helmdeck_dspy.evaluation.metric.score_plan`;
+a completion that was truncated or did not decode scores 0. BFCL questions score the same
+guarded steps with their own call matcher.
+
+A DSPy prediction (compile's metric) has no completion text left, only its parsed steps:
+:func:`guard_prediction` guards those the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any, NamedTuple
+
+from helmdeck_dspy.decoding.parsing import ParseResult, parse_completion
+from helmdeck_dspy.evaluation.metric import PlanScore, score_plan
+from helmdeck_dspy.planning.guards import GuardedStep
+from helmdeck_dspy.planning.result import guard_plan, guarded_from_prediction
+from helmdeck_dspy.tasks import PlanTask
+
+
+class GuardedCompletion(NamedTuple):
+    """A completion decoded and guarded (a tuple: the evaluator builds one per record).
+
+    Attributes:
+        parse: What the decoder made of it (outcome, cause, notes...).
+        steps: The guarded steps, or None when no plan was decoded (a failure: it scores 0).
+    """
+
+    parse: ParseResult
+    steps: list[GuardedStep] | None
+
+
+def guard_completion(
+    content: str | None,
+    finish_reason: str | None,
+    reasoning_content: str | None,
+    *,
+    variant: str,
+    catalog_ids: Collection[str],
+    pipeline_ids: Collection[str],
+) -> GuardedCompletion:
+    """Decode a completion and guard its plan as the planner does for ``variant``.
+
+    Args:
+        content: The visible completion text.
+        finish_reason: The provider's finish_reason (a ``length`` finish is never a success).
+        reasoning_content: A separate reasoning field, if any.
+        variant: ``full_steps`` or ``single_pick`` (which keeps only the first step).
+        catalog_ids: Every tool id the plan may name.
+        pipeline_ids: The pipeline ids a pipeline run may name.
+    """
+    parse = parse_completion(content, finish_reason, reasoning_content)
+    if parse.plan is None:
+        return GuardedCompletion(parse, None)
+    steps, _dropped, _more = guard_plan(parse.plan, variant, catalog_ids, pipeline_ids)
+    return GuardedCompletion(parse, steps)
+
+
+def guard_prediction(
+    steps: list[Any] | None, *, variant: str, catalog_ids: Collection[str], pipeline_ids: Collection[str]
+) -> list[GuardedStep] | None:
+    """Guard a DSPy prediction's steps (PlanStep objects or dicts); None stays None (no plan).
+
+    single_pick keeps only the first step, as :func:`guard_completion` does.
+    """
+    if steps is None:
+        return None
+    guarded = guarded_from_prediction(steps, catalog_ids, pipeline_ids)
+    return guarded[:1] if variant == "single_pick" else guarded
+
+
+def score_prediction(
+    task: PlanTask, steps: list[Any] | None, *, variant: str, catalog_ids: Collection[str], pipeline_ids: frozenset[str]
+) -> PlanScore:
+    """Guard a DSPy prediction's steps and score them against ``task`` (no steps: 0).
+
+    Args:
+        task: The gold task.
+        steps: The prediction's ``steps`` (None when the program produced none).
+        variant: ``full_steps`` or ``single_pick``.
+        catalog_ids: Every tool id the plan may name.
+        pipeline_ids: The catalog's pipeline ids.
+    """
+    guarded = guard_prediction(steps, variant=variant, catalog_ids=catalog_ids, pipeline_ids=pipeline_ids)
+    return score_plan(task, guarded, variant=variant, pipeline_ids=pipeline_ids)

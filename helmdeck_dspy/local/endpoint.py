@@ -1,0 +1,53 @@
+"""The ``local:NAME`` LM spec: a managed llama.cpp server for the life of the process.
+
+:func:`local_lm_args` starts (once per model per process, then reuses) a server for an
+installed model on a free 127.0.0.1 port and returns what an OpenAI-compatible endpoint needs:
+the LiteLLM model string ``openai/NAME``, the ``api_base`` and a placeholder API key.
+:func:`helmdeck_dspy.planning.lm.make_lm` passes them down its ordinary live path, so a local
+model is called exactly as any OpenAI-compatible endpoint is. The servers stop when the process
+exits (see :mod:`helmdeck_dspy.local.server`).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from helmdeck_dspy.local.install import require_installed
+from helmdeck_dspy.local.registry import get_model
+from helmdeck_dspy.local.server import LocalServer, ServerOptions, require_engine
+
+SPEC_PREFIX = "local:"
+LOCAL_API_KEY = "helmdeck-local-no-key"
+"""Sent as the API key (the OpenAI client insists on one; the local server checks none). Long and
+distinctive on purpose: the planner masks API keys wherever they appear in what it writes."""
+
+_SERVERS: dict[str, LocalServer] = {}
+_LOCK = threading.Lock()
+
+
+def managed_server(name: str, options: ServerOptions | None = None) -> LocalServer:
+    """The running server for local model ``name`` in this process, started on first use.
+
+    Raises:
+        UnknownModelError: ``name`` is not in the registry (the message lists the known ones).
+        MissingExtraError: The ``local`` extra is not installed.
+        ModelNotInstalledError: The model is not installed (the message names the install command).
+        LocalModelError: The server would not start (with the log's last lines).
+    """
+    model = get_model(name)
+    with _LOCK:
+        server = _SERVERS.get(name)
+        if server is not None and server.running:
+            return server
+        require_engine()
+        path = require_installed(model)
+        server = LocalServer(path, model.name, options=options)
+        server.start()
+        _SERVERS[name] = server
+        return server
+
+
+def local_lm_args(name: str) -> tuple[str, str, str]:
+    """``(LiteLLM model string, api_base, api_key)`` for the LM spec ``local:NAME``."""
+    server = managed_server(name)
+    return f"openai/{server.alias}", server.api_base, LOCAL_API_KEY

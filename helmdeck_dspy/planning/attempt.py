@@ -1,0 +1,206 @@
+"""One attempt at a plan: catalog selection and the plan call under the deadline.
+
+An attempt yields a :class:`~helmdeck_dspy.planning.result.PlanResult`, its
+:class:`~helmdeck_dspy.planning.result.Attempt` row and, for a transport failure, the
+:class:`~helmdeck_dspy.planning.resilience.classify.ErrorInfo` the retry loop decides on; when
+recording, every exchange is appended as a trace record. The LM's credentials are masked in
+everything an attempt returns or writes.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from helmdeck_dspy.budgets import Budget
+from helmdeck_dspy.catalog.compact import Trim, compact_catalog
+from helmdeck_dspy.catalog.models import RoutingGuide
+from helmdeck_dspy.catalog.ranking.embedding import encoder
+from helmdeck_dspy.catalog.select import select_catalog
+from helmdeck_dspy.decoding.parsing import ParseResult
+from helmdeck_dspy.errors import DeadlineExceeded
+from helmdeck_dspy.planning.history import HistoryStore
+from helmdeck_dspy.planning.lm import trace_source
+from helmdeck_dspy.planning.options import PlannerOptions
+from helmdeck_dspy.planning.recording import record_exchanges
+from helmdeck_dspy.planning.redaction import redact, scrub, secret_values
+from helmdeck_dspy.planning.resilience.classify import (
+    ErrorInfo,
+    classify_error,
+    own_error,
+)
+from helmdeck_dspy.planning.resilience.deadline import call_with_deadline, warm_up
+from helmdeck_dspy.planning.result import Attempt, PlanResult, build_result
+from helmdeck_dspy.signatures.types import ExecutedStep
+
+if TYPE_CHECKING:  # pragma: no cover
+    from helmdeck_dspy.program.adapter import RenderOptions
+
+
+class PlannerParts(Protocol):
+    """What an attempt reads of a planner."""
+
+    budget: Budget
+    variant: str
+    program: Any
+    lm: Any
+    catalog: RoutingGuide
+    history: HistoryStore | None
+    options: PlannerOptions
+
+
+def select_for(planner: PlannerParts, intent: str) -> tuple[RoutingGuide, Trim]:
+    """The catalog a call for ``intent`` shows the model, and what was dropped to fit the budget."""
+    options = planner.options
+    history = planner.history if options.history_prior else None
+    prior = history.prior(intent, options.caller) if history is not None else None
+    selected, trim = select_catalog(
+        planner.catalog, planner.budget, intent, ranker=options.ranker, prior=prior, rank_source=options.rank_source
+    )
+    if options.use_filter:
+        from helmdeck_dspy.catalog.filter import (  # imports dspy
+            apply_filter,
+            should_filter,
+        )
+
+        if should_filter(planner.budget, trim):
+            selected, trim = apply_filter(planner.lm, planner.catalog, selected, trim, planner.budget, intent)
+    return selected, trim
+
+
+def render_options_for(planner: PlannerParts) -> RenderOptions:
+    """The request shape of the planner's calls (catalog placement, output cap, JSON mode)."""
+    from helmdeck_dspy.program.adapter import RenderOptions  # imports dspy
+
+    return RenderOptions.for_budget(planner.budget, planner.variant, planner.options.max_tokens)
+
+
+def _warm_embedding(planner: PlannerParts) -> None:
+    """Load the embedding model and embed the catalog before any deadline starts: local,
+    one-off set-up (seconds on a CPU) that must not be mistaken for a slow model."""
+    full = planner.options.rank_source == "full"
+    ranked = planner.catalog if full else compact_catalog(planner.catalog, planner.budget)[0]
+    encoder().catalog_matrix(ranked, [*ranked.packs, *ranked.pipelines])
+
+
+@dataclass
+class _Exchange:
+    """What the worker thread leaves behind; read after the deadline even when abandoned."""
+
+    calls: list[Any] = field(default_factory=list)
+    trim: Trim | None = None
+
+
+def _call_program(
+    planner: PlannerParts, exchange: _Exchange, intent: str, context: str | None,
+    prior_steps: list[ExecutedStep] | None,
+) -> tuple[ParseResult | None, BaseException | None]:
+    """Selection and the plan call: a parse the adapter rejected, or the transport failure."""
+    import dspy
+
+    from helmdeck_dspy.program.adapter import PlanParseError  # imports dspy
+    from helmdeck_dspy.program.calls import capture_completions  # imports dspy
+
+    planner.program.render = render_options_for(planner)
+    with dspy.context(lm=planner.lm), capture_completions() as calls:
+        exchange.calls = calls
+        selected, exchange.trim = select_for(planner, intent)
+        try:
+            planner.program(user_intent=intent, catalog=selected.render(), context=context, prior_steps=prior_steps)
+        except PlanParseError as exc:
+            return exc.result, None
+        except Exception as exc:  # noqa: BLE001 - transport failures become a failure cause
+            mine = own_error(exc)
+            if mine is not None:
+                raise mine  # e.g. a replay file running out: a usage error, not a model failure
+            return None, exc
+    return None, None
+
+
+def _result(
+    planner: PlannerParts, intent: str, parse: ParseResult | None, completion: Any, trim: Trim | None,
+    info: ErrorInfo | None, error: str | None, secrets: list[str],
+) -> PlanResult:
+    """The attempt's result: the failure when nothing was parsed, else the guarded plan (masked)."""
+    budget = planner.budget
+    if parse is None:
+        result = PlanResult(
+            prompt_variant_used=planner.variant, model=budget.model, tier=budget.tier,
+            compaction=trim if trim is not None and trim.dropped else None,
+            failure_cause=info.cause if info else "transport_error", error=error or "no completion",
+        )
+    else:
+        usage = {} if completion is None else {
+            "prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens,
+            "latency_ms": round(completion.latency_ms, 1),
+        }
+        result = build_result(
+            parse, intent=intent, variant=planner.variant, model=budget.model, tier=budget.tier,
+            catalog_ids=planner.catalog.id_set, pipeline_ids=planner.catalog.pipeline_ids, trim=trim,
+            raw_completion=completion.content if completion is not None and parse.plan is None else None,
+            usage=usage,
+        )
+        result.error = redact(result.error, secrets)
+        result = scrub(result, secrets)  # model output that repeats a credential (an echoing proxy)
+    result.catalog_in = "system" if budget.supports_prefix_cache else "user"
+    return result
+
+
+def run_attempt(
+    planner: PlannerParts,
+    intent: str,
+    context: str | None = None,
+    prior_steps: list[ExecutedStep] | None = None,
+    *,
+    task_id: str | None = None,
+    timeout_s: float | None = None,
+) -> tuple[PlanResult, Attempt, ErrorInfo | None]:
+    """One try: selection and the plan call, within ``timeout_s`` (default: the retry policy's).
+
+    Args:
+        planner: The planner making the attempt.
+        intent: The user request.
+        context: Pasted material for the request.
+        prior_steps: Steps already executed (single_pick re-plans).
+        task_id: Labels the trace records when recording.
+        timeout_s: The attempt's deadline in seconds.
+
+    Returns:
+        The result, its :class:`Attempt` row, and for a transport failure what the retry loop
+        needs to know (else None).
+    """
+    options = planner.options
+    warm_up(planner.lm)
+    if options.ranker == "embedding":
+        _warm_embedding(planner)
+    t0 = time.perf_counter()
+    exchange = _Exchange()
+    try:
+        parse, error = call_with_deadline(
+            lambda: _call_program(planner, exchange, intent, context, prior_steps), timeout_s or options.retry.timeout_s
+        )
+    except DeadlineExceeded as exc:
+        parse, error = None, exc
+    calls = list(exchange.calls)  # a snapshot: an abandoned attempt may still append
+    plan_calls = [c for c in calls if c.kind == "plan"]
+    completion = plan_calls[-1] if plan_calls and error is None else None
+    if completion is not None:
+        parse = completion.parse
+    secrets = secret_values(planner.lm)
+    info = classify_error(error) if error is not None else None
+    error_text = redact(f"{type(error).__name__}: {error}", secrets) if error is not None else None
+    result = _result(planner, intent, parse, completion, exchange.trim, info, error_text, secrets)
+    cap = options.max_tokens or planner.budget.output_tokens
+    status = info.status if info is not None else None
+    attempt = Attempt(
+        model=planner.budget.model, variant=planner.variant, cause=result.failure_cause, http_status=status,
+        elapsed_ms=int((time.perf_counter() - t0) * 1000), max_tokens=cap,
+    )
+    if options.record_path is not None:
+        record_exchanges(
+            options.record_path, calls, source=options.record_source or trace_source(options.lm_spec),
+            budget=planner.budget, variant=planner.variant, intent=intent, task_id=task_id, secrets=secrets,
+            error=error_text, http_status=status, max_tokens=cap,
+        )
+    return result, attempt, info

@@ -20,7 +20,7 @@ def table():
 
 def test_seeded_with_helmdecks_rows_and_fallback(table):
     # 29 upstream rows plus 3 explicit rows settling documented inconsistencies.
-    assert len(table.rows) == 32
+    assert len(table.rows) == 35
     assert [r.source for r in table.rows[:29]] == ["helmdeck budgets.go"] * 29
     fb = table.fallback
     assert (fb.tier, fb.input_tokens, fb.output_tokens, fb.max_catalog_bytes) == ("C", 16000, 1500, 10000)

@@ -96,7 +96,8 @@ def replay_record(rec: TraceRecord, ctx: ReplayContext) -> RecordOutcome:
     base = dict(
         model=rec.model, variant=variant, tier=tier, source=rec.source, finish=normalize_finish_reason(rec.finish_reason),
         finish_raw=rec.finish_reason, completion_tokens=rec.completion_tokens, prompt_tokens=rec.prompt_tokens,
-        latency_ms=rec.latency_ms, max_tokens=rec.max_tokens,
+        latency_ms=None if rec.cache_hit else rec.latency_ms,  # a cached answer's latency is not the model's
+        max_tokens=rec.max_tokens,
     )
     http_cause = cause_for_http(rec.http_status, rec.error)
     if http_cause is not None:

@@ -51,3 +51,12 @@ def local_lm_args(name: str) -> tuple[str, str, str]:
     """``(LiteLLM model string, api_base, api_key)`` for the LM spec ``local:NAME``."""
     server = managed_server(name)
     return f"openai/{server.alias}", server.api_base, LOCAL_API_KEY
+
+
+def local_run_settings(name: str) -> dict[str, object]:
+    """What reproduces a call to local model ``name``: its file's SHA-256 and GGUF name, the
+    llama.cpp version and the server settings that shape answers (not the port or the path)."""
+    model = get_model(name)
+    settings = managed_server(name).settings()
+    kept = ("n_ctx", "n_threads", "prompt_cache", "logits_all", "engine", "engine_version")
+    return {"local_model": model.name, "model_sha256": model.sha256, **{k: settings[k] for k in kept}}

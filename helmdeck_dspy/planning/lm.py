@@ -23,7 +23,7 @@ from typing import Any
 from helmdeck_dspy.domain import DEFAULT_TIMEOUT_S
 from helmdeck_dspy.errors import LMSpecError
 from helmdeck_dspy.local.endpoint import SPEC_PREFIX as LOCAL_PREFIX
-from helmdeck_dspy.local.endpoint import local_lm_args
+from helmdeck_dspy.local.endpoint import local_lm_args, local_run_settings
 from helmdeck_dspy.planning.redaction import (
     protect_loggers,
     register_env_secrets,
@@ -50,6 +50,15 @@ def trace_source(spec: str | None) -> str:
     return spec if kind == "sim" else kind  # type: ignore[return-value]
 
 
+def run_settings(spec: str | None) -> dict[str, Any] | None:
+    """What a trace record needs to be reproduced beyond its own fields, for LMs that have more
+    to say than a model name: a ``local:NAME`` model's file hash, llama.cpp version and server
+    settings (the server is started if it is not running). None for other LMs."""
+    if spec and spec.startswith(LOCAL_PREFIX):
+        return local_run_settings(spec.removeprefix(LOCAL_PREFIX))
+    return None
+
+
 def make_lm(
     spec: str,
     *,
@@ -58,6 +67,7 @@ def make_lm(
     num_retries: int = DEFAULT_RETRIES,
     cache: bool = True,
     seed: int = 0,
+    sampling: dict[str, Any] | None = None,
     api_key: str | None = None,
     engine: str = "auto",
 ) -> Any:
@@ -70,6 +80,7 @@ def make_lm(
         num_retries: Retries a live LM makes on its own.
         cache: Use DSPy's response cache (live and simulated LMs).
         seed: The simulated LM's seed.
+        sampling: Sampling settings sent with every call of a live LM (``temperature``, ``seed``).
         api_key: API key of a live LM (kept on the LM only).
         engine: DSPy engine selection of a live LM (``auto``, ``litellm``, ``lm15``).
 
@@ -108,4 +119,5 @@ def make_lm(
     protect_loggers()
     if api_key:
         kwargs["api_key"] = api_key
+    kwargs.update(sampling or {})
     return dspy.LM(spec, num_retries=num_retries, cache=cache, engine=engine, **kwargs)

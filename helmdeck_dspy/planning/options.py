@@ -36,6 +36,7 @@ class PlannerOptions(BaseModel):
         caller: Who plans (history rows and the history prior are per caller).
         record_path: Append every exchange to this trace file.
         record_source: The trace records' ``source`` (default: from ``lm_spec``).
+        record_run: Reproducibility settings stamped on every trace record (``TraceRecord.run``).
         lm_spec: The LM spec the planner's LM was built from, when it was built from one.
         retry: Attempts, backoff and per-attempt deadline.
         fallback: What runs after a model's attempts fail.
@@ -57,6 +58,7 @@ class PlannerOptions(BaseModel):
     caller: str | None = None
     record_path: Path | None = None
     record_source: str | None = None
+    record_run: dict[str, Any] | None = None
     lm_spec: str | None = None
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     fallback: FallbackChain = Field(default_factory=FallbackChain)

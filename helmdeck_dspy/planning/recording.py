@@ -29,6 +29,7 @@ def record_exchanges(
     error: str | None = None,
     http_status: int | None = None,
     max_tokens: int | None = None,
+    run: dict[str, Any] | None = None,
 ) -> None:
     """Append one trace record per LM exchange of an attempt, and one for its failure.
 
@@ -47,10 +48,11 @@ def record_exchanges(
         error: The (already masked) error of a call that returned no completion, if any.
         http_status: That error's HTTP status, if the server sent one.
         max_tokens: The output cap the failed call was sent with.
+        run: Reproducibility settings stamped on every record (see ``TraceRecord.run``).
     """
     base: dict[str, Any] = {
         "source": source, "model": budget.model, "tier": budget.tier, "prompt_variant": variant,
-        "intent": intent, "task_id": task_id, "recorded_at": utc_now(),
+        "intent": intent, "task_id": task_id, "recorded_at": utc_now(), "run": run,
     }
     for c in calls:
         rec = TraceRecord(
@@ -58,7 +60,8 @@ def record_exchanges(
             content=redact(c.content, secrets, patterns=False),
             reasoning_content=redact(c.reasoning, secrets, patterns=False), finish_reason=c.finish_reason,
             prompt_tokens=c.prompt_tokens, completion_tokens=c.completion_tokens,
-            latency_ms=round(c.latency_ms, 1), call=c.kind,
+            latency_ms=round(c.latency_ms, 1), call=c.kind, cache_hit=c.cache_hit or None,
+            temperature=c.config.get("temperature"), seed=c.config.get("seed"),
         )
         append_trace(rec, path)
     if error is not None:

@@ -29,6 +29,7 @@ class Completion:
     latency_ms: float
     parse: ParseResult | None = None
     config: dict[str, Any] = field(default_factory=dict)
+    cache_hit: bool = False
 
 
 _LOGS: ContextVar[tuple[list[Completion], ...]] = ContextVar("helmdeck_completion_logs", default=())
@@ -77,4 +78,5 @@ def completion_from_response(
         completion_tokens=getattr(usage, "output_tokens", None) if usage else None,
         latency_ms=latency_ms,
         config=config or {},
+        cache_hit=bool(getattr(response, "cache_hit", False)),  # DSPy marks answers served from its cache
     )

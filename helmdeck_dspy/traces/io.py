@@ -124,6 +124,7 @@ _EXTRA_COLUMN = "extra_json"
 def _flat(rec: TraceRecord) -> dict[str, Any]:
     """A record as a flat row: the declared fields, unknown fields packed into ``extra_json``."""
     row = {name: getattr(rec, name) for name in TraceRecord.model_fields}
+    row["run"] = json.dumps(rec.run, ensure_ascii=False, sort_keys=True) if rec.run is not None else None
     row[_EXTRA_COLUMN] = json.dumps(rec.model_extra or {}, ensure_ascii=False) if rec.model_extra else None
     return row
 
@@ -131,6 +132,11 @@ def _flat(rec: TraceRecord) -> dict[str, Any]:
 def _restore(row: dict[str, Any]) -> dict[str, Any] | BadRow:
     extra = row.pop(_EXTRA_COLUMN, None)
     row = {k: v for k, v in row.items() if v is not None}
+    if isinstance(row.get("run"), str):
+        try:
+            row["run"] = json.loads(row["run"])
+        except ValueError as exc:
+            return BadRow(f"run: not valid JSON ({exc})")
     if extra:
         try:
             more = json.loads(extra)
@@ -152,6 +158,8 @@ def _arrow_table(records: Iterable[TraceRecord]):
         ("finish_reason", pa.string()), ("completion_tokens", pa.int64()), ("prompt_tokens", pa.int64()),
         ("latency_ms", pa.float64()), ("http_status", pa.int64()), ("error", pa.string()),
         ("outcome_label", pa.string()), ("recorded_at", pa.string()), ("call", pa.string()),
+        ("cache_hit", pa.bool_()), ("temperature", pa.float64()), ("seed", pa.int64()),
+        ("run", pa.string()),  # a JSON object (its keys differ between LMs)
         (_EXTRA_COLUMN, pa.string()),
     ]
     schema = pa.schema(fields)

@@ -50,6 +50,11 @@ class TraceRecord(BaseModel):
         outcome_label: For metadata-only rows whose content was not captured: the recorded outcome.
         recorded_at: ISO 8601 time.
         call: ``plan`` (default) or ``filter`` (the LLM filter call that preceded a plan call).
+        cache_hit: True when the answer came from DSPy's response cache, not from the model (its
+            latency is not the model's and is left out of latency figures).
+        temperature / seed: The sampling settings sent with the call, when any were set.
+        run: What else makes the record reproducible (for a local model: the model file's
+            SHA-256, the llama.cpp version and the server settings).
     """
 
     model_config = ConfigDict(extra="allow")
@@ -74,6 +79,10 @@ class TraceRecord(BaseModel):
     outcome_label: str | None = None
     recorded_at: str | None = None
     call: str = Field(default="plan", description='"plan", or "filter" for the two-pass filter call.')
+    cache_hit: bool | None = None
+    temperature: float | None = None
+    seed: int | None = Field(default=None, ge=-_MAX_COUNT, le=_MAX_COUNT)
+    run: dict[str, Any] | None = None
 
 
 def write_traces(records: Iterable[TraceRecord], path: str | Path) -> int:

@@ -14,17 +14,19 @@ line torn, which readers report and skip); a finished run removes it.
 from __future__ import annotations
 
 import itertools
+import json
 import warnings
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from helmdeck_dspy.domain import VARIANTS
 from helmdeck_dspy.engines.profile import SimProfile, list_profiles, load_profile
-from helmdeck_dspy.planning.lm import make_lm, trace_source
+from helmdeck_dspy.planning.lm import make_lm, run_settings, trace_source
 from helmdeck_dspy.tasks import PlanTask
 from helmdeck_dspy.traces.io import read_traces
-from helmdeck_dspy.traces.record import write_traces
+from helmdeck_dspy.traces.record import TraceRecord, write_traces
 
 
 def resolve_profiles(names: Iterable[str]) -> list[SimProfile]:
@@ -35,8 +37,34 @@ def resolve_profiles(names: Iterable[str]) -> list[SimProfile]:
     return out
 
 
+Run = tuple[Any, str, str, "dict[str, Any] | None"]
+"""One model to run: (LM, model id for the budget lookup, the records' ``source``, the records' ``run``)."""
+
+
+def _key(source: str, model: str, variant: str | None, task_id: str | None, intent: str | None,
+         max_tokens: int | None, temperature: float | None, seed: int | None, run: dict | None) -> str:
+    """What makes two exchanges the same request: a resumed run skips a request whose key it has."""
+    return json.dumps([source, model, variant, task_id, intent, max_tokens, temperature, seed, run], sort_keys=True)
+
+
+def _record_key(rec: TraceRecord) -> str:
+    return _key(rec.source, rec.model, rec.prompt_variant, rec.task_id, rec.intent, rec.max_tokens,
+                rec.temperature, rec.seed, rec.run)
+
+
+def _resumable(scratch: Path) -> tuple[list[TraceRecord], set[str]]:
+    """The records of an interrupted run worth keeping, and their request keys.
+
+    A request counts as done when one of its plan records holds a completion; records of
+    requests that only failed at the transport level are dropped, so the re-run asks again.
+    """
+    records = list(read_traces(scratch, on_error="skip"))  # a torn last line is the killed write
+    done = {_record_key(r) for r in records if r.call == "plan" and r.error is None}
+    return [r for r in records if _record_key(r) in done], done
+
+
 def _run(
-    runs: list[tuple[Any, str, str]],
+    runs: list[Run],
     tasks: list[PlanTask],
     out: str | Path,
     *,
@@ -45,29 +73,66 @@ def _run(
     max_tokens: int | None,
     budgets: str | Path | None,
     progress: Callable[[int], None] | None,
+    sampling: dict[str, Any] | None = None,
+    concurrency: int = 1,
+    resume: bool = True,
+    notify: Callable[[str], None] | None = None,
 ) -> int:
-    """``runs``: (LM, model id for the budget lookup, the records' ``source``)."""
+    """Plan every (run, variant, task) once, ``concurrency`` requests at a time, and write the
+    records in that order (however the requests interleaved)."""
     from helmdeck_dspy.planning.planner import Planner  # imports dspy
 
     chosen = list(itertools.islice(itertools.cycle(tasks), n)) if n else list(tasks)
-    variants = list(variants)
     scratch = partial_path(out)
-    scratch.unlink(missing_ok=True)  # a previous interrupted run's exchanges are not this run's
-    for lm, model, source in runs:
+    kept: list[TraceRecord] = []
+    done: set[str] = set()
+    if scratch.exists() and resume:
+        kept, done = _resumable(scratch)
+        write_traces(kept, scratch)
+        if notify is not None:
+            notify(f"resuming from {scratch}: {len(done)} request(s) already recorded are not sent again")
+    else:
+        scratch.unlink(missing_ok=True)
+    temperature, seed = (sampling or {}).get("temperature"), (sampling or {}).get("seed")
+    jobs: list[tuple[Any, str, str, str | None]] = []  # (planner, intent, task id, context)
+    order: dict[str, int] = {}
+    skipped = 0
+    for lm, model, source, run in runs:
         for variant in variants:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 planner = Planner.for_model(
                     model, lm=lm, variant=variant, max_tokens=max_tokens, record_path=scratch,
-                    budgets=budgets, record_source=source,
+                    budgets=budgets, record_source=source, record_run=run,
                 )
+            cap = max_tokens or planner.budget.output_tokens
             for i, task in enumerate(chosen):
                 # Repeated tasks (n > len(tasks)) get a distinct request so the model is asked anew.
                 intent = task.intent if i < len(tasks) else f"{task.intent} (again, #{i // len(tasks)})"
-                planner.plan(intent, context=task.context, task_id=task.id)
-                if progress is not None:
-                    progress(1)
+                key = _key(source, planner.budget.model, planner.variant, task.id, intent, cap, temperature, seed, run)
+                order.setdefault(key, len(order))
+                if key in done:
+                    skipped += 1
+                else:
+                    jobs.append((planner, intent, task.id, task.context))
+    if progress is not None and skipped:
+        progress(skipped)
+
+    def plan(job: tuple[Any, str, str, str | None]) -> None:
+        planner, intent, task_id, context = job
+        planner.plan(intent, context=context, task_id=task_id)
+        if progress is not None:
+            progress(1)
+
+    if concurrency <= 1:
+        for job in jobs:
+            plan(job)
+    else:
+        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="helmdeck-record") as pool:
+            for future in [pool.submit(plan, job) for job in jobs]:
+                future.result()
     records = list(read_traces(scratch)) if scratch.exists() else []
+    records.sort(key=lambda r: order.get(_record_key(r), len(order)))  # stable: a request's calls stay in order
     for i, rec in enumerate(records):
         rec.id = f"{rec.source.split(':', 1)[-1]}-{i:05d}"
     write_traces(records, out)
@@ -100,10 +165,12 @@ def simulate(
     from helmdeck_dspy.engines.sim import SimEngine, sim_model_name  # imports dspy
 
     runs = [
-        (dspy.LM(sim_model_name(p, seed), engine=SimEngine(p, seed=seed), cache=False), model or p.model, f"sim:{p.name}")
+        (dspy.LM(sim_model_name(p, seed), engine=SimEngine(p, seed=seed), cache=False), model or p.model, f"sim:{p.name}",
+         None)
         for p in profiles
     ]
-    return _run(runs, tasks, out, variants=variants, n=n, max_tokens=max_tokens, budgets=budgets, progress=progress)
+    return _run(runs, tasks, out, variants=variants, n=n, max_tokens=max_tokens, budgets=budgets, progress=progress,
+                resume=False)
 
 
 def record(
@@ -118,11 +185,25 @@ def record(
     api_base: str | None = None,
     budgets: str | Path | None = None,
     progress: Callable[[int], None] | None = None,
+    temperature: float | None = None,
+    seed: int | None = None,
+    concurrency: int = 1,
+    resume: bool = True,
+    notify: Callable[[str], None] | None = None,
 ) -> int:
-    """Plan the tasks with ``lm_spec`` (default: ``model`` itself, live); returns the plan records written."""
+    """Plan the tasks with ``lm_spec`` (default: ``model`` itself, live); returns the plan records written.
+
+    A live model is called with DSPy's response cache off, so every record is an answer the model
+    gave in this run. ``temperature`` and ``seed`` are sent with every call and kept on every
+    record, with the local model's file hash, llama.cpp version and server settings for a
+    ``local:NAME`` spec. An interrupted run leaves ``OUT.partial.jsonl``; running the same command
+    again (``resume``) sends only the requests not answered yet.
+    """
     spec = lm_spec or model
-    source = trace_source(spec)
+    sampling = {k: v for k, v in (("temperature", temperature), ("seed", seed)) if v is not None}
+    lm = make_lm(spec, api_base=api_base, cache=False, sampling=sampling)
     return _run(
-        [(make_lm(spec, api_base=api_base), model, source)], tasks, out, variants=variants, n=n,
-        max_tokens=max_tokens, budgets=budgets, progress=progress,
+        [(lm, model, trace_source(spec), run_settings(spec))], tasks, out, variants=variants, n=n,
+        max_tokens=max_tokens, budgets=budgets, progress=progress, sampling=sampling, concurrency=concurrency,
+        resume=resume, notify=notify,
     )

@@ -42,9 +42,9 @@ def test_budgets_lookup_several_models_prints_a_table():
 def test_budgets_show_lists_every_row():
     r = run("budgets", "show")
     assert r.exit_code == 0
-    assert "32 rows" in r.output and "(fallback)" in r.output
+    assert "35 rows" in r.output and "(fallback)" in r.output
     rows = json.loads(run("budgets", "show", "--json").output)["rows"]
-    assert len(rows) == 32
+    assert len(rows) == 35
 
 
 def test_bad_budget_table_is_exit_1_with_the_row(tmp_path, capsys):

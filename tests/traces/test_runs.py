@@ -33,3 +33,88 @@ def test_cli_record(tmp_path):
     assert result.exit_code == 0 and "wrote 3 plan records" in result.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["prompt_variant"] for r in rows] == ["single_pick"] * 3
+
+
+# ------------------------------------------------------------------ recording live models
+
+import pytest  # noqa: E402
+
+from tests.fault_server import FaultServer, ok  # noqa: E402
+
+LIVE_PLAN = json.dumps({
+    "steps": [{"order": 1, "tool": "blog.rewrite_for_audience", "args": {}, "rationale": "fits"}],
+    "complexity": "single-action", "more_steps_likely": False, "reasoning": "one pack does it",
+})
+MODEL = "openai/recorded-model"  # not in the table: the Tier C fallback (single_pick, filter allowed)
+
+
+def _record_live(server, tasks, out, **kw):
+    return record(MODEL, MODEL, tasks, out, api_base=server.url, variants=("single_pick",), **kw)
+
+
+@pytest.fixture
+def api_key(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-recording")
+
+
+def test_a_repeated_request_is_sent_again_never_answered_from_the_cache(tmp_path, api_key):
+    tasks = load_tasks("dev")[:2]
+    with FaultServer(ok(LIVE_PLAN)) as server:
+        _record_live(server, tasks, tmp_path / "a.jsonl", temperature=0.0, seed=7)
+        first = len(server.requests)
+        _record_live(server, tasks, tmp_path / "b.jsonl", temperature=0.0, seed=7)
+        assert len(server.requests) == 2 * first  # the identical second run reached the server again
+    recs = [r for r in read_traces(tmp_path / "b.jsonl") if r.call == "plan"]
+    assert len(recs) == 2 and all(r.cache_hit is None and r.latency_ms > 1 for r in recs)
+    assert {(r.temperature, r.seed) for r in recs} == {(0.0, 7)}
+    body = server.requests[-1].body
+    assert body["temperature"] == 0.0 and body["seed"] == 7
+
+
+def test_an_interrupted_record_resumes_without_repeating_a_call(tmp_path, api_key):
+    tasks = load_tasks("dev")[:5]
+    out = tmp_path / "r.jsonl"
+    calls = {"n": 0}
+
+    def stop_after_two(_):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+
+    with FaultServer(ok(LIVE_PLAN)) as server:
+        with pytest.raises(KeyboardInterrupt):
+            _record_live(server, tasks, out, progress=stop_after_two, temperature=0.0)
+        answered = {r.task_id for r in read_traces(out.with_name("r.jsonl.partial.jsonl")) if r.call == "plan"}
+        before = len(server.requests)
+        notes: list[str] = []
+        n = _record_live(server, tasks, out, temperature=0.0, notify=notes.append)
+        sent_again = [json.dumps(r.body) for r in server.requests[before:]]
+    assert len(answered) == 2 and n == 5
+    plan_requests = [b for b in sent_again if "USER REQUEST" in b]
+    assert len(plan_requests) == 3  # only the three unanswered tasks went out again
+    recs = [r for r in read_traces(out) if r.call == "plan"]
+    assert [r.task_id for r in recs] == [t.id for t in tasks]  # task order, one record each
+    assert "2 request(s) already recorded" in notes[0]
+    assert not out.with_name("r.jsonl.partial.jsonl").exists()
+
+
+def test_a_changed_setting_is_a_new_request_on_resume(tmp_path, api_key):
+    tasks = load_tasks("dev")[:2]
+    out = tmp_path / "r.jsonl"
+    with FaultServer(ok(LIVE_PLAN)) as server:
+        _record_live(server, tasks, out, temperature=0.0)
+        out.rename(out.with_name("r.jsonl.partial.jsonl"))  # as if the run had been interrupted at the end
+        before = len(server.requests)
+        _record_live(server, tasks, out, temperature=0.5)
+        assert len(server.requests) - before >= 2  # other settings: asked again
+
+
+def test_concurrent_requests_are_written_in_task_order(tmp_path, api_key):
+    tasks = load_tasks("dev")[:6]
+    out = tmp_path / "r.jsonl"
+    with FaultServer(ok(LIVE_PLAN, delay_s=0.05)) as server:
+        n = _record_live(server, tasks, out, concurrency=3)
+        assert len(server.requests) >= 6
+    recs = [r for r in read_traces(out) if r.call == "plan"]
+    assert n == 6 and [r.task_id for r in recs] == [t.id for t in tasks]
+    assert [r.id for r in read_traces(out)] == sorted(r.id for r in read_traces(out))

@@ -5,18 +5,21 @@ PY     := $(VENV)/bin/python
 CLI    := $(VENV)/bin/helmdeck-dspy
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test bench clean-venv
+.PHONY: demo demo-live test bench clean-venv
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || { echo "creating $(VENV) (first run: installs dspy, mlflow, datasets; a few minutes)"; $(PYTHON) -m venv $(VENV); }
 	@echo "installing helmdeck-dspy into $(VENV) (log: $(VENV)/install.log)"
 	@{ $(PY) -m pip install --disable-pip-version-check --upgrade pip \
-	   && $(PY) -m pip install --disable-pip-version-check -e '.[dev]'; } > $(VENV)/install.log 2>&1 \
+	   && $(PY) -m pip install --disable-pip-version-check --no-compile -e '.[dev]'; } > $(VENV)/install.log 2>&1 \
 	   || { tail -n 40 $(VENV)/install.log; echo "install failed: see $(VENV)/install.log"; exit 1; }
 	@touch $(STAMP)
 
 demo: $(STAMP)
 	@bash scripts/demo.sh
+
+demo-live: $(STAMP)
+	@bash scripts/demo_live.sh
 
 test: $(STAMP)
 	@$(PY) -m pytest -q

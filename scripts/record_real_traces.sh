@@ -2,7 +2,10 @@
 # Regenerate the real trace sets in eval/traces/: every local model x both prompt variants x the
 # dev tasks, at the budget table's caps, temperature 0 and seed 7, one file per model.
 #
-#   bash scripts/record_real_traces.sh [MODEL...]      (default: all three; N_TASKS=24 for a subset)
+#   bash scripts/record_real_traces.sh [MODEL...]      (default: all three)
+#
+# qwen2.5-coder-1.5b, the slowest, plans the first 24 dev tasks per variant (set N_TASKS=51 to plan
+# them all, or N_TASKS for any model to override its count).
 #
 # Needs the local extra and the models: pip install -e '.[local]'; helmdeck-dspy models install NAME.
 # Resumable: an interrupted run leaves eval/traces/local-NAME.jsonl.partial.jsonl, and running the
@@ -18,8 +21,9 @@ declare -A model_id=(
   [qwen2.5-coder-1.5b]=local/qwen2.5-coder-1.5b-instruct
   [gemma-3-270m]=local/gemma-3-270m
 )
+declare -A n_tasks=([qwen2.5-coder-1.5b]=24)
 for name in "${models[@]}"; do
   echo "== $name ($(date -u +%H:%M:%S))"
   "$CLI" traces record --model "${model_id[$name]}" --lm "local:$name" --variant both --tasks dev \
-    ${N_TASKS:+--n "$N_TASKS"} --temperature 0 --seed 7 --progress --out "eval/traces/local-$name.jsonl"
+    $(n=${N_TASKS:-${n_tasks[$name]:-}}; [ -n "$n" ] && echo --n "$n") --temperature 0 --seed 7 --progress --out "eval/traces/local-$name.jsonl"
 done

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# `make demo-live`: the planner against a real model on this machine. Installs the `local` extra
+# (llama-cpp-python; the first build takes 8-15 minutes) and Qwen2.5 Coder 0.5B Instruct (491 MB),
+# then plans the demo intents live through llama.cpp's OpenAI-compatible server on 127.0.0.1.
+# Every call is a real model call: on 2 CPU cores each takes about 10-35 s.
+set -euo pipefail
+PY=.venv/bin/python
+CLI=.venv/bin/helmdeck-dspy
+MODEL=local/qwen2.5-coder-0.5b-instruct
+LM=local:qwen2.5-coder-0.5b
+
+section() { printf '\n\033[1m== %s\033[0m\n' "$1"; }
+
+section "Installing the local extra (log: .venv/local-install.log) and the model"
+$PY -m pip install --disable-pip-version-check -e '.[dev,local]' > .venv/local-install.log 2>&1 \
+  || { tail -n 30 .venv/local-install.log; echo "install failed: see .venv/local-install.log"; exit 1; }
+$CLI models install qwen2.5-coder-0.5b
+$CLI models list
+
+section "Its budget row"
+$CLI budgets lookup "$MODEL"
+
+for intent in "remember this MiniMax M3 launch, write a blog about it and make an illustration" \
+              "make a narrated presentation video about https://github.com/acme/ledger"; do
+  section "Live plan (single_pick, Tier C): \"$intent\""
+  $CLI plan "$intent" --model "$MODEL" --lm "$LM" --no-history \
+    || echo "(the model's answer was not a usable plan: the line above says why)"
+done
+
+section "The single_pick loop, live: plan one step, 'run' it, plan the next with the steps done"
+$PY scripts/demo_loop.py --model "$MODEL" --lm "$LM" \
+  "scrape https://example.org/launch, summarise it, then write a blog post about it"

@@ -11,13 +11,20 @@ Per model with enough data (rules and thresholds in ``eval/calibration.toml``):
 - ``is_hybrid_reasoning`` when reasoning shows in more than a set share of responses;
 - ``max_catalog_bytes`` when length cut-offs rise with prompt size.
 
-``--apply`` rewrites the table with tomlkit, keeping comments and untouched rows, and adds an
-exact row (with provenance) for a model that only matched a prefix or the fallback.
+Models are calibrated per source kind (a report never merges kinds): every proposal, and its
+evidence, names the kind it rests on. ``--apply`` takes, per model, the proposals of the best kind
+with enough data (live, then imported, then published, then the rest; :func:`select_proposals`)
+and applies them only when that kind is a measurement: proposals resting on simulated (or
+replayed, or unknown) records are held back unless ``allow_simulated``. It rewrites the table with
+tomlkit, keeping comments and untouched rows, adds an exact row for a model that only matched a
+prefix or the fallback, and stamps the row's provenance, ``source = "calibrated:<kind>"`` included.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -32,17 +39,26 @@ from helmdeck_dspy.budgets import (
 )
 from helmdeck_dspy.domain import TIERS
 from helmdeck_dspy.errors import DataFileError, validation_message
-from helmdeck_dspy.evaluation.report import EvalReport, GroupReport
+from helmdeck_dspy.evaluation.report import (
+    SCHEMA_VERSION,
+    EvalReport,
+    GroupReport,
+    KindLabelled,
+    kind_rank,
+)
 from helmdeck_dspy.evaluation.stats import newcombe_diff, wilson
 from helmdeck_dspy.io.atomic import atomic_write_text
 from helmdeck_dspy.io.datafiles import read_json, read_toml
 from helmdeck_dspy.io.resources import bundled_dir, default_budgets_path
+from helmdeck_dspy.traces.record import is_measured
 
 
-class Proposal(BaseModel):
+class Proposal(KindLabelled):
     """One proposed change to a model's budget row, with the evidence for it."""
 
     model: str
+    kind: str = Field(default="live", description="The source kind of the records the evidence comes from (live, "
+                      "sim:<profile>...); :func:`calibrate` always sets it (the default mirrors a trace record's).")
     field: str
     current: Any
     proposed: Any
@@ -50,12 +66,20 @@ class Proposal(BaseModel):
 
 
 class Insufficient(BaseModel):
-    """A model without enough records per variant to calibrate."""
+    """A model (with records of one kind) without enough records per variant to calibrate."""
 
     model: str
+    kind: str
     n_full_steps: int
     n_single_pick: int
     reason: str
+
+
+class Unchanged(BaseModel):
+    """A model whose records of one kind are enough and call for no change."""
+
+    model: str
+    kind: str
 
 
 class Calibration(BaseModel):
@@ -65,7 +89,7 @@ class Calibration(BaseModel):
     min_n: int
     proposals: list[Proposal] = Field(default_factory=list)
     insufficient: list[Insufficient] = Field(default_factory=list)
-    unchanged: list[str] = Field(default_factory=list, description="Models with enough data and nothing to change.")
+    unchanged: list[Unchanged] = Field(default_factory=list, description="Models with enough data and nothing to change.")
 
 
 def load_rules(path: Path | None = None) -> dict[str, Any]:
@@ -82,6 +106,10 @@ def load_report(path: str | Path) -> EvalReport:
     """
     p = Path(path)
     data = read_json(p, DataFileError, "not an eval report.json")
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if isinstance(version, int) and version != SCHEMA_VERSION:
+        raise DataFileError(str(p), f"eval report schema_version {version}, this helmdeck-dspy reads {SCHEMA_VERSION}: "
+                                    "run `helmdeck-dspy eval --out DIR` again to write a current report")
     try:
         return EvalReport.model_validate(data)
     except ValidationError as exc:
@@ -186,25 +214,28 @@ def _catalog_signal(g: GroupReport, rules: dict[str, Any]) -> dict[str, Any] | N
 
 
 def calibrate(report: EvalReport, table: BudgetTable, *, min_n: int | None = None, rules: dict[str, Any] | None = None) -> Calibration:
-    """Propose budget-table changes for every model in ``report``."""
+    """Propose budget-table changes for every model in ``report``, from each kind of its records
+    separately (a model with live and simulated groups gets two sets of proposals)."""
     rules = rules or load_rules()
     need = min_n if min_n is not None else int(rules["min_n"])
     out = Calibration(report_trace_set_sha256=report.trace_set_sha256, min_n=need)
-    models = sorted({g.model for g in report.groups})
-    for model in models:
-        groups = {g.prompt_variant: g for g in report.groups if g.model == model}
+    pairs = sorted({(g.kind, g.model) for g in report.groups}, key=lambda km: (kind_rank(km[0]), km[1]))
+    for kind, model in pairs:
+        groups = {g.prompt_variant: g for g in report.groups if g.model == model and g.kind == kind}
         full, single = groups.get("full_steps"), groups.get("single_pick")
         n_full, n_single = (full.n if full else 0), (single.n if single else 0)
         if max(n_full, n_single) < need:
-            out.insufficient.append(Insufficient(model=model, n_full_steps=n_full, n_single_pick=n_single,
+            out.insufficient.append(Insufficient(model=model, kind=kind, n_full_steps=n_full, n_single_pick=n_single,
                                                  reason=f"insufficient data: fewer than {need} records per variant"))
             continue
         budget = table.lookup(model)
         found: list[Proposal] = []
 
-        def propose(field: str, current: Any, proposed: Any, evidence: dict[str, Any]) -> None:
+        def propose(field: str, current: Any, proposed: Any, evidence: dict[str, Any], kind: str = kind,
+                    model: str = model, found: list[Proposal] = found) -> None:
             if proposed != current:
-                found.append(Proposal(model=model, field=field, current=current, proposed=proposed, evidence=evidence))
+                found.append(Proposal(model=model, kind=kind, field=field, current=current, proposed=proposed,
+                                      evidence={"kind": kind, **evidence}))
 
         if full is not None and n_full >= need:
             cap_full, _ = estimate_output_tokens(full, budget, rules)
@@ -251,26 +282,61 @@ def calibrate(report: EvalReport, table: BudgetTable, *, min_n: int | None = Non
         if found:
             out.proposals.extend(found)
         else:
-            out.unchanged.append(model)
+            out.unchanged.append(Unchanged(model=model, kind=kind))
     return out
 
 
 # ------------------------------------------------------------------------------------ apply
 
+
+@dataclass
+class Selection:
+    """Which proposals ``--apply`` writes, and why the others are not written."""
+
+    chosen: list[Proposal] = dc_field(default_factory=list)
+    held_back: list[Proposal] = dc_field(default_factory=list)
+    """Resting only on records that are not a measurement (sim:<profile>, replay, unknown)."""
+    superseded: list[Proposal] = dc_field(default_factory=list)
+    """For a model whose records of a better kind (live before imported before published before
+    the rest) also had enough data: that kind decides."""
+
+
+def select_proposals(cal: Calibration, *, allow_simulated: bool = False) -> Selection:
+    """Per model, the proposals of the deciding kind (the best-ranked kind with enough data, whether
+    it proposes changes or none), kept only when that kind is measured or ``allow_simulated``."""
+    deciding: dict[str, str] = {}
+    for kind, model in [(p.kind, p.model) for p in cal.proposals] + [(u.kind, u.model) for u in cal.unchanged]:
+        if model not in deciding or kind_rank(kind) < kind_rank(deciding[model]):
+            deciding[model] = kind
+    out = Selection()
+    for p in cal.proposals:
+        if p.kind != deciding[p.model]:
+            out.superseded.append(p)
+        elif is_measured(p.kind) or allow_simulated:
+            out.chosen.append(p)
+        else:
+            out.held_back.append(p)
+    return out
+
+
 _PROVENANCE = ("source", "trace_set_sha", "n", "rate", "interval_low", "interval_high", "calibrated_at")
 
 
-def apply_calibration(cal: Calibration, path: str | Path | None = None) -> list[str]:
-    """Rewrite the budget table in place (atomically) with the proposals; returns the touched ``match`` keys."""
+def apply_calibration(cal: Calibration, path: str | Path | None = None, *, allow_simulated: bool = False) -> list[str]:
+    """Rewrite the budget table in place (atomically) with the proposals :func:`select_proposals`
+    chooses; returns the touched ``match`` keys (none: the file is not rewritten)."""
     import tomlkit
 
+    chosen = select_proposals(cal, allow_simulated=allow_simulated).chosen
+    if not chosen:
+        return []
     target = Path(path) if path is not None else default_budgets_path()
     text = target.read_text(encoding="utf-8")
     table = parse_budget_table(text, str(target))
     doc = tomlkit.parse(text)
     rows = doc.setdefault("model", tomlkit.aot())
     by_model: dict[str, list[Proposal]] = {}
-    for p in cal.proposals:
+    for p in chosen:
         by_model.setdefault(p.model, []).append(p)
     touched = []
     for model, props in by_model.items():
@@ -278,7 +344,7 @@ def apply_calibration(cal: Calibration, path: str | Path | None = None) -> list[
         row = next((r for r in rows if r.get("match") == model), None)
         if row is None:
             row = tomlkit.table()
-            row.add(tomlkit.comment(f"Calibrated from traces; it matched {budget.matched!r} before."))
+            row.add(tomlkit.comment(f"Calibrated from {props[0].kind} traces; it matched {budget.matched!r} before."))
             row["match"] = model
             for key, value in budget.model_dump(exclude={"model", "matched", *_PROVENANCE}).items():
                 if value is not None:
@@ -288,7 +354,7 @@ def apply_calibration(cal: Calibration, path: str | Path | None = None) -> list[
             row[p.field] = p.proposed
         tier_evidence = next((p.evidence for p in props if p.field == "tier"), None) or props[0].evidence
         n = tier_evidence.get("n")
-        row["source"] = "calibrated"
+        row["source"] = f"calibrated:{props[0].kind}"  # one deciding kind per model
         row["trace_set_sha"] = cal.report_trace_set_sha256[:16]
         if isinstance(n, int):
             row["n"] = n

@@ -18,17 +18,24 @@ from helmdeck_dspy.cli.options import (
 @click.option("--report", "report_path", required=True, type=click.Path(dir_okay=False, exists=True),
               help="report.json written by `eval --out`.")
 @click.option("--min-n", type=click.IntRange(1), default=None, help="Records a model needs per variant (default: eval/calibration.toml).")
-@click.option("--apply", "do_apply", is_flag=True, help="Rewrite the budget table with the proposals.")
+@click.option("--apply", "do_apply", is_flag=True,
+              help="Rewrite the budget table with the proposals resting on measured records (live, imported, published).")
+@click.option("--allow-simulated", is_flag=True,
+              help="With --apply: also apply proposals resting only on simulated (sim:<profile>), replayed or "
+                   "unknown-source records.")
 @budgets_option
 @json_option('Print {"proposals": [...], "insufficient": [...]}.')
-def calibrate_cmd(report_path: str, min_n: int | None, do_apply: bool, budgets_path: str | None, as_json: bool) -> None:
+def calibrate_cmd(report_path: str, min_n: int | None, do_apply: bool, allow_simulated: bool, budgets_path: str | None,
+                  as_json: bool) -> None:
     """Propose budget-table changes from an evaluation report (and --apply them)."""
     from helmdeck_dspy.budgets import load_budget_table
     from helmdeck_dspy.calibration.calibrate import (
         apply_calibration,
         calibrate,
         load_report,
+        select_proposals,
     )
+    from helmdeck_dspy.errors import InputError
 
     report = load_report(report_path)
     table = load_budget_table(budgets_path)
@@ -38,20 +45,41 @@ def calibrate_cmd(report_path: str, min_n: int | None, do_apply: bool, budgets_p
     else:
         if cal.proposals:
             print_table(
-                ["model", "field", "current", "proposed", "evidence"],
-                [[p.model, p.field, p.current if p.current != "" else '""', p.proposed, _evidence_text(p.evidence)]
+                ["model · kind", "field", "current", "proposed", "evidence"],
+                [[p.label, p.field, p.current if p.current != "" else '""', p.proposed, _evidence_text(p.evidence)]
                  for p in cal.proposals],
             )
         else:
             click.echo("no changes proposed")
-        for m in cal.unchanged:
-            click.echo(f"unchanged: {m} (enough data, nothing to change)")
+        for u in cal.unchanged:
+            click.echo(f"unchanged: {u.model} · {u.kind} (enough data, nothing to change)")
         for i in cal.insufficient:
-            click.echo(f"insufficient data: {i.model} (full_steps n={i.n_full_steps}, single_pick n={i.n_single_pick}; "
-                       f"needs {cal.min_n})")
+            click.echo(f"insufficient data: {i.model} · {i.kind} (full_steps n={i.n_full_steps}, "
+                       f"single_pick n={i.n_single_pick}; needs {cal.min_n})")
     if do_apply:
-        touched = apply_calibration(cal, budgets_path or table.path)
-        click.echo(f"updated {len(touched)} model row(s) in {budgets_path or table.path}", err=as_json)
+        chosen = select_proposals(cal, allow_simulated=allow_simulated)
+        held = _held_back_line(chosen.held_back)
+        if held and not chosen.chosen:
+            raise InputError(f"--apply refused: {held}")
+        if held:
+            click.echo(f"not applied: {held}", err=True)
+        if chosen.superseded:
+            kinds = ", ".join(sorted({p.kind for p in chosen.superseded}))
+            click.echo(f"not applied: {len(chosen.superseded)} proposal(s) from {kinds} for models whose records of "
+                       "a better-ranked kind decide", err=True)
+        target = budgets_path or table.path
+        touched = apply_calibration(cal, target, allow_simulated=allow_simulated)
+        click.echo(f"updated {len(touched)} model row(s) in {target}", err=as_json)
+
+
+def _held_back_line(held: list[Any]) -> str:
+    """One line on proposals held back for resting only on simulated or unmeasured records ('' when none)."""
+    if not held:
+        return ""
+    kinds = ", ".join(sorted({p.kind for p in held}))
+    models = sorted({p.model for p in held})
+    return (f"{len(held)} proposal(s) for {len(models)} model(s) rest only on simulated or unmeasured records "
+            f"({kinds}); pass --allow-simulated to apply them")
 
 
 def _evidence_text(e: dict[str, Any]) -> str:

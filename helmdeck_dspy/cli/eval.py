@@ -62,12 +62,19 @@ def eval_cmd(
 
 
 def _print_summary(report: EvalReport) -> None:
-    """The per-group table, the record count and the single_pick - full_steps comparisons."""
-    from helmdeck_dspy.evaluation.report import SUMMARY_HEADERS, summary_rows
+    """The per-group table (each group named ``model · kind``), the record counts per kind, a line
+    saying which kinds are simulated, and the single_pick - full_steps comparisons."""
+    from helmdeck_dspy.evaluation.markdown import SUMMARY_HEADERS, summary_rows
+    from helmdeck_dspy.traces.record import is_simulated
 
     print_table(SUMMARY_HEADERS, summary_rows(report))
-    click.echo(f"\n{report.n_records} records ({report.n_skipped} skipped) in {report.seconds:.2f} s")
+    kinds = ", ".join(f"{k} {n}" for k, n in report.kinds.items())
+    click.echo(f"\n{report.n_records} records ({report.n_skipped} skipped) in {report.seconds:.2f} s; by kind: {kinds or 'none'}")
+    simulated = [k for k in report.kinds if is_simulated(k)]
+    if simulated:
+        click.echo(f"simulated ({', '.join(simulated)}): the simulator's output under a real model's name, "
+                   "not a measurement of that model")
     for c in report.comparisons:
         lo, hi = c.strict_diff_ci
-        click.echo(f"single_pick - full_steps, {c.model}: {100 * c.strict_diff:+.1f} pts strict "
+        click.echo(f"single_pick - full_steps, {c.label}: {100 * c.strict_diff:+.1f} pts strict "
                    f"[{100 * lo:.1f}, {100 * hi:.1f}]")

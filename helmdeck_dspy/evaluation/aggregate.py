@@ -45,6 +45,26 @@ class GroupAgg:
     exact: int = 0
     steps: int = 0
     valid_steps: int = 0
+    # LM calls per planning request: request key -> [plan records, filter records]; records that
+    # name no request (no task_id, no intent) are counted apart, each plan record as one request.
+    # The one state that grows with the input: about 150 bytes per distinct request.
+    requests: dict[int, list[int]] = field(default_factory=dict)
+    unkeyed_plan: int = 0
+    unkeyed_filter: int = 0
+
+    def add_call(self, call: str, request: int | None) -> None:
+        """Count one exchange (``plan`` or ``filter``) of the planning request ``request``."""
+        is_filter = call == "filter"
+        if request is None:
+            if is_filter:
+                self.unkeyed_filter += 1
+            else:
+                self.unkeyed_plan += 1
+            return
+        counts = self.requests.get(request)
+        if counts is None:
+            counts = self.requests[request] = [0, 0]
+        counts[is_filter] += 1
 
     def add(self, o: RecordOutcome) -> None:
         self.n += 1
@@ -90,8 +110,7 @@ class GroupAgg:
 
     def merge(self, other: GroupAgg) -> None:
         """Add ``other``'s counts and samples to this group's."""
-        for name in ("n", "strict", "repaired", "from_label", "leak", "tags", "reasoning_field", "scored", "length_below_cap",
-                     "score_sum", "score_sq", "f1_sum", "exact", "steps", "valid_steps"):
+        for name in _SCALARS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for name in ("finish", "finish_raw", "causes", "sources", "max_tokens", "tiers", "tag_kinds"):
             getattr(self, name).update(getattr(other, name))
@@ -101,9 +120,15 @@ class GroupAgg:
             mine = self.length_by_prompt.setdefault(bucket, [0, 0, 0])
             for i, c in enumerate(counts):
                 mine[i] += c
+        for request, (plan, filt) in other.requests.items():
+            mine = self.requests.setdefault(request, [0, 0])
+            mine[0] += plan
+            mine[1] += filt
 
 
-GroupKey = tuple[str, str]  # (model, prompt_variant)
+GroupKey = tuple[str, str, str]
+"""(kind, model, prompt_variant): the kind from :func:`~helmdeck_dspy.traces.record.source_kind`,
+so records of different kinds (live, imported, published, replay, sim:<profile>) never share a group."""
 
 
 def merge_groups(into: dict[GroupKey, GroupAgg], other: dict[GroupKey, GroupAgg]) -> None:
@@ -125,7 +150,7 @@ def merge_groups(into: dict[GroupKey, GroupAgg], other: dict[GroupKey, GroupAgg]
 _COUNTERS = ("finish", "finish_raw", "causes", "sources", "max_tokens", "tiers", "tag_kinds")
 _RESERVOIRS = ("tokens", "clean_tokens", "latency", "prompt_tokens")
 _SCALARS = ("n", "strict", "repaired", "from_label", "length_below_cap", "leak", "tags", "reasoning_field", "scored",
-            "score_sum", "score_sq", "f1_sum", "exact", "steps", "valid_steps")
+            "score_sum", "score_sq", "f1_sum", "exact", "steps", "valid_steps", "unkeyed_plan", "unkeyed_filter")
 
 
 def _reservoir_state(r: Reservoir) -> dict:
@@ -165,6 +190,7 @@ def agg_to_state(agg: GroupAgg) -> dict:
     for name in _RESERVOIRS:
         state[name] = _reservoir_state(getattr(agg, name))
     state["length_by_prompt"] = [[k, v] for k, v in agg.length_by_prompt.items()]
+    state["requests"] = [[k, p, f] for k, (p, f) in agg.requests.items()]
     return state
 
 
@@ -176,4 +202,5 @@ def agg_from_state(state: dict) -> GroupAgg:
     for name in _RESERVOIRS:
         setattr(agg, name, _reservoir_from(state[name]))
     agg.length_by_prompt = {int(k): list(v) for k, v in state["length_by_prompt"]}
+    agg.requests = {int(k): [int(p), int(f)] for k, p, f in state["requests"]}
     return agg

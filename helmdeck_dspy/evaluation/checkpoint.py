@@ -32,7 +32,7 @@ from helmdeck_dspy.io.atomic import atomic_write_text
 from helmdeck_dspy.tasks import PlanTask
 
 CHECKPOINT_NAME = ".eval-checkpoint.json"
-CHECKPOINT_SCHEMA = 1
+CHECKPOINT_SCHEMA = 2  # 2: groups keyed (kind, model, variant); LM calls per request
 _COUNTS = ("file_index", "next_line", "file_records", "file_skipped", "total", "skipped_total")
 
 
@@ -55,7 +55,7 @@ class EvalState:
     skipped_total: int = 0
     """Records skipped in the finished files."""
     groups: dict[GroupKey, GroupAgg] = field(default_factory=dict)
-    """The per-(model, variant) aggregates so far."""
+    """The per-(kind, model, variant) aggregates so far."""
     inputs: list[InputFile] = field(default_factory=list)
     """The files read to the end, in order."""
     errors: list[str] = field(default_factory=list)
@@ -75,7 +75,7 @@ class EvalState:
             "schema": CHECKPOINT_SCHEMA, "key": key, "file_index": self.file_index, "next_line": self.next_line,
             "file_records": self.file_records, "file_skipped": self.file_skipped, "total": self.total,
             "skipped_total": self.skipped_total, "inputs": [i.model_dump() for i in self.inputs],
-            "errors": self.errors, "groups": [[m, v, agg_to_state(a)] for (m, v), a in self.groups.items()],
+            "errors": self.errors, "groups": [[k, m, v, agg_to_state(a)] for (k, m, v), a in self.groups.items()],
         }
         return json.dumps(state, separators=(",", ":")) + "\n"
 
@@ -83,7 +83,7 @@ class EvalState:
     def from_dict(cls, state: Mapping[str, Any]) -> EvalState:
         """Rebuild a state saved by :meth:`to_json` (its counts already checked to be integers)."""
         return cls(
-            groups={(m, v): agg_from_state(a) for m, v, a in state["groups"]},
+            groups={(k, m, v): agg_from_state(a) for k, m, v, a in state["groups"]},
             inputs=[InputFile.model_validate(i) for i in state["inputs"]],
             errors=list(state["errors"]),
             **{name: state[name] for name in _COUNTS},

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from helmdeck_dspy.evaluation.markdown import render_markdown
 from helmdeck_dspy.evaluation.plots import write_plots
-from helmdeck_dspy.evaluation.report import EvalReport, render_markdown
+from helmdeck_dspy.evaluation.report import EvalReport
 from helmdeck_dspy.io.atomic import atomic_write_text
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from helmdeck_dspy.domain import VARIANTS
 from helmdeck_dspy.evaluation.report import EvalReport, GroupReport
 from helmdeck_dspy.io.atomic import atomic_writer
+from helmdeck_dspy.traces.record import is_simulated
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -35,6 +36,7 @@ FINISH_COLORS = {
     "none": "#a0aec0",
 }
 CAP_COLOR = "#c53030"
+SIM_LABEL_COLOR = "#6b46c1"  # a simulated group's label: never read as a measurement
 
 LABEL_WIDTH = 34  # characters per line of a model label before it wraps
 _ROW = 1.0  # height of one model x variant row, in data units
@@ -90,11 +92,12 @@ def _variant_color(variant: str, extra: dict[str, str]) -> str:
 
 @dataclass
 class _Layout:
-    """Rows (one per group) arranged in blocks (one per model), top to bottom."""
+    """Rows (one per group) arranged in blocks (one per model and kind), top to bottom."""
 
     rows: list[tuple[float, GroupReport]]
     model_ticks: list[float]
     model_labels: list[str]
+    label_colors: list[str]
     separators: list[float]
     prefix: str
     bottom: float
@@ -103,20 +106,26 @@ class _Layout:
     label_lines: int
 
 
+def kind_line(kind: str) -> str:
+    """A block label's kind line; a simulated kind says so in words."""
+    return f"{kind} (simulated)" if is_simulated(kind) else kind
+
+
 def _layout(groups: list[GroupReport]) -> _Layout:
-    by_model: dict[str, list[GroupReport]] = {}
+    by_model: dict[tuple[str, str], list[GroupReport]] = {}  # kinds are never merged into one block
     for g in groups:
-        by_model.setdefault(g.model, []).append(g)
+        by_model.setdefault((g.kind, g.model), []).append(g)
     rank = {v: i for i, v in enumerate(VARIANTS)}
-    prefix = common_prefix(list(by_model))
+    prefix = common_prefix([m for _, m in by_model])
     extra: dict[str, str] = {}
     rows: list[tuple[float, GroupReport]] = []
     ticks: list[float] = []
     labels: list[str] = []
+    colors: list[str] = []
     seps: list[float] = []
     y = 0.0
     lines = 1
-    for i, (model, gs) in enumerate(by_model.items()):
+    for i, ((kind, model), gs) in enumerate(by_model.items()):
         gs = sorted(gs, key=lambda g: (rank.get(g.prompt_variant, len(rank)), g.prompt_variant))
         if i:
             seps.append(y + _BLOCK_GAP / 2)
@@ -128,12 +137,13 @@ def _layout(groups: list[GroupReport]) -> _Layout:
         ticks.append((start + y) / 2)
         short = model[len(prefix):] if prefix and model.startswith(prefix) else model
         tiers = sorted({g.tier for g in gs})
-        label = wrap_label(short or "(no model)") + f"\ntier {'/'.join(tiers)}"
+        label = wrap_label(short or "(no model)") + f"\n{kind_line(kind)} · tier {'/'.join(tiers)}"
         lines = max(lines, label.count("\n") + 1)
         labels.append(label)
+        colors.append(SIM_LABEL_COLOR if is_simulated(kind) else "#1a202c")
     variants = sorted({g.prompt_variant for g in groups}, key=lambda v: (rank.get(v, len(rank)), v))
-    colors = {v: _variant_color(v, extra) for v in variants}
-    return _Layout(rows, ticks, labels, seps, prefix, y, variants, colors, lines)
+    variant_colors = {v: _variant_color(v, extra) for v in variants}
+    return _Layout(rows, ticks, labels, colors, seps, prefix, y, variants, variant_colors, lines)
 
 
 def _fig_size(layout: _Layout) -> tuple[float, float]:
@@ -148,6 +158,8 @@ def _setup_rows(ax: Axes, layout: _Layout, transform: Any) -> None:
     ax.set_ylim(layout.bottom + 0.1, -0.1)  # top to bottom
     ax.set_yticks(layout.model_ticks)
     ax.set_yticklabels(layout.model_labels, fontsize=8.5, linespacing=1.05)
+    for tick, color in zip(ax.get_yticklabels(), layout.label_colors):
+        tick.set_color(color)
     longest = max(len(v) for v in layout.variants)
     ax.tick_params(axis="y", length=0, pad=10 + 4.4 * longest)
     for y, g in layout.rows:
@@ -158,6 +170,8 @@ def _setup_rows(ax: Axes, layout: _Layout, transform: Any) -> None:
 
 
 def _title(ax: Axes, main: str, sub: str, layout: _Layout) -> None:
+    if SIM_LABEL_COLOR in layout.label_colors:
+        sub += "\nrows marked sim:<profile> (simulated) are the simulator's output, not measurements of the model"
     if layout.prefix:
         sub += f"\nmodel ids shown without their common prefix '{layout.prefix}'"
     ax.set_title(main, loc="left", fontsize=11, pad=8 + 13 * (sub.count("\n") + 1))
@@ -214,7 +228,7 @@ def _plot_parse_success(fig: Any, report: EvalReport, layout: _Layout) -> None:
     handles.append(Patch(color="#718096", alpha=0.28, label="tolerant"))
     handles.append(Line2D([], [], color="#1a202c", marker="|", markersize=8, lw=1.1, label="95% Wilson CI"))
     _legend(fig, handles)
-    _title(ax, "Strict parse success by model × prompt variant",
+    _title(ax, "Strict parse success by model · kind × prompt variant",
            f"n={report.n_records} records in {len(report.groups)} group(s)", layout)
 
 
@@ -253,7 +267,7 @@ def _plot_finish_reasons(fig: Any, report: EvalReport, layout: _Layout) -> None:
     _setup_rows(ax, layout, trans)
     handles = [Patch(color=FINISH_COLORS[r], label=r) for r in FINISH_ORDER]
     _legend(fig, handles)
-    _title(ax, "Normalised finish_reason by model × prompt variant",
+    _title(ax, "Normalised finish_reason by model · kind × prompt variant",
            f"n={report.n_records} records in {len(report.groups)} group(s)", layout)
 
 

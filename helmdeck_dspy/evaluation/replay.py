@@ -8,6 +8,8 @@ gold task when it names one.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +22,7 @@ from helmdeck_dspy.decoding.causes import (
 from helmdeck_dspy.evaluation.metric import score_plan
 from helmdeck_dspy.evaluation.scoring import guard_completion
 from helmdeck_dspy.tasks import PlanTask
-from helmdeck_dspy.traces.record import TraceRecord
+from helmdeck_dspy.traces.record import TraceRecord, source_kind
 
 LEAK_VISIBLE_CHARS = 100
 """A reply with reasoning and fewer visible characters than this counts as a reasoning leak
@@ -52,6 +54,7 @@ class ReplayContext:
 class RecordOutcome:
     """One record's replay, reduced to what the report aggregates."""
 
+    kind: str  # source_kind(source): live, imported, published, replay, unknown or sim:<profile>
     model: str
     variant: str
     tier: str
@@ -75,6 +78,31 @@ class RecordOutcome:
     score: float = 0.0
     f1: float = 0.0
     exact: bool = False
+    request: int | None = None  # the planning request the record answered (see request_key)
+
+
+def record_group(rec: TraceRecord, ctx: ReplayContext) -> tuple[str, str, str, str]:
+    """``(kind, model, tier, variant)`` of a record: its group's key parts and its tier, the tier
+    and variant taken from the budget table when the record does not say."""
+    tier, variant = rec.tier, rec.prompt_variant
+    if not tier or not variant:
+        default_tier, default_variant = ctx.tier_and_variant(rec.model)
+        tier, variant = tier or default_tier, variant or default_variant
+    return source_kind(rec.source), rec.model, tier, variant
+
+
+def request_key(rec: TraceRecord, kind: str, variant: str) -> int | None:
+    """The planning request a record belongs to, for counting LM calls per plan: its group and
+    ``(task_id, intent)`` (the recorder stamps both on every exchange of a request, the filter call
+    included). None when the record names neither: each such plan record is a request of its own.
+
+    A log that asked the very same question twice counts as one request with two plan calls: the
+    count errs towards showing extra calls, never towards hiding them.
+    """
+    if rec.task_id is None and rec.intent is None:
+        return None
+    raw = json.dumps([kind, rec.model, variant, rec.task_id, rec.intent], ensure_ascii=False)
+    return int.from_bytes(hashlib.blake2b(raw.encode("utf-8"), digest_size=8).digest(), "big")  # small to keep
 
 
 def _label_outcome(label: str) -> tuple[str, str | None]:
@@ -89,12 +117,10 @@ def _label_outcome(label: str) -> tuple[str, str | None]:
 
 def replay_record(rec: TraceRecord, ctx: ReplayContext) -> RecordOutcome:
     """Replay ``rec``; raises ValueError only for a record that cannot be interpreted."""
-    tier, variant = rec.tier, rec.prompt_variant
-    if not tier or not variant:
-        default_tier, default_variant = ctx.tier_and_variant(rec.model)
-        tier, variant = tier or default_tier, variant or default_variant
+    kind, model, tier, variant = record_group(rec, ctx)
     base = dict(
-        model=rec.model, variant=variant, tier=tier, source=rec.source, finish=normalize_finish_reason(rec.finish_reason),
+        kind=kind, model=model, variant=variant, tier=tier, source=rec.source, request=request_key(rec, kind, variant),
+        finish=normalize_finish_reason(rec.finish_reason),
         finish_raw=rec.finish_reason, completion_tokens=rec.completion_tokens, prompt_tokens=rec.prompt_tokens,
         latency_ms=None if rec.cache_hit else rec.latency_ms,  # a cached answer's latency is not the model's
         max_tokens=rec.max_tokens,

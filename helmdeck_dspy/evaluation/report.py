@@ -1,4 +1,10 @@
-"""The evaluation report: pydantic models (``report.json``) and the Markdown rendering."""
+"""The evaluation report: pydantic models (``report.json``) and building them from the group
+accumulators (the Markdown is :mod:`helmdeck_dspy.evaluation.markdown`'s).
+
+Every group, tier roll-up and comparison carries its ``kind`` (the records' source kind, from
+:func:`~helmdeck_dspy.traces.record.source_kind`): groups of different kinds are never merged,
+and every label shows the kind next to the model (:func:`group_label`).
+"""
 
 from __future__ import annotations
 
@@ -8,8 +14,56 @@ from pydantic import BaseModel, Field
 
 from helmdeck_dspy.evaluation.aggregate import PROMPT_BUCKET_TOKENS, GroupAgg, GroupKey
 from helmdeck_dspy.evaluation.stats import newcombe_diff, wilson
+from helmdeck_dspy.traces.record import (
+    IMPORTED,
+    LIVE,
+    MEASURED_KINDS,
+    PUBLISHED,
+    REPLAY,
+    UNKNOWN,
+    is_simulated,
+)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: groups, tiers and comparisons carry ``kind``; ``kinds``; ``calls_per_plan`` per group."""
+
+KIND_NOTES = {
+    LIVE: "answered by the model in a recorded run",
+    IMPORTED: "converted from a provider's request log",
+    PUBLISHED: "figures from a publication (outcome labels, no content)",
+    REPLAY: "re-served from a trace file by the replay LM; where the answers first came from is not known",
+    UNKNOWN: "records whose source names no known kind",
+}
+SIM_NOTE = "SIMULATED by the project's simulator with that profile: not a measurement of the named model"
+
+
+def kind_rank(kind: str) -> tuple[int, str]:
+    """Sort key for kinds: measured ones first (live, imported, published), then replay,
+    unknown, and the simulated ones last."""
+    order = (*MEASURED_KINDS, REPLAY, UNKNOWN)
+    return (order.index(kind), "") if kind in order else (len(order), kind)
+
+
+def group_label(model: str, kind: str) -> str:
+    """How a group is named in every table, plot and heading: the model with its kind beside it."""
+    return f"{model} · {kind}"
+
+
+class KindLabelled(BaseModel):
+    """A result about one model's records of one source kind, named ``model · kind``."""
+
+    kind: str
+    model: str
+
+    @property
+    def label(self) -> str:
+        """The model with its kind beside it."""
+        return group_label(self.model, self.kind)
+
+
+def kind_note(kind: str) -> str:
+    """One phrase saying what records of ``kind`` are."""
+    return SIM_NOTE if is_simulated(kind) else KIND_NOTES.get(kind, KIND_NOTES[UNKNOWN])
 
 
 class Distribution(BaseModel):
@@ -36,9 +90,28 @@ class GoldStats(BaseModel):
     plan_score_sd: float
 
 
-class GroupReport(BaseModel):
-    """One model x prompt_variant group (or a tier roll-up, with model ``tier:<T>``)."""
+class CallsPerPlan(BaseModel):
+    """LM calls (plan and filter records) per planning request in one group.
 
+    A request is one ``(task_id, intent)`` of the group; records that name neither are each a
+    request of one plan call. One successful plan is one plan call, plus one filter call when the
+    budget asks for it: more plan calls for one request mean a retry or a hidden second request.
+    """
+
+    requests: int = Field(description="Planning requests: identified ones plus plan records that name none.")
+    identified: int = Field(description="Requests identified by (task_id, intent).")
+    calls: int = Field(description="Plan and filter records.")
+    plan_calls: int
+    filter_calls: int
+    mean: float | None = Field(description="Records per request.")
+    max: int | None = Field(description="Most records of one request.")
+    repeated: int = Field(description="Requests with more than one plan call.")
+
+
+class GroupReport(KindLabelled):
+    """One kind x model x prompt_variant group (or a tier roll-up of one kind, with model ``tier:<T>``)."""
+
+    kind: str = Field(description="The records' source kind: live, imported, published, replay, unknown or sim:<profile>.")
     model: str
     prompt_variant: str
     tier: str
@@ -75,14 +148,14 @@ class GroupReport(BaseModel):
     reasoning_field_count: int
     from_label: int
     gold: GoldStats | None = None
+    calls_per_plan: CallsPerPlan | None = None
 
 
-class Comparison(BaseModel):
-    """full_steps vs single_pick for one model: the difference and its 95% Newcombe interval."""
+class Comparison(KindLabelled):
+    """full_steps vs single_pick for one model of one kind: the difference and its 95% Newcombe interval."""
 
-    model: str
-    full_steps_n: int
-    single_pick_n: int
+    full_steps_n: int = Field(description="full_steps records of this model and kind.")
+    single_pick_n: int = Field(description="single_pick records of this model and kind.")
     full_steps_strict_rate: float
     single_pick_strict_rate: float
     strict_diff: float = Field(description="single_pick minus full_steps.")
@@ -114,6 +187,7 @@ class EvalReport(BaseModel):
     tasks: int
     n_records: int
     n_skipped: int
+    kinds: dict[str, int] = Field(default_factory=dict, description="Plan records per source kind.")
     errors: list[str] = Field(default_factory=list, description="The first invalid-record messages.")
     groups: list[GroupReport]
     tiers: list[GroupReport]
@@ -126,7 +200,23 @@ def _dist(res: Any) -> Distribution:
     return Distribution(**res.summary())
 
 
-def group_report(model: str, variant: str, agg: GroupAgg) -> GroupReport:
+def calls_per_plan(agg: GroupAgg) -> CallsPerPlan:
+    """LM calls per planning request from a group's accumulator."""
+    keyed = list(agg.requests.values())
+    plan_calls = sum(p for p, _ in keyed) + agg.unkeyed_plan
+    filter_calls = sum(f for _, f in keyed) + agg.unkeyed_filter
+    requests = len(keyed) + agg.unkeyed_plan
+    most = max((p + f for p, f in keyed), default=0)
+    if agg.unkeyed_plan:
+        most = max(most, 1)
+    return CallsPerPlan(
+        requests=requests, identified=len(keyed), calls=plan_calls + filter_calls, plan_calls=plan_calls,
+        filter_calls=filter_calls, mean=(plan_calls + filter_calls) / requests if requests else None,
+        max=most or None, repeated=sum(1 for p, _ in keyed if p > 1),
+    )
+
+
+def group_report(kind: str, model: str, variant: str, agg: GroupAgg) -> GroupReport:
     """A group's rates, intervals and distributions from its accumulator."""
     tolerant = agg.strict + agg.repaired
     length = agg.causes.get("length_truncated", 0)
@@ -145,6 +235,7 @@ def group_report(model: str, variant: str, agg: GroupAgg) -> GroupReport:
         )
     tier = agg.tiers.most_common(1)[0][0] if agg.tiers else "?"
     return GroupReport(
+        kind=kind,
         model=model,
         prompt_variant=variant,
         tier=tier,
@@ -178,23 +269,44 @@ def group_report(model: str, variant: str, agg: GroupAgg) -> GroupReport:
         reasoning_field_count=agg.reasoning_field,
         from_label=agg.from_label,
         gold=gold,
+        calls_per_plan=calls_per_plan(agg),
     )
 
 
+def kind_counts(groups: dict[GroupKey, GroupAgg]) -> dict[str, int]:
+    """Plan records per kind, measured kinds first."""
+    counts: dict[str, int] = {}
+    for (kind, _, _), agg in groups.items():
+        counts[kind] = counts.get(kind, 0) + agg.n
+    return {k: counts[k] for k in sorted(counts, key=kind_rank)}
+
+
+def _key_order(key: GroupKey) -> tuple:
+    kind, model, variant = key
+    return (kind_rank(kind), model, variant)
+
+
+def group_reports(groups: dict[GroupKey, GroupAgg]) -> list[GroupReport]:
+    """One report per (kind, model, variant) group: measured kinds first, simulated ones last."""
+    return [group_report(k, m, v, groups[(k, m, v)]) for k, m, v in sorted(groups, key=_key_order)]
+
+
 def tier_rollups(groups: dict[GroupKey, GroupAgg]) -> list[GroupReport]:
-    """One report per tier (``tier:T``), every variant merged; a group counts under its most common tier."""
-    by_tier: dict[str, GroupAgg] = {}
-    for agg in groups.values():
+    """One report per kind and tier (model ``tier:T``), the kind's models and variants merged; a
+    group counts under its most common tier. Kinds are never merged."""
+    by_tier: dict[tuple[str, str], GroupAgg] = {}
+    for (kind, _, _), agg in groups.items():
         tier = agg.tiers.most_common(1)[0][0] if agg.tiers else "?"
-        by_tier.setdefault(tier, GroupAgg()).merge(agg)
-    return [group_report(f"tier:{t}", "*", a) for t, a in sorted(by_tier.items())]
+        by_tier.setdefault((kind, tier), GroupAgg()).merge(agg)
+    order = sorted(by_tier, key=lambda kt: (kind_rank(kt[0]), kt[1]))
+    return [group_report(k, f"tier:{t}", "*", by_tier[(k, t)]) for k, t in order]
 
 
 def comparisons(groups: dict[GroupKey, GroupAgg]) -> list[Comparison]:
-    """single_pick against full_steps for every model with records in both."""
+    """single_pick against full_steps for every model with records of one kind in both."""
     out = []
-    for model in sorted({m for m, _ in groups}):
-        full, single = groups.get((model, "full_steps")), groups.get((model, "single_pick"))
+    for kind, model in sorted({(k, m) for k, m, _ in groups}, key=lambda km: (kind_rank(km[0]), km[1])):
+        full, single = groups.get((kind, model, "full_steps")), groups.get((kind, model, "single_pick"))
         if full is None or single is None or not full.n or not single.n:
             continue
         d, lo, hi = newcombe_diff(single.strict, single.n, full.strict, full.n)
@@ -203,104 +315,9 @@ def comparisons(groups: dict[GroupKey, GroupAgg]) -> list[Comparison]:
         if full.scored and single.scored:
             score_diff = single.score_sum / single.scored - full.score_sum / full.scored
         out.append(Comparison(
-            model=model, full_steps_n=full.n, single_pick_n=single.n,
+            kind=kind, model=model, full_steps_n=full.n, single_pick_n=single.n,
             full_steps_strict_rate=full.strict / full.n, single_pick_strict_rate=single.strict / single.n,
             strict_diff=d, strict_diff_ci=(lo, hi), tolerant_diff=td, tolerant_diff_ci=(tlo, thi),
             plan_score_diff=score_diff,
         ))
     return out
-
-
-# ------------------------------------------------------------------------ markdown
-
-
-def _pct(x: float | None) -> str:
-    return "–" if x is None else f"{100 * x:.1f}%"
-
-
-def _ci(ci: tuple[float, float]) -> str:
-    return f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
-
-
-def _num(x: float | None) -> str:
-    return "–" if x is None else f"{x:,.0f}"
-
-
-def summary_rows(report: EvalReport) -> list[list[str]]:
-    """The summary table's rows (shared by Markdown and the CLI)."""
-    rows = []
-    for g in report.groups:
-        top_finish = ", ".join(f"{k} {v}" for k, v in list(g.finish_reason_counts.items())[:3])
-        rows.append([
-            g.model, g.prompt_variant, g.tier, str(g.n), f"{_pct(g.strict_rate)} {_ci(g.strict_ci)}",
-            _pct(g.tolerant_rate), top_finish, _num(g.completion_tokens.p95),
-            _pct(g.gold.plan_score_mean) if g.gold else "–",
-        ])
-    return rows
-
-
-SUMMARY_HEADERS = ["model", "variant", "tier", "n", "strict (95% CI)", "tolerant", "finish_reason", "tok p95", "plan score"]
-
-
-def render_markdown(report: EvalReport, plots: list[str] | None = None) -> str:
-    """The report as Markdown, linking ``plots`` (file names next to it)."""
-    lines = [
-        "# Evaluation report",
-        "",
-        f"{report.n_records} records from {len(report.inputs)} file(s) "
-        f"({report.n_skipped} skipped); trace set sha256 `{report.trace_set_sha256[:16]}`; "
-        f"catalog `{report.catalog_fingerprint}`; {report.tasks} gold tasks; "
-        f"{report.seconds:.2f} s with {report.workers} worker(s). Created {report.created_at} by helmdeck-dspy {report.tool_version}.",
-        "",
-        "Strict: a standard JSON parse after removing reasoning, fences and prose. Tolerant: strict or "
-        "repaired. Intervals are 95% Wilson. A completion cut by the token limit never counts as a success.",
-        "",
-        "## Groups (model x prompt variant)",
-        "",
-        "| " + " | ".join(SUMMARY_HEADERS) + " |",
-        "|" + "---|" * len(SUMMARY_HEADERS),
-    ]
-    lines += ["| " + " | ".join(r) + " |" for r in summary_rows(report)]
-    lines += ["", "## Tiers", "", "| tier | n | strict (95% CI) | tolerant | length | reasoning leak |", "|---|---|---|---|---|---|"]
-    for t in report.tiers:
-        lines.append(
-            f"| {t.tier} | {t.n} | {_pct(t.strict_rate)} {_ci(t.strict_ci)} | {_pct(t.tolerant_rate)} | "
-            f"{_pct(t.length_rate)} | {_pct(t.reasoning_leak_rate)} |"
-        )
-    if report.comparisons:
-        lines += [
-            "", "## single_pick vs full_steps", "",
-            "| model | n (full / single) | strict full | strict single | difference (95% CI) | plan score diff |",
-            "|---|---|---|---|---|---|",
-        ]
-        for c in report.comparisons:
-            lines.append(
-                f"| {c.model} | {c.full_steps_n} / {c.single_pick_n} | {_pct(c.full_steps_strict_rate)} | "
-                f"{_pct(c.single_pick_strict_rate)} | {100 * c.strict_diff:+.1f} pts {_ci(c.strict_diff_ci)} | "
-                f"{'–' if c.plan_score_diff is None else f'{c.plan_score_diff:+.3f}'} |"
-            )
-    lines += ["", "## Failure causes and finish reasons", ""]
-    for g in report.groups:
-        causes = ", ".join(f"{k} {v}" for k, v in g.failure_cause_counts.items()) or "none"
-        raw = ", ".join(f"`{k}` {v}" for k, v in g.finish_reason_raw_counts.items())
-        lines.append(f"- **{g.model}** / {g.prompt_variant}: causes: {causes}; finish_reason (raw): {raw}; "
-                     f"reasoning: {g.reasoning_tag_count} with tags "
-                     f"({', '.join(f'{k} {v}' for k, v in g.reasoning_tag_kinds.items()) or 'none'}), "
-                     f"{g.reasoning_field_count} with a separate field, "
-                     f"{g.reasoning_leak_count} leaks; completion tokens p50 {_num(g.completion_tokens.p50)}, "
-                     f"p95 {_num(g.completion_tokens.p95)}, max {_num(g.completion_tokens.max)}; latency p50 "
-                     f"{_num(g.latency_ms.p50)} ms, p95 {_num(g.latency_ms.p95)} ms.")
-    if any(g.gold for g in report.groups):
-        lines += ["", "## Plan quality (records with a gold task)", "",
-                  "| model | variant | n | valid tools | exact (95% CI) | tool F1 | plan score |", "|---|---|---|---|---|---|---|"]
-        for g in report.groups:
-            if g.gold:
-                q = g.gold
-                lines.append(f"| {g.model} | {g.prompt_variant} | {q.n} | {_pct(q.valid_tool_rate)} | "
-                             f"{_pct(q.exact_rate)} {_ci(q.exact_ci)} | {q.tool_f1_mean:.3f} | {q.plan_score_mean:.3f} |")
-    if report.errors:
-        lines += ["", "## Skipped records", ""] + [f"- {e}" for e in report.errors]
-    if plots:
-        lines += ["", "## Plots", ""] + [f"![{p}]({p})" for p in plots]
-    lines += ["", "## Inputs", ""] + [f"- `{i.path}` ({i.format}, {i.records} records, sha256 `{i.sha256[:16]}`)" for i in report.inputs]
-    return "\n".join(lines) + "\n"

@@ -30,12 +30,18 @@ from helmdeck_dspy.catalog.models import RoutingGuide, load_catalog
 from helmdeck_dspy.errors import TraceFileError
 from helmdeck_dspy.evaluation.aggregate import GroupAgg, GroupKey, merge_groups
 from helmdeck_dspy.evaluation.checkpoint import Checkpoint, EvalState, checkpoint_key
-from helmdeck_dspy.evaluation.replay import ReplayContext, replay_record
+from helmdeck_dspy.evaluation.replay import (
+    ReplayContext,
+    record_group,
+    replay_record,
+    request_key,
+)
 from helmdeck_dspy.evaluation.report import (
     EvalReport,
     InputFile,
     comparisons,
-    group_report,
+    group_reports,
+    kind_counts,
     tier_rollups,
 )
 from helmdeck_dspy.io.jsonl import BadRow, OnError, line_ranges, range_lines
@@ -96,18 +102,19 @@ def process_chunk(
         if isinstance(rec, BadRow):
             detail = rec.detail
         elif rec.call == "filter":
-            continue  # the two-pass filter's exchange: not a plan completion
+            # the two-pass filter's exchange: not a plan completion, but an LM call of its request
+            kind, model, _, variant = record_group(rec, context)
+            _group(groups, (kind, model, variant)).add_call("filter", request_key(rec, kind, variant))
+            continue
         else:
             try:
                 outcome = replay_record(rec, context)
             except (ValueError, RecursionError) as exc:
                 detail = f"expected a trace record: {exc}"
             else:
-                key = (outcome.model, outcome.variant)
-                agg = groups.get(key)
-                if agg is None:
-                    agg = groups[key] = GroupAgg()
+                agg = _group(groups, (outcome.kind, outcome.model, outcome.variant))
                 agg.add(outcome)
+                agg.add_call("plan", outcome.request)
                 records += 1
                 continue
         if on_error == "fail":
@@ -116,6 +123,14 @@ def process_chunk(
         if len(errors) < MAX_ERRORS_KEPT:
             errors.append(str(TraceFileError(path, detail, line=line_no)))
     return ChunkResult(groups, records, skipped, errors, last_line)
+
+
+def _group(groups: dict[GroupKey, GroupAgg], key: GroupKey) -> GroupAgg:
+    """The accumulator of ``key``'s group, created when new."""
+    agg = groups.get(key)
+    if agg is None:
+        agg = groups[key] = GroupAgg()
+    return agg
 
 
 def _byte_ranges(path: Path, from_line: int = 0) -> Iterator[tuple[int, int, int, int]]:
@@ -288,7 +303,8 @@ def _report(state: EvalState, guide: RoutingGuide, ctx: ReplayContext, t0: float
         n_records=state.total,
         n_skipped=state.skipped_total,
         errors=state.errors,
-        groups=[group_report(m, v, groups[(m, v)]) for m, v in sorted(groups)],
+        kinds=kind_counts(groups),
+        groups=group_reports(groups),
         tiers=tier_rollups(groups),
         comparisons=comparisons(groups),
         seconds=round(time.perf_counter() - t0, 3),

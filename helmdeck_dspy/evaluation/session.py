@@ -43,8 +43,9 @@ class EvalRun:
 
 
 def bundled_trace_paths() -> list[Path]:
-    """The trace sets shipped with the package (``eval/traces/*.jsonl``), sorted."""
-    return sorted((bundled_dir() / "traces").glob("*.jsonl"))
+    """The trace sets shipped with the package (``eval/traces/*.jsonl``), sorted; a recording still
+    in progress (``*.partial.jsonl``, see :func:`~helmdeck_dspy.traces.runs.partial_path`) is not one."""
+    return sorted(p for p in (bundled_dir() / "traces").glob("*.jsonl") if not p.name.endswith(".partial.jsonl"))
 
 
 def run_eval(

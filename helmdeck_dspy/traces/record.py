@@ -33,7 +33,8 @@ class TraceRecord(BaseModel):
 
     Attributes:
         id: Unique within its trace set.
-        source: ``live``, ``sim:<profile>``, ``published:<ref>`` or ``import:<format>``.
+        source: ``live``, ``replay``, ``sim:<profile>``, ``published:<ref>`` or ``import:<format>``
+            (:func:`source_kind` maps it to the kind of evidence the record is).
         model: The model id the call was planned for (budget lookup key).
         served_model: The model the provider says answered, when different.
         tier: The tier the call ran under.
@@ -83,6 +84,46 @@ class TraceRecord(BaseModel):
     temperature: float | None = None
     seed: int | None = Field(default=None, ge=-_MAX_COUNT, le=_MAX_COUNT)
     run: dict[str, Any] | None = None
+
+
+LIVE, REPLAY, IMPORTED, PUBLISHED, UNKNOWN = "live", "replay", "imported", "published", "unknown"
+SIM_PREFIX = "sim:"
+MEASURED_KINDS = (LIVE, IMPORTED, PUBLISHED)
+"""Kinds whose records are a real model's answers: what a budget row may be calibrated from."""
+
+
+def source_kind(source: str | None) -> str:
+    """The kind of evidence a record's ``source`` is: the one rule that keeps simulated output
+    from passing as a measurement.
+
+    - ``live`` → ``live``: a model answered this run (a ``local:`` model too);
+    - ``import:<format>`` → ``imported``: a real provider's log, converted;
+    - ``published:<ref>`` → ``published``: figures from a publication (metadata rows);
+    - ``sim:<profile>`` → ``sim:<profile>``: the simulator; the profile stays in the kind, as two
+      profiles are two different simulated behaviours (``sim`` alone → ``sim:unnamed``);
+    - ``replay`` (or ``replay:<...>``) → ``replay``: answers re-served from a trace file, whose
+      origin the record no longer knows, so it is neither a measurement nor simulated;
+    - anything else, empty included → ``unknown``.
+
+    Evaluation keeps groups of different kinds apart everywhere (groups, tier roll-ups,
+    comparisons, plots, reports, MLflow), and calibration applies only measured kinds
+    (:data:`MEASURED_KINDS`) unless told otherwise.
+    """
+    text = (source or "").strip()
+    head, _, rest = text.partition(":")
+    if head == "sim":
+        return SIM_PREFIX + (rest.strip() or "unnamed")
+    return {"live": LIVE, "import": IMPORTED, "published": PUBLISHED, "replay": REPLAY}.get(head, UNKNOWN)
+
+
+def is_simulated(kind: str) -> bool:
+    """Whether a kind (from :func:`source_kind`) is the simulator's output."""
+    return kind.startswith(SIM_PREFIX)
+
+
+def is_measured(kind: str) -> bool:
+    """Whether a kind is a real model's answers (live, imported or published)."""
+    return kind in MEASURED_KINDS
 
 
 def write_traces(records: Iterable[TraceRecord], path: str | Path) -> int:

@@ -128,6 +128,7 @@ def eval_params(report: EvalReport) -> dict[str, str]:
         "tool_version": report.tool_version,
         "schema_version": report.schema_version,
         "inputs": ", ".join(i.path for i in report.inputs),
+        "kinds": ", ".join(f"{k} {n}" for k, n in report.kinds.items()),
     }
     return {k: _param_value(v) for k, v in params.items()}
 
@@ -151,24 +152,42 @@ def _group_metrics(keys: _Keys, g: GroupReport, key: Callable[[str], str], *, de
 
 
 def eval_metrics(report: EvalReport) -> dict[str, float]:
-    """Metrics of an evaluation, keyed ``<metric>.<model>.<variant>`` per group, ``tier_<T>.<metric>``
-    per tier, ``all.<metric>`` overall and ``strict_diff.<model>`` (single_pick minus full_steps)."""
+    """Metrics of an evaluation; every name carries the kind, and kinds are never pooled:
+    ``<metric>.<kind>.<model>.<variant>`` per group, ``tier_<T>.<kind>.<metric>`` per tier,
+    ``all.<kind>.<metric>`` per kind and ``strict_diff.<kind>.<model>`` (single_pick minus full_steps)."""
     keys = _Keys()
-    n = sum(g.n for g in report.groups)
-    if n:
-        keys.put("all.n", n)
-        keys.put("all.strict_rate", sum(g.strict for g in report.groups) / n)
-        keys.put("all.tolerant_rate", sum(g.tolerant for g in report.groups) / n)
+    for kind in report.kinds:
+        groups = [g for g in report.groups if g.kind == kind]
+        n = sum(g.n for g in groups)
+        if n:
+            keys.put(f"all.{kind}.n", n)
+            keys.put(f"all.{kind}.strict_rate", sum(g.strict for g in groups) / n)
+            keys.put(f"all.{kind}.tolerant_rate", sum(g.tolerant for g in groups) / n)
     for g in report.groups:
-        _group_metrics(keys, g, lambda m, g=g: f"{m}.{g.model}.{g.prompt_variant}")
+        _group_metrics(keys, g, lambda m, g=g: f"{m}.{g.kind}.{g.model}.{g.prompt_variant}")
+        c = g.calls_per_plan
+        if c is not None and c.mean is not None:
+            keys.put(f"calls_per_plan_mean.{g.kind}.{g.model}.{g.prompt_variant}", c.mean)
+            keys.put(f"calls_per_plan_repeated.{g.kind}.{g.model}.{g.prompt_variant}", c.repeated)
     for t in report.tiers:
-        _group_metrics(keys, t, lambda m, t=t: f"tier_{t.tier}.{m}", detail=False)
+        _group_metrics(keys, t, lambda m, t=t: f"tier_{t.tier}.{t.kind}.{m}", detail=False)
     for c in report.comparisons:
-        keys.put(f"strict_diff.{c.model}", c.strict_diff)
-        keys.put(f"tolerant_diff.{c.model}", c.tolerant_diff)
+        keys.put(f"strict_diff.{c.kind}.{c.model}", c.strict_diff)
+        keys.put(f"tolerant_diff.{c.kind}.{c.model}", c.tolerant_diff)
         if c.plan_score_diff is not None:
-            keys.put(f"plan_score_diff.{c.model}", c.plan_score_diff)
+            keys.put(f"plan_score_diff.{c.kind}.{c.model}", c.plan_score_diff)
     return {k: float(v) for k, v in keys.values.items()}
+
+
+def source_kind_tags(report: EvalReport) -> dict[str, str]:
+    """Tags saying which source kinds the run holds and whether any of it is simulated
+    (``helmdeck_dspy.simulated``: ``none``, ``some`` or ``all``)."""
+    from helmdeck_dspy.traces.record import is_simulated
+
+    kinds = list(report.kinds)
+    sim = [k for k in kinds if is_simulated(k)]
+    share = "none" if not sim else "all" if len(sim) == len(kinds) else "some"
+    return {"helmdeck_dspy.source_kinds": _param_value(", ".join(kinds)), "helmdeck_dspy.simulated": share}
 
 
 # ------------------------------------------------------------------------ mlflow plumbing
@@ -294,7 +313,8 @@ def log_eval_run(
     with _quiet():
         client = _client(uri)
         exp_id = _experiment_id(client, experiment, uri)
-        tags = {"helmdeck_dspy.kind": "eval", "helmdeck_dspy.tool_version": report.tool_version}
+        tags = {"helmdeck_dspy.kind": "eval", "helmdeck_dspy.tool_version": report.tool_version,
+                **source_kind_tags(report)}
         with _run(client, exp_id, run_name, tags) as run_id, tempfile.TemporaryDirectory(prefix="helmdeck-eval-") as tmp:
             _log_values(client, run_id, params, metrics)
             report_json = out / "report.json" if out is not None else None

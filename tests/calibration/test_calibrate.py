@@ -83,12 +83,14 @@ def test_model_needing_about_900_tokens_gets_a_cap_that_covers_it(tmp_path):
     assert 800 <= truth.groups[0].completion_tokens.p50 <= 1000 or 900 <= true_p95 <= 1200  # "needs about 900"
     # stated tolerance: at least the true p95, at most 2.5 times it
     assert prop.current == 600 and true_p95 <= prop.proposed <= 2.5 * true_p95
-    # and the proposed cap does cover it: re-run at that cap
-    apply_calibration(cal, budgets)
+    # and the proposed cap does cover it: re-run at that cap (simulated evidence: applied only when allowed)
+    assert apply_calibration(cal, budgets) == []
+    apply_calibration(cal, budgets, allow_simulated=True)
     again = tmp_path / "again"
     again.mkdir()
     _, report2 = run(again, profile, "acme/verbose-9", n=60, variants=("single_pick",), budgets=budgets)
     assert report2.groups[0].length_rate <= 0.05
+    assert load_budget_table(budgets).lookup("acme/verbose-9").source == "calibrated:sim:needs-900"
     assert report2.groups[0].max_tokens_counts == {str(prop.proposed): 60}
 
 
@@ -127,8 +129,9 @@ def test_thin_data_is_left_alone(tmp_path):
 
 
 def test_bundled_nemotron_style_set_keeps_nemotron_in_c_single_pick(tmp_path):
-    traces = sorted(str(p) for p in (PROJECT_ROOT / "eval" / "traces").glob("*.jsonl"))
-    cal = calibrate(evaluate(traces, progress=False), load_budget_table())
+    from helmdeck_dspy.evaluation.session import bundled_trace_paths
+
+    cal = calibrate(evaluate(bundled_trace_paths(), progress=False), load_budget_table())
     nemo = by_field(cal, "openrouter/nvidia/nemotron-3-super-120b-a12b:free")
     assert "tier" not in nemo and "prompt_variant" not in nemo
     budget = load_budget_table().lookup("openrouter/nvidia/nemotron-3-super-120b-a12b:free")
@@ -140,24 +143,26 @@ def test_apply_keeps_comments_and_untouched_rows_and_adds_an_exact_row(tmp_path)
     original = budgets.read_text()
     model = "brand-new-vendor/frontier-x"
     cal, _ = run(tmp_path, load_profile("frontier-like"), model, n=100, budgets=budgets)
-    touched = apply_calibration(cal, budgets)
+    assert apply_calibration(cal, budgets) == [] and budgets.read_text() == original  # simulated: held back
+    touched = apply_calibration(cal, budgets, allow_simulated=True)
     assert touched == [model]
     text = budgets.read_text()
     assert text.startswith(original.split("[fallback]")[0])  # the header comments survive
     assert "# ADR 053: 3/6 multi-step plans succeeded" in text
     table = load_budget_table(budgets)
     new = table.lookup(model)
-    assert new.matched == model and new.tier in ("A", "B") and new.source == "calibrated"
+    assert new.matched == model and new.tier in ("A", "B") and new.source == "calibrated:sim:frontier-like"
+    assert "# Calibrated from sim:frontier-like traces" in text
     assert new.n == 100 and new.trace_set_sha and new.calibrated_at and new.interval_low is not None
     old = load_budget_table(BUNDLED_BUDGETS)
     for r in old.rows:  # every other row is exactly as it was
         assert table.lookup(r.match).model_dump(exclude={"model"}) == old.lookup(r.match).model_dump(exclude={"model"})
 
 
-def test_cli_calibrate_json_and_apply(tmp_path):
+def test_cli_calibrate_json_and_apply(tmp_path, capsys):
     from click.testing import CliRunner
 
-    from helmdeck_dspy.cli.app import cli
+    from helmdeck_dspy.cli.app import cli, main
 
     traces = tmp_path / "t.jsonl"
     simulate([load_profile("frontier-like")], load_tasks("train"), traces, n=100, model="brand-new-vendor/frontier-x")
@@ -169,8 +174,17 @@ def test_cli_calibrate_json_and_apply(tmp_path):
     data = json.loads(r.stdout)
     assert set(data) >= {"proposals", "insufficient"}
     assert {"model", "field", "current", "proposed", "evidence"} <= set(data["proposals"][0])
-    r = runner.invoke(cli, ["calibrate", "--report", str(rep / "report.json"), "--budgets", str(budgets), "--apply"])
-    assert r.exit_code == 0 and "brand-new-vendor/frontier-x" in r.output and "strict" in r.output
+    assert data["proposals"][0]["kind"] == "sim:frontier-like" == data["proposals"][0]["evidence"]["kind"]
+    before = budgets.read_text()
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:  # through main(): the exit status and stderr a user sees
+        main(["calibrate", "--report", str(rep / "report.json"), "--budgets", str(budgets), "--apply"])
+    assert exit_info.value.code == 1 and budgets.read_text() == before  # simulated evidence only: refused, nothing written
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("error: --apply refused") and "sim:frontier-like" in line and "--allow-simulated" in line
+    r = runner.invoke(cli, ["calibrate", "--report", str(rep / "report.json"), "--budgets", str(budgets), "--apply",
+                            "--allow-simulated"])
+    assert r.exit_code == 0 and "brand-new-vendor/frontier-x · sim:frontier-like" in r.output and "strict" in r.output
     assert load_budget_table(budgets).lookup("brand-new-vendor/frontier-x").matched == "brand-new-vendor/frontier-x"
     r = runner.invoke(cli, ["calibrate", "--report", str(tmp_path / "missing.json")])
     assert r.exit_code == 2

@@ -225,13 +225,14 @@ def test_traces_import_then_eval_with_outputs(tmp_path):
     r = run("eval", str(out), "--out", str(rep_dir), "--no-progress")
     assert r.exit_code == 0, r.output
     report = json.loads((rep_dir / "report.json").read_text())
-    assert report["schema_version"] == 1
+    assert report["schema_version"] == 2
     (g,) = report["groups"]
+    assert g["kind"] == "imported" and report["kinds"] == {"imported": 10}
     assert {"model", "prompt_variant", "n", "strict_rate", "tolerant_rate", "finish_reason_counts",
             "failure_cause_counts"} <= set(g)
     assert g["n"] == 10 and g["strict_rate"] == 0.5 and g["failure_cause_counts"] == {"length_truncated": 5}
     md = (rep_dir / "report.md").read_text()
-    assert "parse_success.png" in md and "| openrouter/nvidia/nemotron-3-super-120b-a12b:free |" in md
+    assert "parse_success.png" in md and "| openrouter/nvidia/nemotron-3-super-120b-a12b:free · imported |" in md
     assert all((rep_dir / name).stat().st_size > 1000 for name in ("parse_success.png", "finish_reasons.png", "completion_tokens.png"))
 
 

@@ -35,7 +35,7 @@ MODELS = [
 
 def make_group(model: str, variant: str, *, n: int = 40, strict: int = 30, repaired: int = 4,
                finish: dict[str, int] | None = None, tokens: tuple[float, float, float, float] | None = (300, 520, 580, 640),
-               cap: int | None = 600, tier: str = "C") -> GroupReport:
+               cap: int | None = 600, tier: str = "C", kind: str = "sim:test") -> GroupReport:
     finish = finish if finish is not None else {"stop": n - 5, "length": 5}
     if tokens:
         p50, p90, p95, mx = tokens
@@ -44,7 +44,7 @@ def make_group(model: str, variant: str, *, n: int = 40, strict: int = 30, repai
         dist = Distribution()
     tolerant = strict + repaired
     return GroupReport(
-        model=model, prompt_variant=variant, tier=tier, sources={"sim:test": n}, n=n, strict=strict, tolerant=tolerant,
+        kind=kind, model=model, prompt_variant=variant, tier=tier, sources={kind: n}, n=n, strict=strict, tolerant=tolerant,
         strict_rate=strict / n if n else 0.0, strict_ci=wilson(strict, n),
         tolerant_rate=tolerant / n if n else 0.0, tolerant_ci=wilson(tolerant, n),
         length_rate=finish.get("length", 0) / n if n else 0.0, length_ci=wilson(finish.get("length", 0), n),

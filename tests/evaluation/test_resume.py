@@ -36,6 +36,8 @@ def make_traces(path: Path, n: int, seed: int = 0) -> Path:
             tier="C", content=PLAN if ok else PLAN[: rng.randrange(5, 40)], finish_reason="stop" if ok else "length",
             completion_tokens=rng.randrange(50, 900), latency_ms=rng.uniform(100, 9000), max_tokens=600,
             prompt_tokens=rng.randrange(500, 6000),
+            # two kinds, and requests that recur (calls per plan): both states must survive a resume
+            source="live" if i % 3 else "sim:x", task_id=f"t{i % 37}", intent=f"intent {i % 37}",
         ))
     write_traces(recs, path)
     return path
@@ -121,6 +123,8 @@ def test_interrupted_eval_resumes_and_matches_an_uninterrupted_run(tmp_path, mon
     if workers == 1:
         assert counter.n == 250  # only the records after the checkpoint were replayed
     assert stable(resumed) == stable(full)
+    assert {g.kind for g in full.groups} == {"live", "sim:x"}
+    assert sum(g.calls_per_plan.repeated for g in full.groups) > 0
 
 
 def test_resume_across_files_with_skipped_lines(tmp_path, monkeypatch, small_chunks):

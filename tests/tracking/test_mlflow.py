@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helmdeck_dspy.evaluation.report import render_markdown
+from helmdeck_dspy.evaluation.markdown import render_markdown
 from helmdeck_dspy.tracking import mlflow as tracking
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,13 +122,16 @@ def test_eval_run_params(eval_run, client, report) -> None:
     assert p["tool_version"] == report.tool_version
     assert p["inputs"] == str(PUBLISHED)
     assert run.data.tags["helmdeck_dspy.kind"] == "eval"
+    assert p["kinds"] == "published 6"
+    assert run.data.tags["helmdeck_dspy.source_kinds"] == "published"
+    assert run.data.tags["helmdeck_dspy.simulated"] == "none"
 
 
 def test_eval_run_metrics(eval_run, client, report) -> None:
     m = client.get_run(eval_run[0]).data.metrics
     g = report.groups[0]
-    key = tracking.safe_key(f"strict_rate.{g.model}.{g.prompt_variant}")
-    assert key == "strict_rate.openrouter/nvidia/nemotron-3-super-120b-a12b_free.full_steps"
+    key = tracking.safe_key(f"strict_rate.{g.kind}.{g.model}.{g.prompt_variant}")
+    assert key == "strict_rate.published.openrouter/nvidia/nemotron-3-super-120b-a12b_free.full_steps"
     assert m[key] == pytest.approx(g.strict_rate) == 0.5
     suffix = key.removeprefix("strict_rate.")
     assert m[f"tolerant_rate.{suffix}"] == pytest.approx(g.tolerant_rate)
@@ -137,9 +140,10 @@ def test_eval_run_metrics(eval_run, client, report) -> None:
     assert m[f"n.{suffix}"] == g.n == 6
     assert m[f"completion_tokens_p95.{suffix}"] == pytest.approx(g.completion_tokens.p95)
     assert f"plan_score_mean.{suffix}" not in m  # no gold tasks in the published traces
-    assert m["tier_C.strict_rate"] == pytest.approx(report.tiers[0].strict_rate)
-    assert m["tier_C.n"] == 6
-    assert m["all.strict_rate"] == pytest.approx(0.5)
+    assert m["tier_C.published.strict_rate"] == pytest.approx(report.tiers[0].strict_rate)
+    assert m["tier_C.published.n"] == 6
+    assert m["all.published.strict_rate"] == pytest.approx(0.5)
+    assert m[f"calls_per_plan_mean.{suffix}"] == 1.0 and m[f"calls_per_plan_repeated.{suffix}"] == 0
 
 
 def test_eval_run_artifacts(eval_run, client, store: str) -> None:
@@ -207,7 +211,7 @@ def test_metrics_from_a_richer_report() -> None:
     rep = mixed_report(15)
     metrics = tracking.eval_metrics(rep)
     for g in rep.groups:
-        key = tracking.safe_key(f"strict_rate.{g.model}.{g.prompt_variant}")
+        key = tracking.safe_key(f"strict_rate.{g.kind}.{g.model}.{g.prompt_variant}")
         assert metrics[key] == pytest.approx(g.strict_rate)
     assert len([k for k in metrics if k.startswith("strict_rate.")]) == 15
     assert sum(1 for k in metrics if k.startswith("completion_tokens_p95.")) == sum(

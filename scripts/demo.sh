@@ -27,7 +27,18 @@ echo "(helmdeck's ranking, lexical over the compacted catalog, for comparison:)"
 $CLI catalog select --model openrouter/nvidia/nemotron-3-super-120b-a12b:free --intent "$INTENT" \
   --ranker lexical --rank-source compacted | tail -n +4
 
-section "Planning with the compiled programs against simulated models"
+shopt -s nullglob
+REAL=()
+for f in eval/traces/local-*.jsonl; do [[ $f == *.partial.jsonl ]] || REAL+=("$f"); done  # finished sets only
+if [ ${#REAL[@]} -gt 0 ]; then
+  section "REAL models: replay evaluation of the recorded local-model trace sets -> $OUT/real"
+  echo "(llama.cpp on this machine, temperature 0; scripts/record_real_traces.sh regenerates them; no model needed here)"
+  $CLI eval "${REAL[@]}" --out "$OUT/real" --no-progress
+  section "Calibration proposal from the real report (nothing is applied)"
+  $CLI calibrate --report "$OUT/real/report.json"
+fi
+
+section "Planning with the compiled programs against SIMULATED models (not real model calls)"
 for intent in "$INTENT" "make a narrated presentation video about https://github.com/acme/ledger"; do
   $CLI plan "$intent" --model openrouter/nvidia/nemotron-3-super-120b-a12b:free --lm sim:nemotron-like --no-history \
     || echo "(the simulated Tier C model failed this call; its profile fails about one call in five)"
@@ -35,11 +46,11 @@ for intent in "$INTENT" "make a narrated presentation video about https://github
 done
 $CLI plan "$INTENT" --model anthropic/claude-sonnet-4-6 --lm sim:frontier-like --no-history
 
-section "Replay evaluation of the bundled trace sets (eval/traces/) -> $OUT"
-$CLI eval --out "$OUT" --no-progress
+section "SIMULATED and published trace sets: replay evaluation -> $OUT/sim"
+$CLI eval eval/traces/nemotron-style.jsonl eval/traces/published-adr053.jsonl --out "$OUT/sim" --no-progress
 
-section "Calibration proposal from that report (nothing is applied)"
-$CLI calibrate --report "$OUT/report.json"
+section "Calibration proposal from the simulated report (nothing is applied; --apply would refuse it)"
+$CLI calibrate --report "$OUT/sim/report.json"
 
 BFCL=../shared/data/bfcl
 if [ -d "$BFCL" ]; then

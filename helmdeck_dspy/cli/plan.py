@@ -78,12 +78,17 @@ def plan_cmd(
     if as_json:
         emit_json(result.model_dump(mode="json"))
         return
-    _print_result(result)
+    _print_result(result, lm_spec or model)
 
 
-def _print_result(result: PlanResult) -> None:
-    """Print the plan (or why there is none, then exit 1) as text."""
-    click.echo(f"model {result.model}  tier {result.tier}  variant {result.prompt_variant_used}")
+def _print_result(result: PlanResult, lm_spec: str) -> None:
+    """Print the plan (or why there is none, then exit 1) as text; a simulated LM says so."""
+    from helmdeck_dspy.planning.lm import trace_source
+    from helmdeck_dspy.traces.record import is_simulated, source_kind
+
+    kind = source_kind(trace_source(lm_spec))
+    answered = f"  lm {lm_spec} (SIMULATED: not the model)" if is_simulated(kind) else f"  lm {lm_spec} ({kind})"
+    click.echo(f"model {result.model}  tier {result.tier}  variant {result.prompt_variant_used}{answered}")
     if result.compaction:
         click.echo(f"catalog {result.compaction.before_bytes} -> {result.compaction.after_bytes} bytes "
                    f"({', '.join(result.compaction.dropped)})")

@@ -4,8 +4,8 @@
 #
 #   bash scripts/record_real_traces.sh [MODEL...]      (default: all three)
 #
-# qwen2.5-coder-1.5b, the slowest, plans the first 24 dev tasks per variant (set N_TASKS=51 to plan
-# them all, or N_TASKS for any model to override its count).
+# qwen2.5-coder-1.5b (the slowest) and gemma-3-270m (a base model) plan the first 24 dev tasks per
+# variant, qwen2.5-coder-0.5b all 51 (set N_TASKS to override the count for every model given).
 #
 # Needs the local extra and the models: pip install -e '.[local]'; helmdeck-dspy models install NAME.
 # Resumable: an interrupted run leaves eval/traces/local-NAME.jsonl.partial.jsonl, and running the
@@ -21,7 +21,7 @@ declare -A model_id=(
   [qwen2.5-coder-1.5b]=local/qwen2.5-coder-1.5b-instruct
   [gemma-3-270m]=local/gemma-3-270m
 )
-declare -A n_tasks=([qwen2.5-coder-1.5b]=24)
+declare -A n_tasks=([qwen2.5-coder-1.5b]=24 [gemma-3-270m]=24)
 for name in "${models[@]}"; do
   echo "== $name ($(date -u +%H:%M:%S))"
   "$CLI" traces record --model "${model_id[$name]}" --lm "local:$name" --variant both --tasks dev \

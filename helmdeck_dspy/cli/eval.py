@@ -76,5 +76,10 @@ def _print_summary(report: EvalReport) -> None:
                    "not a measurement of that model")
     for c in report.comparisons:
         lo, hi = c.strict_diff_ci
+        paired = ""
+        if c.paired_strict_diff is not None and c.paired_strict_diff_ci is not None:
+            plo, phi = c.paired_strict_diff_ci
+            paired = (f"; paired over {c.paired_n} requests: {100 * c.paired_strict_diff:+.1f} pts "
+                      f"[{100 * plo:.1f}, {100 * phi:.1f}]")
         click.echo(f"single_pick - full_steps, {c.label}: {100 * c.strict_diff:+.1f} pts strict "
-                   f"[{100 * lo:.1f}, {100 * hi:.1f}]")
+                   f"[{100 * lo:.1f}, {100 * hi:.1f}]{paired}")

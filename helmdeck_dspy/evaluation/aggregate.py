@@ -51,6 +51,9 @@ class GroupAgg:
     requests: dict[int, list[int]] = field(default_factory=dict)
     unkeyed_plan: int = 0
     unkeyed_filter: int = 0
+    # The last answer to each request, whatever the variant (pair key -> 2 strict, 1 repaired,
+    # 0 failed), for the paired single_pick - full_steps comparison; grows like ``requests``.
+    answers: dict[int, int] = field(default_factory=dict)
 
     def add_call(self, call: str, request: int | None) -> None:
         """Count one exchange (``plan`` or ``filter``) of the planning request ``request``."""
@@ -67,6 +70,8 @@ class GroupAgg:
         counts[is_filter] += 1
 
     def add(self, o: RecordOutcome) -> None:
+        if o.pair is not None:  # a retried request counts with its last answer
+            self.answers[o.pair] = 2 if o.outcome == "strict" else 1 if o.outcome == "repaired" else 0
         self.n += 1
         self.strict += o.outcome == "strict"
         self.repaired += o.outcome == "repaired"
@@ -124,6 +129,7 @@ class GroupAgg:
             mine = self.requests.setdefault(request, [0, 0])
             mine[0] += plan
             mine[1] += filt
+        self.answers.update(other.answers)  # chunks fold in file order: the later answer is the last
 
 
 GroupKey = tuple[str, str, str]
@@ -191,6 +197,7 @@ def agg_to_state(agg: GroupAgg) -> dict:
         state[name] = _reservoir_state(getattr(agg, name))
     state["length_by_prompt"] = [[k, v] for k, v in agg.length_by_prompt.items()]
     state["requests"] = [[k, p, f] for k, (p, f) in agg.requests.items()]
+    state["answers"] = [[k, v] for k, v in agg.answers.items()]
     return state
 
 
@@ -203,4 +210,5 @@ def agg_from_state(state: dict) -> GroupAgg:
         setattr(agg, name, _reservoir_from(state[name]))
     agg.length_by_prompt = {int(k): list(v) for k, v in state["length_by_prompt"]}
     agg.requests = {int(k): [int(p), int(f)] for k, p, f in state["requests"]}
+    agg.answers = {int(k): int(v) for k, v in state["answers"]}
     return agg

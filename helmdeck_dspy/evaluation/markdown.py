@@ -112,13 +112,15 @@ def render_markdown(report: EvalReport, plots: list[str] | None = None) -> str:
     if report.comparisons:
         lines += [
             "", "## single_pick vs full_steps (per model and kind)", "",
-            "| model · kind | n (full / single) | strict full | strict single | difference (95% CI) | plan score diff |",
-            "|---|---|---|---|---|---|",
+            "| model · kind | n (full / single) | strict full | strict single | difference (95% CI) "
+            "| paired: n, difference (95% CI) | plan score diff |",
+            "|---|---|---|---|---|---|---|",
         ]
         for c in report.comparisons:
             lines.append(
                 f"| {c.label} | {c.full_steps_n} / {c.single_pick_n} | {_pct(c.full_steps_strict_rate)} | "
                 f"{_pct(c.single_pick_strict_rate)} | {100 * c.strict_diff:+.1f} pts {_ci(c.strict_diff_ci)} | "
+                f"{_paired_text(c)} | "
                 f"{'–' if c.plan_score_diff is None else f'{c.plan_score_diff:+.3f}'} |"
             )
     lines += [
@@ -147,3 +149,10 @@ def render_markdown(report: EvalReport, plots: list[str] | None = None) -> str:
         lines += ["", "## Plots", ""] + [f"![{p}]({p})" for p in plots]
     lines += ["", "## Inputs", ""] + [f"- `{i.path}` ({i.format}, {i.records} records, sha256 `{i.sha256[:16]}`)" for i in report.inputs]
     return "\n".join(lines) + "\n"
+
+
+def _paired_text(c) -> str:
+    """The paired difference of a comparison (requests answered under both variants), or a dash."""
+    if c.paired_strict_diff is None or c.paired_strict_diff_ci is None:
+        return "–"
+    return f"{c.paired_n}, {100 * c.paired_strict_diff:+.1f} pts {_ci(c.paired_strict_diff_ci)}"

@@ -79,6 +79,7 @@ class RecordOutcome:
     f1: float = 0.0
     exact: bool = False
     request: int | None = None  # the planning request the record answered (see request_key)
+    pair: int | None = None  # the same request under any variant (see pair_key)
 
 
 def record_group(rec: TraceRecord, ctx: ReplayContext) -> tuple[str, str, str, str]:
@@ -89,6 +90,16 @@ def record_group(rec: TraceRecord, ctx: ReplayContext) -> tuple[str, str, str, s
         default_tier, default_variant = ctx.tier_and_variant(rec.model)
         tier, variant = tier or default_tier, variant or default_variant
     return source_kind(rec.source), rec.model, tier, variant
+
+
+def pair_key(rec: TraceRecord) -> int | None:
+    """The request a plan record answered, whatever the variant: full_steps and single_pick answers
+    to the same (task_id, intent) of one model pair up in the paired comparison. None when the
+    record names neither."""
+    if rec.task_id is None and rec.intent is None:
+        return None
+    raw = json.dumps([rec.task_id, rec.intent], ensure_ascii=False)
+    return int.from_bytes(hashlib.blake2b(raw.encode("utf-8"), digest_size=8).digest(), "big")
 
 
 def request_key(rec: TraceRecord, kind: str, variant: str) -> int | None:
@@ -120,6 +131,7 @@ def replay_record(rec: TraceRecord, ctx: ReplayContext) -> RecordOutcome:
     kind, model, tier, variant = record_group(rec, ctx)
     base = dict(
         kind=kind, model=model, variant=variant, tier=tier, source=rec.source, request=request_key(rec, kind, variant),
+        pair=pair_key(rec),
         finish=normalize_finish_reason(rec.finish_reason),
         finish_raw=rec.finish_reason, completion_tokens=rec.completion_tokens, prompt_tokens=rec.prompt_tokens,
         latency_ms=None if rec.cache_hit else rec.latency_ms,  # a cached answer's latency is not the model's

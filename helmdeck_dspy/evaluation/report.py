@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from helmdeck_dspy.evaluation.aggregate import PROMPT_BUCKET_TOKENS, GroupAgg, GroupKey
-from helmdeck_dspy.evaluation.stats import newcombe_diff, wilson
+from helmdeck_dspy.evaluation.stats import newcombe_diff, newcombe_paired_diff, wilson
 from helmdeck_dspy.traces.record import (
     IMPORTED,
     LIVE,
@@ -163,6 +163,11 @@ class Comparison(KindLabelled):
     tolerant_diff: float
     tolerant_diff_ci: tuple[float, float]
     plan_score_diff: float | None = None
+    paired_n: int = Field(default=0, description="Requests (task_id, intent) answered under both variants.")
+    paired_strict_diff: float | None = Field(
+        default=None, description="single_pick minus full_steps strict rate over the paired requests only.")
+    paired_strict_diff_ci: tuple[float, float] | None = Field(
+        default=None, description="Its 95% interval for paired proportions (Newcombe's method 10).")
 
 
 class InputFile(BaseModel):
@@ -302,6 +307,19 @@ def tier_rollups(groups: dict[GroupKey, GroupAgg]) -> list[GroupReport]:
     return [group_report(k, f"tier:{t}", "*", by_tier[(k, t)]) for k, t in order]
 
 
+def _paired(single: dict[int, int], full: dict[int, int]) -> dict[str, Any]:
+    """The paired strict comparison over requests answered under both variants (empty when none)."""
+    shared = single.keys() & full.keys()
+    if not shared:
+        return {}
+    cells = [0, 0, 0, 0]  # both strict, single_pick only, full_steps only, neither
+    for key in shared:
+        s, f = single[key] == 2, full[key] == 2
+        cells[0 if s and f else 1 if s else 2 if f else 3] += 1
+    d, lo, hi = newcombe_paired_diff(*cells)
+    return {"paired_n": len(shared), "paired_strict_diff": d, "paired_strict_diff_ci": (lo, hi)}
+
+
 def comparisons(groups: dict[GroupKey, GroupAgg]) -> list[Comparison]:
     """single_pick against full_steps for every model with records of one kind in both."""
     out = []
@@ -314,7 +332,9 @@ def comparisons(groups: dict[GroupKey, GroupAgg]) -> list[Comparison]:
         score_diff = None
         if full.scored and single.scored:
             score_diff = single.score_sum / single.scored - full.score_sum / full.scored
+        paired = _paired(single.answers, full.answers)
         out.append(Comparison(
+            **paired,
             kind=kind, model=model, full_steps_n=full.n, single_pick_n=single.n,
             full_steps_strict_rate=full.strict / full.n, single_pick_strict_rate=single.strict / single.n,
             strict_diff=d, strict_diff_ci=(lo, hi), tolerant_diff=td, tolerant_diff_ci=(tlo, thi),

@@ -33,6 +33,31 @@ def newcombe_diff(s1: int, n1: int, s2: int, n2: int, z: float = Z95) -> tuple[f
     return d, max(-1.0, low), min(1.0, high)
 
 
+def newcombe_paired_diff(both: int, first_only: int, second_only: int, neither: int,
+                         z: float = Z95) -> tuple[float, float, float]:
+    """Difference p1 - p2 of two proportions measured on the same items, and its Newcombe interval.
+
+    The counts are the 2x2 table of paired outcomes: success under both, under the first only,
+    under the second only, under neither. The interval is Newcombe's (1998) method 10: Wilson
+    intervals of the two margins, combined with the phi correlation of the pairs (its numerator
+    reduced by n/2 when positive, as Newcombe does).
+    """
+    n = both + first_only + second_only + neither
+    if n <= 0:
+        return 0.0, -1.0, 1.0
+    p1, p2 = (both + first_only) / n, (both + second_only) / n
+    l1, u1 = wilson(both + first_only, n, z)
+    l2, u2 = wilson(both + second_only, n, z)
+    cross = both * neither - first_only * second_only
+    denom = (both + first_only) * (second_only + neither) * (both + second_only) * (first_only + neither)
+    numerator = max(cross - n / 2, 0.0) if cross > 0 else cross
+    phi = numerator / math.sqrt(denom) if denom else 0.0
+    d = p1 - p2
+    delta = math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
+    epsilon = math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
+    return d, max(-1.0, d - delta), min(1.0, d + epsilon)
+
+
 @dataclass
 class Reservoir:
     """Values for percentiles with bounded memory.

@@ -175,3 +175,25 @@ def test_calls_per_plan_are_the_same_when_a_request_spans_chunks_and_workers(tmp
     assert [g.calls_per_plan for g in one.groups] == [g.calls_per_plan for g in two.groups]
     c = one.groups[0].calls_per_plan
     assert (c.requests, c.calls, c.max, c.repeated) == (3 + 6, 21, 6, 3)
+
+
+def test_the_comparison_pairs_requests_answered_under_both_variants(tmp_path):
+    from helmdeck_dspy.evaluation.runner import evaluate
+    from helmdeck_dspy.traces.record import TraceRecord, write_traces
+
+    plan = '{"steps": [{"order": 1, "tool": "web.scrape", "args": {}, "rationale": "r"}], "complexity": "single-action"}'
+    recs = []
+    for i in range(12):
+        for variant, ok in (("full_steps", i < 4), ("single_pick", i < 10)):
+            recs.append(TraceRecord(id=f"{variant}-{i}", model="m/x", tier="C", prompt_variant=variant,
+                                    task_id=f"t{i}", intent=f"intent {i}", content=plan if ok else "no plan here",
+                                    finish_reason="stop"))
+    recs.append(TraceRecord(id="unpaired", model="m/x", tier="C", prompt_variant="single_pick", task_id="t99",
+                            intent="only single", content=plan, finish_reason="stop"))
+    path = tmp_path / "t.jsonl"
+    write_traces(recs, path)
+    (c,) = evaluate([path], progress=False).comparisons
+    assert c.paired_n == 12 and c.single_pick_n == 13
+    assert c.paired_strict_diff == pytest.approx(6 / 12)
+    lo, hi = c.paired_strict_diff_ci
+    assert 0 < lo < 0.5 < hi

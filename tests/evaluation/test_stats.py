@@ -64,3 +64,23 @@ def test_merged_percentiles_match_one_stream():
         merged.merge(part)
     for q in (50, 90, 95):
         assert merged.percentile(q) == pytest.approx(one.percentile(q), abs=1)
+
+
+def test_paired_difference_without_correlation_equals_the_independent_interval():
+    from helmdeck_dspy.evaluation.stats import newcombe_paired_diff
+
+    # 5 both, 5 first only, 5 second only, 5 neither: no correlation (phi = 0), so method 10 reduces
+    # to the independent Newcombe interval for the same margins (10/20 against 10/20).
+    assert newcombe_paired_diff(5, 5, 5, 5) == pytest.approx(newcombe_diff(10, 20, 10, 20))
+
+
+def test_paired_difference_is_narrower_when_the_pairs_agree():
+    from helmdeck_dspy.evaluation.stats import newcombe_paired_diff
+
+    d, lo, hi = newcombe_paired_diff(30, 8, 2, 10)  # mostly concordant pairs
+    _, ilo, ihi = newcombe_diff(38, 50, 32, 50)
+    assert d == pytest.approx(6 / 50)
+    assert lo < d < hi and (hi - lo) < (ihi - ilo)
+    assert newcombe_paired_diff(0, 0, 0, 0) == (0.0, -1.0, 1.0)
+    d, lo, hi = newcombe_paired_diff(0, 0, 12, 0)  # the second always better: a clear negative difference
+    assert d == -1.0 and hi < 0

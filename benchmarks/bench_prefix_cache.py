@@ -1,11 +1,12 @@
 """Prefix caching on a real llama.cpp server: the catalog in the system message or in the user message.
 
-The same Tier C and Tier B planning requests (the compiled program's instructions and demos, one
-budget-fitted catalog, the dev intents) go to a local model's server in two layouts:
+The same Tier C and Tier B planning requests (the compiled program's instructions and demos, the
+dev intents, a catalog cut to the tier's byte cap) go to a local model's server in two layouts:
 
-- ``system``: the catalog at the end of a byte-identical system message, the request in the user
-  message — what ``supports_prefix_cache = true`` renders;
-- ``user``: the catalog at the start of the user message, before the request — the default.
+- ``system``: one catalog for every request (selected for a general request, not per intent), at
+  the end of a byte-identical system message; the request in the user message;
+- ``user``: the catalog selected for each intent (what the planner sends), at the start of the
+  user message, before the request.
 
 llama.cpp keeps the last request's evaluated prompt and re-evaluates only what follows the
 longest common prefix; its log says how many prompt tokens it evaluated for each request. Each
@@ -49,12 +50,14 @@ def requests_for(tier: str, n: int, catalog_in_system: bool, max_tokens: int) ->
         warnings.simplefilter("ignore")
         program = load_program(tier, variant)
     predict = program.plan
-    # One catalog for every request (the budget-fitted catalog for a general request), so the
-    # only thing that differs between requests is the request itself.
-    catalog, _ = select_catalog(load_catalog(), budget, "plan the steps of a request with the available tools")
+    guide = load_catalog()
+    # In the system message: one catalog for every request (selected for a general request), so the
+    # system message is byte-identical; in the user message: the catalog selected for each intent.
+    shared, _ = select_catalog(guide, budget, "plan the steps of a request with the available tools")
     adapter = PlanAdapter(RenderOptions(variant=variant, catalog_in_system=catalog_in_system, max_tokens=max_tokens))
     out = []
     for task in load_tasks("dev")[:n]:
+        catalog = shared if catalog_in_system else select_catalog(guide, budget, task.intent)[0]
         inputs = {"user_intent": task.intent, "catalog": catalog.render(), "context": task.context}
         out.append(adapter.format(predict.signature, predict.demos, inputs))
     return out

@@ -121,5 +121,7 @@ def cause_for_http(status: int | None, error: str | None) -> FailureCause | None
     if status is not None and status >= 400:
         return "transport_error"
     if error:
-        return "likely_timeout" if "timeout" in text or "timed out" in text else "transport_error"
+        # "deadline": the planner's own per-attempt limit (DeadlineExceeded), as recorded in traces
+        timed_out = "timeout" in text or "timed out" in text or "deadline" in text
+        return "likely_timeout" if timed_out else "transport_error"
     return None

@@ -70,8 +70,8 @@ class GroupAgg:
         counts[is_filter] += 1
 
     def add(self, o: RecordOutcome) -> None:
-        if o.pair is not None:  # a retried request counts with its last answer
-            self.answers[o.pair] = 2 if o.outcome == "strict" else 1 if o.outcome == "repaired" else 0
+        if o.request is not None:  # a retried request counts with its last answer
+            self.answers[o.request] = 2 if o.outcome == "strict" else 1 if o.outcome == "repaired" else 0
         self.n += 1
         self.strict += o.outcome == "strict"
         self.repaired += o.outcome == "repaired"

@@ -9,7 +9,6 @@ gold task when it names one.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,7 +78,6 @@ class RecordOutcome:
     f1: float = 0.0
     exact: bool = False
     request: int | None = None  # the planning request the record answered (see request_key)
-    pair: int | None = None  # the same request under any variant (see pair_key)
 
 
 def record_group(rec: TraceRecord, ctx: ReplayContext) -> tuple[str, str, str, str]:
@@ -92,28 +90,20 @@ def record_group(rec: TraceRecord, ctx: ReplayContext) -> tuple[str, str, str, s
     return source_kind(rec.source), rec.model, tier, variant
 
 
-def pair_key(rec: TraceRecord) -> int | None:
-    """The request a plan record answered, whatever the variant: full_steps and single_pick answers
-    to the same (task_id, intent) of one model pair up in the paired comparison. None when the
-    record names neither."""
-    if rec.task_id is None and rec.intent is None:
-        return None
-    raw = json.dumps([rec.task_id, rec.intent], ensure_ascii=False)
-    return int.from_bytes(hashlib.blake2b(raw.encode("utf-8"), digest_size=8).digest(), "big")
+def request_key(rec: TraceRecord) -> int | None:
+    """The planning request a record belongs to: its ``(task_id, intent)``, which the recorder stamps
+    on every exchange of a request, the filter call included. None when the record names neither
+    (each such plan record is a request of its own).
 
-
-def request_key(rec: TraceRecord, kind: str, variant: str) -> int | None:
-    """The planning request a record belongs to, for counting LM calls per plan: its group and
-    ``(task_id, intent)`` (the recorder stamps both on every exchange of a request, the filter call
-    included). None when the record names neither: each such plan record is a request of its own.
-
-    A log that asked the very same question twice counts as one request with two plan calls: the
-    count errs towards showing extra calls, never towards hiding them.
+    Within a group (kind, model, variant) it counts LM calls per request; across the two variants
+    of a model it pairs the full_steps and single_pick answers to the same request. A log that asked
+    the very same question twice counts as one request with two plan calls: the count errs towards
+    showing extra calls, never towards hiding them.
     """
     if rec.task_id is None and rec.intent is None:
         return None
-    raw = json.dumps([kind, rec.model, variant, rec.task_id, rec.intent], ensure_ascii=False)
-    return int.from_bytes(hashlib.blake2b(raw.encode("utf-8"), digest_size=8).digest(), "big")  # small to keep
+    raw = f"{rec.task_id}\x1f{rec.intent}".encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big")  # 8 bytes: small to keep
 
 
 def _label_outcome(label: str) -> tuple[str, str | None]:
@@ -130,8 +120,7 @@ def replay_record(rec: TraceRecord, ctx: ReplayContext) -> RecordOutcome:
     """Replay ``rec``; raises ValueError only for a record that cannot be interpreted."""
     kind, model, tier, variant = record_group(rec, ctx)
     base = dict(
-        kind=kind, model=model, variant=variant, tier=tier, source=rec.source, request=request_key(rec, kind, variant),
-        pair=pair_key(rec),
+        kind=kind, model=model, variant=variant, tier=tier, source=rec.source, request=request_key(rec),
         finish=normalize_finish_reason(rec.finish_reason),
         finish_raw=rec.finish_reason, completion_tokens=rec.completion_tokens, prompt_tokens=rec.prompt_tokens,
         latency_ms=None if rec.cache_hit else rec.latency_ms,  # a cached answer's latency is not the model's

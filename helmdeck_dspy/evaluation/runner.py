@@ -104,7 +104,7 @@ def process_chunk(
         elif rec.call == "filter":
             # the two-pass filter's exchange: not a plan completion, but an LM call of its request
             kind, model, _, variant = record_group(rec, context)
-            _group(groups, (kind, model, variant)).add_call("filter", request_key(rec, kind, variant))
+            _group(groups, (kind, model, variant)).add_call("filter", request_key(rec))
             continue
         else:
             try:

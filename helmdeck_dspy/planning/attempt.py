@@ -202,5 +202,6 @@ def run_attempt(
             options.record_path, calls, source=options.record_source or trace_source(options.lm_spec),
             budget=planner.budget, variant=planner.variant, intent=intent, task_id=task_id, secrets=secrets,
             error=error_text, http_status=status, max_tokens=cap, run=options.record_run,
+            sampling=getattr(planner.lm, "kwargs", None),
         )
     return result, attempt, info

@@ -30,6 +30,7 @@ def record_exchanges(
     http_status: int | None = None,
     max_tokens: int | None = None,
     run: dict[str, Any] | None = None,
+    sampling: dict[str, Any] | None = None,
 ) -> None:
     """Append one trace record per LM exchange of an attempt, and one for its failure.
 
@@ -49,6 +50,8 @@ def record_exchanges(
         http_status: That error's HTTP status, if the server sent one.
         max_tokens: The output cap the failed call was sent with.
         run: Reproducibility settings stamped on every record (see ``TraceRecord.run``).
+        sampling: The LM's own ``temperature`` and ``seed``, for the failure record (a completion
+            carries what was sent with it).
     """
     base: dict[str, Any] = {
         "source": source, "model": budget.model, "tier": budget.tier, "prompt_variant": variant,
@@ -67,5 +70,6 @@ def record_exchanges(
     if error is not None:
         rec = TraceRecord(
             id=_record_id(), **base, max_tokens=max_tokens, error=error, http_status=http_status, call="plan",
+            temperature=(sampling or {}).get("temperature"), seed=(sampling or {}).get("seed"),
         )
         append_trace(rec, path)

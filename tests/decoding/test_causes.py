@@ -92,3 +92,10 @@ def test_cause_for_unparseable(finish, shaped, cause):
 )
 def test_cause_for_http(status, error, cause):
     assert cause_for_http(status, error) == cause
+
+
+def test_a_recorded_deadline_is_a_timeout_not_a_transport_error():
+    from helmdeck_dspy.decoding.causes import cause_for_http
+
+    assert cause_for_http(None, "DeadlineExceeded: attempt exceeded its 120 s deadline") == "likely_timeout"
+    assert cause_for_http(None, "ConnectionResetError: reset by peer") == "transport_error"

@@ -118,3 +118,18 @@ def test_concurrent_requests_are_written_in_task_order(tmp_path, api_key):
     recs = [r for r in read_traces(out) if r.call == "plan"]
     assert n == 6 and [r.task_id for r in recs] == [t.id for t in tasks]
     assert [r.id for r in read_traces(out)] == sorted(r.id for r in read_traces(out))
+
+
+def test_a_failed_attempt_is_recorded_with_its_request_and_written_before_the_answer(tmp_path, api_key):
+    from tests.fault_server import status
+
+    tasks = load_tasks("dev")[:2]
+    out = tmp_path / "r.jsonl"
+    with FaultServer([status(503), ok(LIVE_PLAN)]) as server:  # a budget row without the filter call
+        record("local/qwen2.5-coder-0.5b-instruct", MODEL, tasks, out, api_base=server.url, variants=("single_pick",),
+               temperature=0.0, seed=3)
+    recs = [r for r in read_traces(out) if r.call == "plan"]
+    first = [r for r in recs if r.task_id == tasks[0].id]
+    assert [r.error is not None for r in first] == [True, False]  # the 503, then the retried answer
+    assert {(r.temperature, r.seed) for r in first} == {(0.0, 3)}
+    assert [r.task_id for r in recs] == [tasks[0].id, tasks[0].id, tasks[1].id]

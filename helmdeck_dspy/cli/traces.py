@@ -1,4 +1,4 @@
-"""``helmdeck-dspy traces``: import, convert, simulate and record trace sets."""
+"""``helmdeck-dspy traces``: import, convert, simulate and record trace sets, and fit simulator profiles to them."""
 
 from __future__ import annotations
 
@@ -64,7 +64,8 @@ def traces_convert(src: str, dst: str, on_error: str) -> None:
 
 @traces.command("simulate")
 @click.option("--profile", "-p", "profiles", multiple=True, required=True,
-              help="Simulator profile name or .toml path; repeatable; 'all' for every bundled profile.")
+              help="Simulator profile name or .toml path; repeatable; 'all' for every hand-written bundled profile "
+                   "(the profiles fitted to real trace sets are used by name).")
 @variant_option(default=BOTH, both=True)
 @tasks_split_option
 @click.option("--n", "n", type=click.IntRange(1), default=None, help="Tasks per profile and variant (cycled if more than the split).")
@@ -125,6 +126,61 @@ def traces_record(
                          budgets=budgets_path, progress=bar.update, temperature=temperature, seed=seed,
                          concurrency=concurrency, resume=resume is not False, notify=to_stderr)
     click.echo(f"wrote {written} plan records ({model} x {', '.join(variants)}) to {out}")
+
+
+@traces.command("fit")
+@click.argument("trace_file", metavar="TRACES", type=click.Path(exists=True))
+@click.option("--model", "-m", default=None, help="The model whose plan records to fit (default: the only one in TRACES).")
+@click.option("--name", required=True, help="The profile's name (lowercase letters, digits, dots, dashes).")
+@click.option("--out", "-o", default=None, type=click.Path(dir_okay=False),
+              help="Where to write the profile TOML (default: NAME.toml in the bundled profiles directory).")
+@click.option("--base", default=None,
+              help="Profile name or .toml whose values the fit keeps for what it cannot fit (default: the simulator's defaults).")
+@click.option("--description", default=None, help="The profile's description (default: names the trace set).")
+@seed_option
+@click.option("--check/--no-check", default=False, show_default=True,
+              help="Then simulate the fitted profile like TRACES and compare every rate with the real one's 95% interval.")
+@click.option("--repeats", type=click.IntRange(1, 50), default=8, show_default=True,
+              help="Simulator seeds the check averages over.")
+@click.option("--tolerance", type=click.FloatRange(0, 1), default=0.25, show_default=True,
+              help="How far the check lets a simulated p50 (completion tokens, latency) be from the real one, as a share.")
+def traces_fit(
+    trace_file: str, model: str | None, name: str, out: str | None, base: str | None, description: str | None,
+    seed: int, check: bool, repeats: int, tolerance: float,
+) -> None:
+    """Fit a simulator profile to the real plan records in TRACES and write it as documented TOML.
+
+    The header names the trace set (file, SHA-256, records, date); every value says whether it was
+    fitted or assumed. With --check the profile is simulated on the same tasks and variants and
+    compared with the real set (exit 1 when a measure falls outside its bounds).
+    """
+    import re
+
+    from helmdeck_dspy.engines.fit import fit_profile
+    from helmdeck_dspy.engines.fit_check import check_profile
+    from helmdeck_dspy.engines.fit_toml import write_profile
+    from helmdeck_dspy.engines.profile import load_profile, profiles_dir
+    from helmdeck_dspy.errors import InputError
+
+    if not re.fullmatch(r"[a-z0-9][a-z0-9.-]*", name):
+        raise InputError(f"--name {name!r}: use lowercase letters, digits, dots and dashes")
+    result = fit_profile(trace_file, name=name, model=model, base=load_profile(base) if base else None,
+                         description=description, seed=seed)
+    target = write_profile(result, out or profiles_dir() / f"{name}.toml",
+                           command=f"helmdeck-dspy traces fit {result.profile.fitted_to.traces} --name {name}")
+    fitted = sum(v.how == "fitted" for v in result.notes.values())
+    click.echo(f"wrote {target}: {fitted} values fitted, {len(result.notes) - fitted} assumed, from "
+               f"{len(result.trace_set.answers)} plan records of {result.trace_set.model}")
+    if check:
+        report = check_profile(result.profile, trace_file, model=result.trace_set.model, seed=seed, repeats=repeats,
+                               tolerance=tolerance)
+        click.echo()
+        click.echo(report.table())
+        if not report.ok:
+            from helmdeck_dspy.errors import RunError
+
+            raise RunError(f"the fitted profile does not reproduce {trace_file}: "
+                           + ", ".join(f"{r.variant} {r.measure}" for r in report.failures))
 
 
 def _variants(choice: str) -> tuple[str, ...]:

@@ -5,8 +5,11 @@ lexical planner (BM25 over the shown entries, clause by clause, a pipeline when 
 whole request), and then dresses the answer the way the profile's model does: reasoning in a
 separate field or inline ``<think>`` tags, reasoning leaks, verbose rationales, code fences,
 trailing prose, empty 200s, content filters, and truncation at ``max_tokens`` with
-``finish_reason = length``. Reasoning grows with the number of steps the prompt asks for, so
-single_pick (one step per call) spends far fewer tokens than full_steps.
+``finish_reason = length``; and, for profiles fitted to small real models (``engines/fit.py``),
+whole answers in prose, empty answers that end normally, JSON that is not a plan or does not
+decode, answers that run on until the cap, a completion-token scale and per-variant values.
+Reasoning grows with the number of steps the prompt asks for, so single_pick (one step per call)
+spends far fewer tokens than full_steps.
 
 Answers are deterministic for (profile, seed, request). Latency (time to first token plus
 tokens / rate) is simulated, not slept, and travels in ``provider_data``.
@@ -29,7 +32,13 @@ from helmdeck_dspy.catalog.ranking import rank_bm25
 from helmdeck_dspy.catalog.text import tokenize
 from helmdeck_dspy.domain import PIPELINE_RUN_TOOL, PLANNER_TOOL_IDS, complexity_for
 from helmdeck_dspy.engines.base import make_response
-from helmdeck_dspy.engines.profile import SimProfile, load_profile
+from helmdeck_dspy.engines.profile import (
+    Planning,
+    Shape,
+    SimProfile,
+    Timing,
+    load_profile,
+)
 from helmdeck_dspy.io.tokens import count_tokens, truncate_tokens
 from helmdeck_dspy.program.sections import (
     CATALOG_HEADER,
@@ -60,7 +69,7 @@ def _catalog(text: str) -> RoutingGuide | None:
 def sim_model_name(profile: SimProfile, seed: int) -> str:
     """The LM name for a simulated model. DSPy's cache key holds the name but not the engine, so
     the name carries the profile's content hash and the simulator version."""
-    digest = hashlib.sha256(profile.model_dump_json().encode()).hexdigest()[:10]
+    digest = hashlib.sha256(profile.model_dump_json(exclude=profile.digest_exclude()).encode()).hexdigest()[:10]
     return f"sim/{profile.name}/v{SIM_VERSION}-{digest}/seed{seed}"
 
 
@@ -71,6 +80,9 @@ class SimEngine:
         self.profile = load_profile(profile) if isinstance(profile, str) else profile
         self.seed = seed
         self.calls = 0
+        # per prompt variant: (planning, shape, timing), the profile's values with the variant's overrides
+        self._values = {v: (self.profile.planning_for(v), self.profile.shape_for(v), self.profile.timing_for(v))
+                        for v in ("full_steps", "single_pick")}
 
     # DSPy can save an LM with its engine; keep that possible.
     def dump_state(self) -> dict[str, Any]:
@@ -114,22 +126,23 @@ class SimEngine:
         done = len(prior.splitlines()) if prior else 0
         demos = sum(1 for role, _ in messages[:-1] if role == "assistant")
         single = SINGLE_PICK_MARK in system
-        steps, reasoning = self._plan(guide, intent, demos, rng)
+        p, s, t = self._values["single_pick" if single else "full_steps"]
+        steps, reasoning = self._plan(guide, intent, demos, rng, p)
         asked = 1 if single else max(1, len(steps))
         if single:
             more = len(steps) > done + 1
             steps = steps[done : done + 1]
-        return self._dress(request, steps, reasoning, single, more if single else False, asked, rng)
+        return self._dress(request, steps, reasoning, single, more if single else False, asked, rng, s, t)
 
-    def _plan(self, guide: RoutingGuide | None, intent: str, demos: int, rng: random.Random) -> tuple[list[dict], str]:
-        p = self.profile.planning
+    def _plan(self, guide: RoutingGuide | None, intent: str, demos: int, rng: random.Random,
+              p: Planning) -> tuple[list[dict], str]:
         damp = 1.0 - p.demo_gain * min(demos, 4) / 4
         if guide is None or not tokenize(intent):
             return [], "Nothing in the request maps to a catalog entry."
         whole = [r for r in rank_bm25(guide, intent) if r.id not in PLANNER_TOOL_IDS]
         if whole and whole[0].kind == "pipeline" and whole[0].score >= MIN_SCORE:
             if rng.random() >= p.pipeline_blindness * damp:
-                steps = [self._step(guide, whole, 0, intent, rng, damp)]
+                steps = [self._step(guide, whole, 0, intent, rng, damp, p)]
                 return steps, f"{whole[0].id} covers the whole request, so one pipeline run is enough."
             # Blind to the pipeline: spell out the packs it supersedes (named in the prompt), one step each.
             pipe = next(pl for pl in guide.pipelines if pl.id == whole[0].id)
@@ -143,7 +156,7 @@ class SimEngine:
             ranked = [r for r in rank_bm25(guide, clause) if r.id not in PLANNER_TOOL_IDS and r.id not in used]
             if not ranked or ranked[0].score < MIN_SCORE:
                 continue
-            step = self._step(guide, ranked, len(steps), clause, rng, damp)
+            step = self._step(guide, ranked, len(steps), clause, rng, damp, p)
             used.add(step["args"].get("id", step["tool"]) if step["tool"] == PIPELINE_RUN_TOOL else step["tool"])
             steps.append(step)
         if len(steps) > 1 and rng.random() < p.missing_step_rate * damp:
@@ -154,8 +167,8 @@ class SimEngine:
             "One pack covers it." if steps else "No catalog entry fits this request.")
         return steps, reasoning
 
-    def _step(self, guide: RoutingGuide, ranked: list, index: int, clause: str, rng: random.Random, damp: float) -> dict:
-        p = self.profile.planning
+    def _step(self, guide: RoutingGuide, ranked: list, index: int, clause: str, rng: random.Random, damp: float,
+              p: Planning) -> dict:
         pick = ranked[0]
         if len(ranked) > 1 and rng.random() < p.wrong_tool_rate * damp:
             pick = ranked[1]
@@ -171,8 +184,7 @@ class SimEngine:
     # ------------------------------------------------------------------ shaping the reply
 
     def _dress(self, request: Request, steps: list[dict], reasoning: str, single: bool, more: bool, asked: int,
-               rng: random.Random) -> Response:
-        s, t = self.profile.shape, self.profile.timing
+               rng: random.Random, s: Shape, t: Timing) -> Response:
         cap = request.config.max_tokens or 4096
         verbose = rng.random() < s.verbose_rate
         words = s.rationale_words
@@ -211,20 +223,29 @@ class SimEngine:
             visible, finish = "", "content_filter"
         elif roll < s.empty_rate + s.content_filter_rate + s.leak_rate and s.reasoning != "none":
             visible = rng.choice(LEAK_TEXTS)
+        else:
+            odd = _odd_reply(s, roll - (s.empty_rate + s.content_filter_rate + s.leak_rate), visible, steps, cap, rng)
+            if odd is not None:
+                visible = odd
+                if not odd:  # an empty answer that ends normally carries nothing at all
+                    reasoning_text, r_tokens = None, 0
 
         inline = s.reasoning == "inline" and reasoning_text
         if inline:
             visible = f"<think>\n{reasoning_text}\n</think>\n{visible}"
+        scale = s.completion_token_scale
         v_tokens = count_tokens(visible) if visible else 0
+        if scale != 1.0:
+            v_tokens = round(v_tokens * scale)
         counted = v_tokens if (inline or not s.reasoning_counts_toward_cap) else v_tokens + r_tokens
         completion = v_tokens + (0 if inline else r_tokens)
         if finish == "stop" and counted > cap:
             # cut the visible text where the cap ran out (inline reasoning eats the cap first)
             budget = cap - (0 if inline or not s.reasoning_counts_toward_cap else r_tokens)
-            visible = truncate_tokens(visible, max(budget, 0))
+            visible = truncate_tokens(visible, max(budget, 0) if scale == 1.0 else max(int(budget / scale), 0))
             finish, completion = "length", cap
         rate = t.tokens_per_s * math.exp(rng.gauss(0, t.tokens_per_s_sigma))
-        latency = t.ttft_ms * math.exp(rng.gauss(0, 0.2)) + 1000 * completion / rate
+        latency = t.ttft_ms * math.exp(rng.gauss(0, t.ttft_sigma)) + 1000 * completion / rate
         return make_response(
             request.model, visible, reasoning=None if inline else reasoning_text, finish_reason=finish,
             prompt_tokens=_prompt_tokens(request), completion_tokens=completion, latency_ms=round(latency, 1),
@@ -236,6 +257,42 @@ class SimEngine:
         wanted = set(tokenize(intent))
         scored = sorted(ids, key=lambda i: (-len(set(tokenize(i)) & wanted), i))[:8]
         return make_response(request.model, json.dumps({"ids": scored}), finish_reason="stop", completion_tokens=40)
+
+
+def _odd_reply(s: Shape, u: float, visible: str, steps: list[dict], cap: int, rng: random.Random) -> str | None:
+    """The answer of a failure the profile's newer rates draw (``u``: the failure draw past the
+    older rates' share), or None when the draw falls outside them. Draws from ``rng`` only for a
+    reply it makes, so a profile with these rates at 0 answers exactly as before they existed."""
+    if u < 0:
+        return None
+    bands = (("empty_stop", s.empty_stop_rate), ("no_json", s.no_json_rate), ("not_plan", s.not_plan_rate),
+             ("garbled", s.garbled_rate), ("runaway", s.runaway_rate))
+    for kind, rate in bands:
+        if u < rate:
+            break
+        u -= rate
+    else:
+        return None
+    per_token = 1.0 / s.completion_token_scale  # counted tokens of text per reported token
+    if kind == "empty_stop":
+        return ""
+    if kind == "no_json":
+        target = s.no_json_tokens * math.exp(rng.gauss(0, s.no_json_sigma))
+        return _prose(min(target, cap + 20) * per_token, rng)
+    if kind == "not_plan":  # one step object where the plan should be
+        first = steps[0] if steps else {"tool": "unknown", "args": {}, "why": "the request"}
+        return json.dumps({"tool": first["tool"], "args": first["args"], "rationale": _sentence(first["why"], 12, rng)})
+    if kind == "garbled":  # braces around prose: nothing decodes, and repair gives no plan
+        return "{ " + _prose(40 * per_token, rng) + " }"
+    return visible + "\n" + _prose((cap + 20) * per_token, rng)  # runaway: cut by the cap
+
+
+def _prose(tokens: float, rng: random.Random) -> str:
+    """Plain sentences (no braces or brackets) of about ``tokens`` counted tokens."""
+    opening = "Sure, here is how I would handle this request."  # 11 tokens with the closing stop; 1 per filler word
+    start = rng.randrange(len(_FILLER))
+    words = " ".join(_FILLER[(start + i) % len(_FILLER)] for i in range(max(1, round(tokens) - 12)))
+    return f"{opening} {words}."
 
 
 def _sentence(clause: str, words: int, rng: random.Random) -> str:

@@ -121,3 +121,28 @@ def test_sim_lm_name_changes_with_profile_content_so_the_cache_cannot_serve_stal
     assert sim_model_name(base, 0) != sim_model_name(changed, 0)
     assert sim_model_name(base, 0) == sim_model_name(load_profile("nemotron-like"), 0)
     assert sim_model_name(base, 0) != sim_model_name(base, 1)
+
+
+def test_fitted_profiles_are_listed_apart_from_the_hand_written_ones(tmp_path, monkeypatch):
+    from helmdeck_dspy.engines import profile as profile_module
+
+    (tmp_path / "mine.toml").write_text('name = "mine"\nmodel = "x/y"\n', encoding="utf-8")
+    (tmp_path / "fitted-mine.toml").write_text(
+        'name = "fitted-mine"\nmodel = "x/y"\n[fitted_to]\ntraces = "eval/traces/x.jsonl"\n'
+        f'sha256 = "{"0" * 64}"\nmodel = "x/y"\nrecords = {{ full_steps = 3 }}\nfitted_on = "2026-01-01"\n',
+        encoding="utf-8")
+    monkeypatch.setattr(profile_module, "profiles_dir", lambda: tmp_path)
+    assert profile_module.list_profiles() == ["mine"]  # what `traces simulate -p all` runs
+    assert profile_module.list_profiles(fitted=True) == ["fitted-mine"]
+    assert load_profile("fitted-mine").fitted_to.records == {"full_steps": 3}
+    with pytest.raises(DataFileError, match="fitted-mine"):
+        load_profile("nope")
+
+
+def test_shipped_fitted_profiles_stand_for_local_models_and_name_their_trace_set():
+    for name in list_profiles(fitted=True):
+        p = load_profile(name)
+        assert p.fitted_to is not None and p.fitted_to.model == p.model, name
+        assert p.fitted_to.traces.startswith("eval/traces/"), name
+        assert budget_for(p.model).matched != "fallback", name
+        assert name not in list_profiles()

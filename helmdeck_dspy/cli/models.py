@@ -9,7 +9,7 @@ import click
 
 from helmdeck_dspy.cli.options import emit_json, json_option, print_table, to_stderr
 from helmdeck_dspy.errors import LocalModelError
-from helmdeck_dspy.local.server import DEFAULT_CTX
+from helmdeck_dspy.local import DEFAULT_CTX
 
 
 @click.group("models")
@@ -75,7 +75,8 @@ def _raise_interrupt(signum: int, frame: object) -> None:
 @click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
               help="Port on 127.0.0.1 (0: a free one).")
 @click.option("--threads", type=click.IntRange(1), default=None, help="CPU threads (default: every CPU this process may use).")
-@click.option("--ctx", type=click.IntRange(256), default=DEFAULT_CTX, show_default=True, help="Context size in tokens.")
+@click.option("--ctx", type=click.IntRange(256), default=DEFAULT_CTX, show_default=True,
+              help="Context size in tokens.")
 def models_serve(name: str, port: int, threads: int | None, ctx: int) -> None:
     """Serve NAME with llama.cpp's OpenAI-compatible server until Ctrl-C or SIGTERM.
 

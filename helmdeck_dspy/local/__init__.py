@@ -9,3 +9,8 @@
 
 Nothing here imports llama_cpp: the server runs in its own process (the ``local`` extra).
 """
+
+DEFAULT_CTX = 8192
+"""Context size (tokens) a local server is started with unless told otherwise; the local budget rows'
+``input_tokens`` match it. Defined here, not in ``server``, so the CLI can show it without importing
+the server manager."""

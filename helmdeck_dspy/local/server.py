@@ -35,10 +35,10 @@ from typing import IO, Any
 from pydantic import BaseModel, Field
 
 from helmdeck_dspy.errors import LocalModelError, MissingExtraError
+from helmdeck_dspy.local import DEFAULT_CTX
 from helmdeck_dspy.local.registry import models_dir
 
 HOST = "127.0.0.1"
-DEFAULT_CTX = 8192
 STARTUP_TIMEOUT_S = 180.0
 STOP_GRACE_S = 10.0
 POLL_S = 0.25

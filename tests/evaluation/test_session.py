@@ -29,6 +29,23 @@ def stable(report) -> dict:
     return report.model_dump(mode="json", exclude=VOLATILE)
 
 
+def _interrupted_run(monkeypatch, path, out, *, after: int, **kw) -> None:
+    """Run ``run_eval`` and stop it with Ctrl-C when it folds its ``after``-th chunk."""
+    real = runner.merge_groups
+    calls = {"n": 0}
+
+    def merge(into, other):
+        calls["n"] += 1
+        if calls["n"] == after:
+            raise KeyboardInterrupt
+        real(into, other)
+
+    with monkeypatch.context() as m:
+        m.setattr(runner, "merge_groups", merge)
+        with pytest.raises(KeyboardInterrupt):
+            run_eval([path], out_dir=out, **kw)
+
+
 def test_no_paths_means_the_bundled_trace_sets():
     run = run_eval([])
     assert [i.path for i in run.report.inputs] == [str(p) for p in bundled_trace_paths()]
@@ -76,19 +93,7 @@ def test_an_interrupted_run_says_where_progress_is_and_the_next_run_resumes(tmp_
     full = run_eval([path]).report
     out = tmp_path / "out"
     said: list[str] = []
-    calls = {"n": 0}
-    real = runner.merge_groups
-
-    def merge(into, other):
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise KeyboardInterrupt
-        real(into, other)
-
-    with monkeypatch.context() as m:
-        m.setattr(runner, "merge_groups", merge)
-        with pytest.raises(KeyboardInterrupt):
-            run_eval([path], out_dir=out, notify=said.append)
+    _interrupted_run(monkeypatch, path, out, after=3, notify=said.append)
     ckpt = checkpoint_path(out)
     assert said == [f"interrupted: progress is saved in {ckpt}; run the same command again to resume"]
     assert ckpt.is_file() and not (out / "report.json").exists()
@@ -104,19 +109,7 @@ def test_no_resume_starts_over(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "CHECKPOINT_SECONDS", 0.0)
     path = traces(tmp_path / "t.jsonl")
     out = tmp_path / "out"
-    real = runner.merge_groups
-    calls = {"n": 0}
-
-    def merge(into, other):
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
-        real(into, other)
-
-    with monkeypatch.context() as m:
-        m.setattr(runner, "merge_groups", merge)
-        with pytest.raises(KeyboardInterrupt):
-            run_eval([path], out_dir=out)
+    _interrupted_run(monkeypatch, path, out, after=2)
     said: list[str] = []
     run = run_eval([path], out_dir=out, resume=False, notify=said.append)
     assert said == [] and run.report.n_records == 300 and not checkpoint_path(out).exists()

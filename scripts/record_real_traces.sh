@@ -10,7 +10,9 @@
 # Needs the local extra and the models: pip install -e '.[local]'; helmdeck-dspy models install NAME.
 # Resumable: an interrupted run leaves eval/traces/local-NAME.jsonl.partial.jsonl, and running the
 # same command again sends only the requests not answered yet. On 2 CPU cores a call takes about
-# 13 s (qwen2.5-coder-0.5b) to 40 s (qwen2.5-coder-1.5b).
+# 13 s (qwen2.5-coder-0.5b) to 40 s (qwen2.5-coder-1.5b). An attempt may take TIMEOUT seconds (default
+# 600): llama.cpp serves one request at a time and finishes an abandoned one before the next, so a
+# short deadline would only queue its retry behind the answer it gave up on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CLI=${CLI:-.venv/bin/helmdeck-dspy}
@@ -25,5 +27,5 @@ declare -A n_tasks=([qwen2.5-coder-1.5b]=24 [gemma-3-270m]=24)
 for name in "${models[@]}"; do
   echo "== $name ($(date -u +%H:%M:%S))"
   "$CLI" traces record --model "${model_id[$name]}" --lm "local:$name" --variant both --tasks dev \
-    $(n=${N_TASKS:-${n_tasks[$name]:-}}; [ -n "$n" ] && echo --n "$n") --temperature 0 --seed 7 --progress --out "eval/traces/local-$name.jsonl"
+    $(n=${N_TASKS:-${n_tasks[$name]:-}}; [ -n "$n" ] && echo --n "$n") --temperature 0 --seed 7 --timeout "${TIMEOUT:-600}" --retries 1 --progress --out "eval/traces/local-$name.jsonl"
 done

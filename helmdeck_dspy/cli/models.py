@@ -82,7 +82,7 @@ def models_serve(name: str, port: int, threads: int | None, ctx: int) -> None:
 
     Prints the --lm and --api-base to use once the server answers; its output goes to a log file.
     """
-    from helmdeck_dspy.local.endpoint import LOCAL_API_KEY
+    from helmdeck_dspy.local.provider import PREFIX as LLAMACPP_PREFIX
     from helmdeck_dspy.local.install import require_installed
     from helmdeck_dspy.local.registry import get_model
     from helmdeck_dspy.local.server import (
@@ -101,10 +101,9 @@ def models_serve(name: str, port: int, threads: int | None, ctx: int) -> None:
         server.start()
         click.echo(f"serving {model.name} ({model.model_id}) on {server.api_base} "
                    f"(ready in {time.monotonic() - started:.1f} s)")
-        click.echo(f"  --model {model.model_id} --lm openai/{server.alias} --api-base {server.api_base}")
-        click.echo(f"  with OPENAI_API_KEY set to any value (the server checks none), e.g. "
-                   f"OPENAI_API_KEY={LOCAL_API_KEY} helmdeck-dspy plan INTENT --model {model.model_id} "
-                   f"--lm openai/{server.alias} --api-base {server.api_base}")
+        click.echo(f"  --model {model.model_id} --lm {LLAMACPP_PREFIX}/{server.alias} --api-base {server.api_base}")
+        click.echo(f"  e.g. helmdeck-dspy plan INTENT --model {model.model_id} "
+                   f"--lm {LLAMACPP_PREFIX}/{server.alias} --api-base {server.api_base}")
         click.echo(f"  log: {server.log_path}")
         click.echo("Ctrl-C stops it.")
         code = server.process.wait() if server.process else None

@@ -55,6 +55,18 @@ def max_tokens_option(help: str = MAX_TOKENS_HELP) -> Callable[[F], F]:
     return click.option("--max-tokens", type=click.IntRange(1), default=None, help=help)
 
 
+timeout_option = click.option(
+    "--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=None,
+    help="Seconds one attempt may take (default 120). A local model finishes an abandoned answer before "
+         "it serves the next request, so give a slow one room rather than retries.")
+"""``--timeout S`` (into ``timeout_s``): the per-attempt deadline of the retry policy."""
+
+retries_option = click.option(
+    "--retries", type=click.IntRange(0, 19), default=None,
+    help="Retries per model after a rate limit, 5xx, reset or timeout (default 2).")
+"""``--retries N``: retries per model (``max_attempts = N + 1``)."""
+
+
 def json_option(help: str) -> Callable[[F], F]:
     """``--json`` (into ``as_json``): print machine-readable output instead of text.
 

@@ -17,6 +17,8 @@ from helmdeck_dspy.cli.options import (
     max_tokens_option,
     rank_source_option,
     ranker_option,
+    retries_option,
+    timeout_option,
     to_stderr,
 )
 
@@ -42,10 +44,8 @@ if TYPE_CHECKING:
               help="Model to try when the previous one times out, errors or is rate limited (repeatable, in order).")
 @click.option("--on-length", type=click.Choice(["none", "single_pick", "raise_cap", "single_pick_then_cap"]),
               default=None, help="What to do when the answer hits the token limit (default: none, or the --resilience file's).")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Seconds one attempt may take (default 120).")
-@click.option("--retries", type=click.IntRange(0, 19), default=None,
-              help="Retries per model after a rate limit, 5xx, reset or timeout (default 2).")
+@timeout_option
+@retries_option
 @click.option("--resilience", "resilience_path", type=click.Path(dir_okay=False, exists=True), default=None,
               help="TOML file with [retry] and [fallback] tables (options above override it).")
 @budgets_option

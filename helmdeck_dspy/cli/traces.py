@@ -20,8 +20,10 @@ from helmdeck_dspy.cli.options import (
     progress_option,
     report_skipped,
     resume_option,
+    retries_option,
     seed_option,
     tasks_split_option,
+    timeout_option,
     to_stderr,
     variant_option,
 )
@@ -103,6 +105,8 @@ def traces_simulate(
 @click.option("--seed", type=int, default=None, help="Sampling seed sent with every call and kept on every record.")
 @click.option("--concurrency", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Requests in flight at once (for endpoints that serve several); records keep task order.")
+@timeout_option
+@retries_option
 @resume_option("Continue from OUT.partial.jsonl, sending only requests not answered yet (default); "
                "--no-resume starts over.")
 @progress_option
@@ -110,21 +114,24 @@ def traces_simulate(
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False))
 def traces_record(
     model: str, lm_spec: str | None, api_base: str | None, variant: str, split: str, n: int | None,
-    max_tokens: int | None, temperature: float | None, seed: int | None, concurrency: int, resume: bool | None,
-    progress: bool | None, budgets_path: str | None, out: str,
+    max_tokens: int | None, temperature: float | None, seed: int | None, concurrency: int, timeout_s: float | None,
+    retries: int | None, resume: bool | None, progress: bool | None, budgets_path: str | None, out: str,
 ) -> None:
     """Plan gold tasks with a real (or replayed, or simulated) model and record every exchange.
 
     A live model is never answered from a cache here: every record is a call made in this run.
     """
+    from helmdeck_dspy.planning.resilience.policy import resolve_resilience
     from helmdeck_dspy.traces.runs import record
+
+    retry = resolve_resilience(timeout_s=timeout_s, retries=retries).retry
 
     tasks = _tasks_for(split)
     variants = _variants(variant)
     with progress_bar(len(variants) * (n or len(tasks)), "record", show=progress) as bar, _keep_partial(out):
         written = record(model, lm_spec, tasks, out, variants=variants, n=n, max_tokens=max_tokens, api_base=api_base,
                          budgets=budgets_path, progress=bar.update, temperature=temperature, seed=seed,
-                         concurrency=concurrency, resume=resume is not False, notify=to_stderr)
+                         concurrency=concurrency, resume=resume is not False, notify=to_stderr, retry=retry)
     click.echo(f"wrote {written} plan records ({model} x {', '.join(variants)}) to {out}")
 
 

@@ -2,7 +2,8 @@
 
 :func:`local_lm_args` starts (once per model per process, then reuses) a server for an
 installed model on a free 127.0.0.1 port and returns what an OpenAI-compatible endpoint needs:
-the LiteLLM model string ``openai/NAME``, the ``api_base`` and a placeholder API key.
+the model string ``llamacpp/NAME`` (see :mod:`helmdeck_dspy.local.provider`), the ``api_base``
+and a placeholder API key.
 :func:`helmdeck_dspy.planning.lm.make_lm` passes them down its ordinary live path, so a local
 model is called exactly as any OpenAI-compatible endpoint is. The servers stop when the process
 exits (see :mod:`helmdeck_dspy.local.server`).
@@ -13,6 +14,7 @@ from __future__ import annotations
 import threading
 
 from helmdeck_dspy.local.install import require_installed
+from helmdeck_dspy.local.provider import PREFIX as LLAMACPP_PREFIX
 from helmdeck_dspy.local.registry import get_model
 from helmdeck_dspy.local.server import LocalServer, ServerOptions, require_engine
 
@@ -48,9 +50,9 @@ def managed_server(name: str, options: ServerOptions | None = None) -> LocalServ
 
 
 def local_lm_args(name: str) -> tuple[str, str, str]:
-    """``(LiteLLM model string, api_base, api_key)`` for the LM spec ``local:NAME``."""
+    """``(model string, api_base, api_key)`` for the LM spec ``local:NAME``."""
     server = managed_server(name)
-    return f"openai/{server.alias}", server.api_base, LOCAL_API_KEY
+    return f"{LLAMACPP_PREFIX}/{server.alias}", server.api_base, LOCAL_API_KEY
 
 
 def local_run_settings(name: str) -> dict[str, object]:

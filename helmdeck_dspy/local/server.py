@@ -195,7 +195,7 @@ class LocalServer:
 
     Args:
         gguf: The model file.
-        alias: The model name the server answers to (``openai/<alias>`` for LiteLLM).
+        alias: The model name the server answers to (``llamacpp/<alias>`` in an LM spec).
         options: Port, context size, threads and startup timeout.
         log_path: Where the server's output goes (default: ``<models dir>/logs/ALIAS-PORT.log``).
         command: The program to run instead of llama-cpp-python's server (tests use a fake one

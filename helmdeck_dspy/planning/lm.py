@@ -4,6 +4,8 @@
 - ``sim:PROFILE`` — the simulated tier LM (profiles under ``eval/profiles/``);
 - ``local:NAME`` — an installed local model, served by llama.cpp for the life of the process
   (:mod:`helmdeck_dspy.local.endpoint`) and then called as the live OpenAI-compatible endpoint below;
+- ``llamacpp/MODEL`` with ``api_base`` — any llama.cpp server (:mod:`helmdeck_dspy.local.provider`:
+  ``openai/`` would send the output cap in a field llama.cpp ignores);
 - anything else — a LiteLLM model string (``openrouter/...``, ``ollama_chat/...``,
   ``openai/...`` with ``api_base``), called live with a timeout and retries.
 
@@ -24,6 +26,7 @@ from helmdeck_dspy.domain import DEFAULT_TIMEOUT_S
 from helmdeck_dspy.errors import LMSpecError
 from helmdeck_dspy.local.endpoint import SPEC_PREFIX as LOCAL_PREFIX
 from helmdeck_dspy.local.endpoint import local_lm_args, local_run_settings
+from helmdeck_dspy.local.provider import PREFIX as LLAMACPP_PREFIX
 from helmdeck_dspy.planning.redaction import (
     protect_loggers,
     register_env_secrets,
@@ -109,6 +112,10 @@ def make_lm(
         return dspy.LM(sim_model_name(profile, seed), engine=SimEngine(profile, seed=seed), cache=cache)
     if spec.startswith(LOCAL_PREFIX):  # a managed local server, then the ordinary live path
         spec, api_base, api_key = local_lm_args(spec.removeprefix(LOCAL_PREFIX))
+    if spec.startswith(f"{LLAMACPP_PREFIX}/"):
+        from helmdeck_dspy.local.provider import declare_llamacpp  # imports dspy
+
+        declare_llamacpp()
     if "/" not in spec:
         raise LMSpecError(f"not a LiteLLM model string (provider/model): {spec!r}; or use replay:PATH / sim:PROFILE")
     kwargs: dict[str, Any] = {"timeout": timeout}

@@ -24,6 +24,7 @@ from typing import Any
 from helmdeck_dspy.domain import VARIANTS
 from helmdeck_dspy.engines.profile import SimProfile, list_profiles, load_profile
 from helmdeck_dspy.planning.lm import make_lm, run_settings, trace_source
+from helmdeck_dspy.planning.resilience.policy import RetryPolicy
 from helmdeck_dspy.tasks import PlanTask
 from helmdeck_dspy.traces.io import read_traces
 from helmdeck_dspy.traces.record import TraceRecord, write_traces
@@ -77,6 +78,7 @@ def _run(
     concurrency: int = 1,
     resume: bool = True,
     notify: Callable[[str], None] | None = None,
+    retry: RetryPolicy | None = None,
 ) -> int:
     """Plan every (run, variant, task) once, ``concurrency`` requests at a time, and write the
     records in that order (however the requests interleaved)."""
@@ -103,7 +105,7 @@ def _run(
                 warnings.simplefilter("ignore")
                 planner = Planner.for_model(
                     model, lm=lm, variant=variant, max_tokens=max_tokens, record_path=scratch,
-                    budgets=budgets, record_source=source, record_run=run,
+                    budgets=budgets, record_source=source, record_run=run, retry=retry,
                 )
             cap = max_tokens or planner.budget.output_tokens
             for i, task in enumerate(chosen):
@@ -190,6 +192,7 @@ def record(
     concurrency: int = 1,
     resume: bool = True,
     notify: Callable[[str], None] | None = None,
+    retry: RetryPolicy | None = None,
 ) -> int:
     """Plan the tasks with ``lm_spec`` (default: ``model`` itself, live); returns the plan records written.
 
@@ -197,13 +200,15 @@ def record(
     gave in this run. ``temperature`` and ``seed`` are sent with every call and kept on every
     record, with the local model's file hash, llama.cpp version and server settings for a
     ``local:NAME`` spec. An interrupted run leaves ``OUT.partial.jsonl``; running the same command
-    again (``resume``) sends only the requests not answered yet.
+    again (``resume``) sends only the requests not answered yet. ``retry`` sets the attempts and
+    the per-attempt deadline (default :class:`RetryPolicy`: 3 attempts of 120 s).
     """
     spec = lm_spec or model
     sampling = {k: v for k, v in (("temperature", temperature), ("seed", seed)) if v is not None}
-    lm = make_lm(spec, api_base=api_base, cache=False, sampling=sampling)
+    retry = retry or RetryPolicy()
+    lm = make_lm(spec, api_base=api_base, cache=False, sampling=sampling, timeout=retry.timeout_s)
     return _run(
         [(lm, model, trace_source(spec), run_settings(spec))], tasks, out, variants=variants, n=n,
         max_tokens=max_tokens, budgets=budgets, progress=progress, sampling=sampling, concurrency=concurrency,
-        resume=resume, notify=notify,
+        resume=resume, notify=notify, retry=retry,
     )

@@ -108,9 +108,9 @@ def test_serve_prints_the_lm_to_use_and_stops_cleanly_on_sigterm(fake_serve):
     r = run("serve", "qwen2.5-coder-0.5b", "--threads", "1", "--ctx", "2048")
     assert r.exit_code == 0, (r.output, r.exception)
     server = created[0]
-    assert f"--model local/qwen2.5-coder-0.5b-instruct --lm openai/qwen2.5-coder-0.5b --api-base {server.api_base}" in r.stdout
+    assert f"--model local/qwen2.5-coder-0.5b-instruct --lm llamacpp/qwen2.5-coder-0.5b --api-base {server.api_base}" in r.stdout
     assert f"log: {server.log_path}" in r.stdout
-    assert "OPENAI_API_KEY=helmdeck-local-no-key helmdeck-dspy plan INTENT" in r.stdout
+    assert "e.g. helmdeck-dspy plan INTENT --model local/qwen2.5-coder-0.5b-instruct --lm llamacpp/" in r.stdout
     assert "stopping qwen2.5-coder-0.5b" in r.stderr
     assert not server.running and server.options.n_threads == 1 and server.options.n_ctx == 2048
     assert signal.getsignal(signal.SIGTERM) is before

@@ -44,14 +44,14 @@ def test_one_server_per_model_per_process_is_reused(fake_engine):
 
 def test_local_lm_args_point_the_openai_path_at_the_server(fake_engine):
     model, api_base, api_key = local_lm_args("qwen2.5-coder-0.5b")
-    assert model == "openai/qwen2.5-coder-0.5b"
+    assert model == "llamacpp/qwen2.5-coder-0.5b"
     assert api_base == managed_server("qwen2.5-coder-0.5b").api_base
     assert api_key == LOCAL_API_KEY
 
 
 def test_make_lm_builds_the_ordinary_live_lm_and_it_answers(fake_engine):
     lm = make_lm("local:qwen2.5-coder-0.5b", cache=False, num_retries=0)
-    assert lm.model == "openai/qwen2.5-coder-0.5b"
+    assert lm.model == "llamacpp/qwen2.5-coder-0.5b"
     assert lm.kwargs["api_base"] == managed_server("qwen2.5-coder-0.5b").api_base
     assert lm.kwargs["api_key"] == LOCAL_API_KEY
     assert lm("plan") == ['{"steps": []}']

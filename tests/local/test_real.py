@@ -64,7 +64,7 @@ def test_make_lm_local_plans_one_intent_through_the_live_path(tmp_path):
     from helmdeck_dspy.traces.io import read_traces
 
     lm = make_lm(f"local:{NAME}", cache=False)
-    assert lm.model == f"openai/{NAME}"
+    assert lm.model == f"llamacpp/{NAME}"
     out = tmp_path / "trace.jsonl"
     planner = Planner.for_model(MODEL.model_id, lm=lm, use_filter=False, record_path=out, history=None,
                                 retry=RetryPolicy(max_attempts=1, timeout_s=600))
@@ -74,3 +74,14 @@ def test_make_lm_local_plans_one_intent_through_the_live_path(tmp_path):
     (record,) = list(read_traces(out))
     assert record.source == "live" and record.model == MODEL.model_id
     assert record.error or record.completion_tokens
+
+
+def test_the_budget_cap_stops_a_real_plan_at_its_length():
+    from helmdeck_dspy.planning.planner import Planner
+    from helmdeck_dspy.planning.resilience.policy import RetryPolicy
+
+    planner = Planner.for_model(MODEL.model_id, lm=f"local:{NAME}", use_filter=False, history=None, cache=False,
+                                max_tokens=12, retry=RetryPolicy(max_attempts=1, timeout_s=600))
+    result = planner.plan("take a screenshot of https://example.org")
+    assert result.finish_reason == "length" and result.failure_cause == "length_truncated"
+    assert result.usage["completion_tokens"] == 12  # llama.cpp stopped at the cap, not at the context's end

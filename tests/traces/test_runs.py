@@ -133,3 +133,17 @@ def test_a_failed_attempt_is_recorded_with_its_request_and_written_before_the_an
     assert [r.error is not None for r in first] == [True, False]  # the 503, then the retried answer
     assert {(r.temperature, r.seed) for r in first} == {(0.0, 3)}
     assert [r.task_id for r in recs] == [tasks[0].id, tasks[0].id, tasks[1].id]
+
+
+def test_cli_timeout_and_retries_bound_each_recorded_request(tmp_path, api_key):
+    from tests.fault_server import stall_headers
+
+    out = tmp_path / "r.jsonl"
+    with FaultServer(stall_headers()) as server:
+        result = CliRunner().invoke(cli, [
+            "traces", "record", "-m", "local/qwen2.5-coder-0.5b-instruct", "--lm", MODEL, "--api-base", server.url,
+            "--n", "1", "--variant", "single_pick", "--timeout", "0.5", "--retries", "1", "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        assert len(server.requests) == 2  # the first attempt and one retry, no more
+    recs = [r for r in read_traces(out) if r.call == "plan"]
+    assert len(recs) == 2 and all("0.5 s deadline" in r.error for r in recs)

@@ -10,8 +10,8 @@ Logits are kept for the last token only (``--logits_all false``; the server's de
 nothing here asks for logprobs.
 
 Every started server is stopped when the process exits (an ``atexit`` hook), and on Linux a
-server started from the main thread also receives SIGTERM when its parent dies without running
-``atexit`` (``PR_SET_PDEATHSIG``). Environment variables the server would read as settings
+server started from the main thread is also killed when its parent dies without running
+``atexit``, e.g. on SIGTERM (``PR_SET_PDEATHSIG`` with SIGKILL). Environment variables the server would read as settings
 (``PORT``, ``API_KEY``, ``CACHE`` ...) are removed from its environment: the flags decide.
 """
 
@@ -62,14 +62,15 @@ type_k type_v use_mlock use_mmap verbose vocab_only yarn_attn_factor yarn_beta_f
 yarn_ext_factor yarn_orig_ctx
 """.split())
 
-# Runs the server module after asking Linux to SIGTERM it when its parent thread exits (argv[1]
-# is the parent's pid, 0 = do not ask); exits at once if the parent is already gone.
+# Runs the server module after asking Linux to SIGKILL it when its parent thread exits (argv[1]
+# is the parent's pid, 0 = do not ask); exits at once if the parent is already gone. SIGKILL, not
+# SIGTERM: on SIGTERM uvicorn waits for the answer in progress, which nobody will read.
 _LAUNCHER = """\
 import os, runpy, signal, sys
 parent = int(sys.argv.pop(1))
 if parent and sys.platform.startswith("linux"):
     import ctypes
-    ctypes.CDLL(None).prctl(1, signal.SIGTERM)
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)
     if os.getppid() != parent:
         sys.exit(0)
 sys.argv[0] = "llama_cpp.server"

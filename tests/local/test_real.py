@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
+import sys
+import textwrap
+import time
 import urllib.request
 
 import pytest
@@ -85,3 +89,42 @@ def test_the_budget_cap_stops_a_real_plan_at_its_length():
     result = planner.plan("take a screenshot of https://example.org")
     assert result.finish_reason == "length" and result.failure_cause == "length_truncated"
     assert result.usage["completion_tokens"] == 12  # llama.cpp stopped at the cap, not at the context's end
+
+
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie (an orphan's zombie waits for init to reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal is Linux only")
+def test_a_server_dies_with_a_parent_killed_mid_answer(tmp_path):
+    parent = textwrap.dedent(f"""
+        import json, sys, urllib.request
+        from helmdeck_dspy.local.install import require_installed
+        from helmdeck_dspy.local.registry import get_model
+        from helmdeck_dspy.local.server import LocalServer, ServerOptions
+        server = LocalServer(require_installed(get_model({NAME!r})), {NAME!r}, options=ServerOptions(n_ctx=2048),
+                             log_path=__import__("pathlib").Path({str(tmp_path / "server.log")!r})).start()
+        print(server.process.pid, flush=True)
+        body = json.dumps({{"model": {NAME!r}, "max_tokens": 1500, "temperature": 0,
+                           "messages": [{{"role": "user", "content": "Count from 1 to 1000."}}]}}).encode()
+        urllib.request.build_opener(urllib.request.ProxyHandler({{}})).open(urllib.request.Request(
+            server.api_base + "/chat/completions", data=body, headers={{"Content-Type": "application/json"}}))
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", parent], stdout=subprocess.PIPE, text=True)
+    try:
+        server_pid = int(proc.stdout.readline())
+        time.sleep(2)  # the answer is being generated
+        assert _alive(server_pid)
+        proc.terminate()  # Python's default SIGTERM: no atexit, no cleanup
+        proc.wait(10)
+        deadline = time.monotonic() + 10
+        while _alive(server_pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(server_pid)
+    finally:
+        proc.kill()

@@ -17,7 +17,10 @@ with enough data (live, then imported, then published, then the rest; :func:`sel
 and applies them only when that kind is a measurement: proposals resting on simulated (or
 replayed, or unknown) records are held back unless ``allow_simulated``. It rewrites the table with
 tomlkit, keeping comments and untouched rows, adds an exact row for a model that only matched a
-prefix or the fallback, and stamps the row's provenance, ``source = "calibrated:<kind>"`` included.
+prefix or the fallback, and stamps the row's provenance (``source = "calibrated:<kind>"``, the
+trace set's hash, and the tier rule's n, strict rate and interval) on every row it changes and on
+every row the data confirm unchanged. A field the data cannot assess (too few records of the
+variant it needs) is listed under ``insufficient`` with that field and nothing is written for it.
 """
 
 from __future__ import annotations
@@ -66,13 +69,14 @@ class Proposal(KindLabelled):
 
 
 class Insufficient(BaseModel):
-    """A model (with records of one kind) without enough records per variant to calibrate."""
+    """Too few records of one kind for a model (``field`` None) or for one field of its row."""
 
     model: str
     kind: str
     n_full_steps: int
     n_single_pick: int
     reason: str
+    field: str | None = Field(default=None, description="The budget field left unassessed; None: the whole model.")
 
 
 class Unchanged(BaseModel):
@@ -80,6 +84,15 @@ class Unchanged(BaseModel):
 
     model: str
     kind: str
+
+
+class Assessment(BaseModel):
+    """What the tier rule measured for a model from its full_steps records of one kind: the
+    provenance ``--apply`` stamps on the row (n, strict rate, its Wilson interval)."""
+
+    model: str
+    kind: str
+    evidence: dict[str, Any]
 
 
 class Calibration(BaseModel):
@@ -90,6 +103,7 @@ class Calibration(BaseModel):
     proposals: list[Proposal] = Field(default_factory=list)
     insufficient: list[Insufficient] = Field(default_factory=list)
     unchanged: list[Unchanged] = Field(default_factory=list, description="Models with enough data and nothing to change.")
+    assessed: list[Assessment] = Field(default_factory=list, description="The tier rule's evidence per model and kind.")
 
 
 def load_rules(path: Path | None = None) -> dict[str, Any]:
@@ -231,6 +245,11 @@ def calibrate(report: EvalReport, table: BudgetTable, *, min_n: int | None = Non
         budget = table.lookup(model)
         found: list[Proposal] = []
 
+        def short(field: str, reason: str, kind: str = kind, model: str = model, n_full: int = n_full,
+                  n_single: int = n_single) -> None:
+            out.insufficient.append(Insufficient(model=model, kind=kind, n_full_steps=n_full, n_single_pick=n_single,
+                                                 field=field, reason=f"{field} not assessed: {reason}"))
+
         def propose(field: str, current: Any, proposed: Any, evidence: dict[str, Any], kind: str = kind,
                     model: str = model, found: list[Proposal] = found) -> None:
             if proposed != current:
@@ -241,11 +260,13 @@ def calibrate(report: EvalReport, table: BudgetTable, *, min_n: int | None = Non
             cap_full, _ = estimate_output_tokens(full, budget, rules)
             raising = cap_full is not None and cap_full > _cap_of(full, budget)
             tier, evidence = _tier(full, rules, drop_length=raising)
+            out.assessed.append(Assessment(model=model, kind=kind, evidence={"kind": kind, **evidence}))
             if "ABC".index(tier) > "ABC".index(budget.tier) and not _conclusively_below(budget.tier, evidence, rules):
                 tier = budget.tier  # the interval still reaches the current tier: keep it
             propose("tier", budget.tier, tier, evidence)
         else:
             tier = budget.tier
+            short("tier", f"{n_full} full_steps records, fewer than {need}")
 
         # The variant the model runs today, and whether the other one clearly beats it.
         running = resolve_prompt_variant(budget.tier, budget.prompt_variant)
@@ -259,6 +280,8 @@ def calibrate(report: EvalReport, table: BudgetTable, *, min_n: int | None = Non
             if better is not None and better != running:
                 propose("prompt_variant", budget.prompt_variant, better, evidence)
                 variant = better
+        else:
+            short("prompt_variant", f"needs {need} records of each variant")
 
         # The output cap for the variant the model will run.
         g = groups.get(variant)
@@ -273,6 +296,8 @@ def calibrate(report: EvalReport, table: BudgetTable, *, min_n: int | None = Non
                 c = rules["catalog"]
                 smaller = max(int(budget.max_catalog_bytes * c["shrink"]), c["minimum"])
                 propose("max_catalog_bytes", budget.max_catalog_bytes, smaller, signal)
+        else:
+            short("output_tokens", f"{g.n if g else 0} {variant} records (the variant it runs), fewer than {need}")
 
         total = n_full + n_single
         seen = sum((x.reasoning_tag_count + x.reasoning_field_count) for x in (full, single) if x is not None)
@@ -299,6 +324,14 @@ class Selection:
     superseded: list[Proposal] = dc_field(default_factory=list)
     """For a model whose records of a better kind (live before imported before published before
     the rest) also had enough data: that kind decides."""
+    confirmed: list[Unchanged] = dc_field(default_factory=list)
+    """Models whose deciding kind has enough data and calls for no change: their rows keep their
+    values and get the provenance stamp."""
+
+    @property
+    def written(self) -> bool:
+        """Whether ``--apply`` has anything to write."""
+        return bool(self.chosen or self.confirmed)
 
 
 def select_proposals(cal: Calibration, *, allow_simulated: bool = False) -> Selection:
@@ -316,6 +349,8 @@ def select_proposals(cal: Calibration, *, allow_simulated: bool = False) -> Sele
             out.chosen.append(p)
         else:
             out.held_back.append(p)
+    out.confirmed = [u for u in cal.unchanged
+                     if u.kind == deciding[u.model] and (is_measured(u.kind) or allow_simulated)]
     return out
 
 
@@ -324,27 +359,29 @@ _PROVENANCE = ("source", "trace_set_sha", "n", "rate", "interval_low", "interval
 
 def apply_calibration(cal: Calibration, path: str | Path | None = None, *, allow_simulated: bool = False) -> list[str]:
     """Rewrite the budget table in place (atomically) with the proposals :func:`select_proposals`
-    chooses; returns the touched ``match`` keys (none: the file is not rewritten)."""
+    chooses, and stamp provenance on those rows and on the rows it confirms unchanged; returns the
+    touched ``match`` keys (none: the file is not rewritten)."""
     import tomlkit
 
-    chosen = select_proposals(cal, allow_simulated=allow_simulated).chosen
-    if not chosen:
+    selection = select_proposals(cal, allow_simulated=allow_simulated)
+    if not selection.written:
         return []
     target = Path(path) if path is not None else default_budgets_path()
     text = target.read_text(encoding="utf-8")
     table = parse_budget_table(text, str(target))
     doc = tomlkit.parse(text)
     rows = doc.setdefault("model", tomlkit.aot())
-    by_model: dict[str, list[Proposal]] = {}
-    for p in chosen:
-        by_model.setdefault(p.model, []).append(p)
+    by_model: dict[str, tuple[str, list[Proposal]]] = {u.model: (u.kind, []) for u in selection.confirmed}
+    for p in selection.chosen:
+        by_model.setdefault(p.model, (p.kind, []))[1].append(p)  # one deciding kind per model
+    assessed = {(a.model, a.kind): a.evidence for a in cal.assessed}
     touched = []
-    for model, props in by_model.items():
+    for model, (kind, props) in by_model.items():
         budget = table.lookup(model)
         row = next((r for r in rows if r.get("match") == model), None)
         if row is None:
             row = tomlkit.table()
-            row.add(tomlkit.comment(f"Calibrated from {props[0].kind} traces; it matched {budget.matched!r} before."))
+            row.add(tomlkit.comment(f"Calibrated from {kind} traces; it matched {budget.matched!r} before."))
             row["match"] = model
             for key, value in budget.model_dump(exclude={"model", "matched", *_PROVENANCE}).items():
                 if value is not None:
@@ -352,13 +389,14 @@ def apply_calibration(cal: Calibration, path: str | Path | None = None, *, allow
             rows.append(row)
         for p in props:
             row[p.field] = p.proposed
-        tier_evidence = next((p.evidence for p in props if p.field == "tier"), None) or props[0].evidence
-        n = tier_evidence.get("n")
-        row["source"] = f"calibrated:{props[0].kind}"  # one deciding kind per model
+        tier_evidence = assessed.get((model, kind), {})
+        row["source"] = f"calibrated:{kind}"
         row["trace_set_sha"] = cal.report_trace_set_sha256[:16]
-        if isinstance(n, int):
-            row["n"] = n
+        for key in ("n", "rate", "interval_low", "interval_high"):
+            if key in row:
+                del row[key]  # an earlier stamp: what is not measured now must not look measured
         if "strict_rate" in tier_evidence:
+            row["n"] = tier_evidence["n"]
             row["rate"] = tier_evidence["strict_rate"]
             row["interval_low"], row["interval_high"] = tier_evidence["strict_ci"]
         row["calibrated_at"] = date.today().isoformat()

@@ -54,12 +54,13 @@ def calibrate_cmd(report_path: str, min_n: int | None, do_apply: bool, allow_sim
         for u in cal.unchanged:
             click.echo(f"unchanged: {u.model} · {u.kind} (enough data, nothing to change)")
         for i in cal.insufficient:
-            click.echo(f"insufficient data: {i.model} · {i.kind} (full_steps n={i.n_full_steps}, "
-                       f"single_pick n={i.n_single_pick}; needs {cal.min_n})")
+            what = f"{i.reason}; nothing written for it" if i.field else f"full_steps n={i.n_full_steps}, " \
+                f"single_pick n={i.n_single_pick}; needs {cal.min_n}"
+            click.echo(f"insufficient data: {i.model} · {i.kind} ({what})")
     if do_apply:
         chosen = select_proposals(cal, allow_simulated=allow_simulated)
         held = _held_back_line(chosen.held_back)
-        if held and not chosen.chosen:
+        if held and not chosen.written:
             raise InputError(f"--apply refused: {held}")
         if held:
             click.echo(f"not applied: {held}", err=True)
@@ -69,7 +70,9 @@ def calibrate_cmd(report_path: str, min_n: int | None, do_apply: bool, allow_sim
                        "a better-ranked kind decide", err=True)
         target = budgets_path or table.path
         touched = apply_calibration(cal, target, allow_simulated=allow_simulated)
-        click.echo(f"updated {len(touched)} model row(s) in {target}", err=as_json)
+        changed = len({p.model for p in chosen.chosen})
+        click.echo(f"updated {len(touched)} model row(s) in {target} ({changed} changed, {len(chosen.confirmed)} "
+                   "confirmed unchanged; provenance stamped on each)", err=as_json)
 
 
 def _held_back_line(held: list[Any]) -> str:

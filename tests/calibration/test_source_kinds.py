@@ -64,8 +64,11 @@ def test_a_measured_kind_decides_over_a_simulated_one(tmp_path):
     assert [p.kind for p in cal.proposals] == ["sim:x"]
     sel = select_proposals(cal, allow_simulated=True)
     assert sel.chosen == [] and [p.kind for p in sel.superseded] == ["sim:x"]
-    assert apply_calibration(cal, budgets, allow_simulated=True) == []
-    assert not load_budget_table(budgets).lookup("acme/both").is_hybrid_reasoning
+    assert [(u.model, u.kind) for u in sel.confirmed] == [("acme/both", "live")]
+    assert apply_calibration(cal, budgets, allow_simulated=True) == ["acme/both"]  # confirmed: stamped, not changed
+    row_now = load_budget_table(budgets).lookup("acme/both")
+    assert not row_now.is_hybrid_reasoning and row_now.source == "calibrated:live"
+    assert row_now.n is None and row_now.rate is None  # single_pick records only: no tier rate to stamp
 
 
 def test_cli_applies_measured_evidence_and_says_in_one_line_what_it_held_back(tmp_path, capsys):
@@ -96,3 +99,35 @@ def test_a_report_of_an_older_schema_is_named_as_such(tmp_path):
     p.write_text(json.dumps({"schema_version": 1, "groups": []}))
     with pytest.raises(DataFileError, match="schema_version 1.*eval --out"):
         load_report(p)
+
+
+def full_steps_rows(model: str, n: int, bad: int) -> list[dict]:
+    """``n`` live full_steps answers, the first ``bad`` of them prose (a strict-parse failure)."""
+    return [{"source": "live", "model": model, "prompt_variant": "full_steps", "tier": "C",
+             "content": "no plan here" if i < bad else PLAN, "finish_reason": "stop"} for i in range(n)]
+
+
+def test_a_confirmed_row_gets_the_tier_rules_provenance_and_says_what_it_could_not_assess(tmp_path):
+    budgets = table_with(tmp_path, row("acme/local", "C", 1500))
+    records = full_steps_rows("acme/local", 40, bad=8) + rows("acme/local", "live", reasoning=False, n=5)
+    cal = calibrate(report_of(tmp_path, records), load_budget_table(budgets))
+    assert cal.proposals == [] and [(u.model, u.kind) for u in cal.unchanged] == [("acme/local", "live")]
+    # Tier C runs single_pick: 5 records are too few for its cap, and for the variant comparison.
+    assert {(i.field, i.n_full_steps, i.n_single_pick) for i in cal.insufficient} == {
+        ("prompt_variant", 40, 5), ("output_tokens", 40, 5)}
+    assert apply_calibration(cal, budgets) == ["acme/local"]
+    stamped = load_budget_table(budgets).lookup("acme/local")
+    assert (stamped.tier, stamped.output_tokens, stamped.prompt_variant) == ("C", 1500, "")  # values kept
+    assert (stamped.source, stamped.n, stamped.rate) == ("calibrated:live", 40, 0.8)
+    assert stamped.interval_low == pytest.approx(0.6524, abs=1e-4) and stamped.interval_high == pytest.approx(0.8950, abs=1e-4)
+    assert stamped.trace_set_sha == cal.report_trace_set_sha256[:16]
+
+
+def test_a_new_stamp_replaces_an_old_one_it_cannot_repeat(tmp_path):
+    budgets = table_with(tmp_path, row("acme/local", "C", 1500) + "n = 99\nrate = 0.5\ninterval_low = 0.4\n"
+                                                                   "interval_high = 0.6\n")
+    cal = calibrate(report_of(tmp_path, rows("acme/local", "live", reasoning=False)), load_budget_table(budgets))
+    assert apply_calibration(cal, budgets) == ["acme/local"]
+    stamped = load_budget_table(budgets).lookup("acme/local")
+    assert stamped.source == "calibrated:live"
+    assert (stamped.n, stamped.rate, stamped.interval_low, stamped.interval_high) == (None, None, None, None)

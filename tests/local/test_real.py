@@ -128,3 +128,40 @@ def test_a_server_dies_with_a_parent_killed_mid_answer(tmp_path):
         assert not _alive(server_pid)
     finally:
         proc.kill()
+
+
+def test_record_both_variants_resume_after_a_kill_and_evaluate(tmp_path):
+    from helmdeck_dspy.evaluation.runner import evaluate
+    from helmdeck_dspy.traces.io import read_traces
+
+    out = tmp_path / "real.jsonl"
+    partial = tmp_path / "real.jsonl.partial.jsonl"
+    command = [sys.executable, "-c", "from helmdeck_dspy.cli import main; main()", "traces", "record",
+               "--model", MODEL.model_id, "--lm", f"local:{NAME}", "--variant", "both", "--n", "2",
+               "--max-tokens", "300", "--temperature", "0", "--seed", "7", "--timeout", "600", "--retries", "0",
+               "--no-progress", "--out", str(out)]
+    first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and first.poll() is None:
+            answered = [r for r in read_traces(partial, on_error="skip") if r.call == "plan" and r.error is None] \
+                if partial.exists() else []
+            if answered:
+                break
+            time.sleep(0.2)
+        first.terminate()  # killed after its first answer; its server dies with it
+        first.wait(30)
+    finally:
+        first.kill()
+    (kept,) = answered
+    assert not out.exists()
+    second = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert second.returncode == 0, second.stderr
+    assert "1 request(s) already recorded are not sent again" in second.stderr
+    plans = [r for r in read_traces(out) if r.call == "plan"]
+    assert len(plans) == 4 and sum(r.recorded_at == kept.recorded_at and r.content == kept.content for r in plans) == 1
+    assert all(r.source == "live" and r.cache_hit is not True and r.latency_ms > 100 for r in plans)
+    assert {r.run["model_sha256"] for r in plans} == {MODEL.sha256}
+    report = evaluate([out], progress=False)
+    assert sorted((g.prompt_variant, g.kind, g.n) for g in report.groups) == [("full_steps", "live", 2),
+                                                                               ("single_pick", "live", 2)]

@@ -43,7 +43,7 @@ _EXPORTS: dict[str, str] = {
     "run_eval": "helmdeck_dspy.evaluation.session",
     "EvalReport": "helmdeck_dspy.evaluation.report",
     "calibrate": "helmdeck_dspy.calibration.calibrate",
-    "apply_calibration": "helmdeck_dspy.calibration.calibrate",
+    "apply_calibration": "helmdeck_dspy.calibration.apply",
     # compile
     "compile_program": "helmdeck_dspy.compilation.compiler",
     "compile_programs": "helmdeck_dspy.compilation.runs",

@@ -1,4 +1,4 @@
-"""Calibration: turn an evaluation report into proposed budget-table changes, and apply them.
+"""Calibration: turn an evaluation report into proposed budget-table changes.
 
 Per model with enough data (rules and thresholds in ``eval/calibration.toml``):
 
@@ -12,23 +12,14 @@ Per model with enough data (rules and thresholds in ``eval/calibration.toml``):
 - ``max_catalog_bytes`` when length cut-offs rise with prompt size.
 
 Models are calibrated per source kind (a report never merges kinds): every proposal, and its
-evidence, names the kind it rests on. ``--apply`` takes, per model, the proposals of the best kind
-with enough data (live, then imported, then published, then the rest; :func:`select_proposals`)
-and applies them only when that kind is a measurement: proposals resting on simulated (or
-replayed, or unknown) records are held back unless ``allow_simulated``. It rewrites the table with
-tomlkit, keeping comments and untouched rows, adds an exact row for a model that only matched a
-prefix or the fallback, and stamps the row's provenance (``source = "calibrated:<kind>"``, the
-trace set's hash, and the tier rule's n, strict rate and interval) on every row it changes and on
-every row the data confirm unchanged. A field the data cannot assess (too few records of the
-variant it needs) is listed under ``insufficient`` with that field and nothing is written for it.
+evidence, names the kind it rests on. A field the data cannot assess (too few records of the
+variant it needs) is listed under ``insufficient`` with that field. Applying proposals to the
+table is :mod:`helmdeck_dspy.calibration.apply`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from dataclasses import field as dc_field
-from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +28,6 @@ from pydantic import BaseModel, Field, ValidationError
 from helmdeck_dspy.budgets import (
     Budget,
     BudgetTable,
-    parse_budget_table,
     resolve_prompt_variant,
 )
 from helmdeck_dspy.domain import TIERS
@@ -50,10 +40,8 @@ from helmdeck_dspy.evaluation.report import (
     kind_rank,
 )
 from helmdeck_dspy.evaluation.stats import newcombe_diff, wilson
-from helmdeck_dspy.io.atomic import atomic_write_text
 from helmdeck_dspy.io.datafiles import read_json, read_toml
-from helmdeck_dspy.io.resources import bundled_dir, default_budgets_path
-from helmdeck_dspy.traces.record import is_measured
+from helmdeck_dspy.io.resources import bundled_dir
 
 
 class Proposal(KindLabelled):
@@ -309,99 +297,3 @@ def calibrate(report: EvalReport, table: BudgetTable, *, min_n: int | None = Non
         else:
             out.unchanged.append(Unchanged(model=model, kind=kind))
     return out
-
-
-# ------------------------------------------------------------------------------------ apply
-
-
-@dataclass
-class Selection:
-    """Which proposals ``--apply`` writes, and why the others are not written."""
-
-    chosen: list[Proposal] = dc_field(default_factory=list)
-    held_back: list[Proposal] = dc_field(default_factory=list)
-    """Resting only on records that are not a measurement (sim:<profile>, replay, unknown)."""
-    superseded: list[Proposal] = dc_field(default_factory=list)
-    """For a model whose records of a better kind (live before imported before published before
-    the rest) also had enough data: that kind decides."""
-    confirmed: list[Unchanged] = dc_field(default_factory=list)
-    """Models whose deciding kind has enough data and calls for no change: their rows keep their
-    values and get the provenance stamp."""
-
-    @property
-    def written(self) -> bool:
-        """Whether ``--apply`` has anything to write."""
-        return bool(self.chosen or self.confirmed)
-
-
-def select_proposals(cal: Calibration, *, allow_simulated: bool = False) -> Selection:
-    """Per model, the proposals of the deciding kind (the best-ranked kind with enough data, whether
-    it proposes changes or none), kept only when that kind is measured or ``allow_simulated``."""
-    deciding: dict[str, str] = {}
-    for kind, model in [(p.kind, p.model) for p in cal.proposals] + [(u.kind, u.model) for u in cal.unchanged]:
-        if model not in deciding or kind_rank(kind) < kind_rank(deciding[model]):
-            deciding[model] = kind
-    out = Selection()
-    for p in cal.proposals:
-        if p.kind != deciding[p.model]:
-            out.superseded.append(p)
-        elif is_measured(p.kind) or allow_simulated:
-            out.chosen.append(p)
-        else:
-            out.held_back.append(p)
-    out.confirmed = [u for u in cal.unchanged
-                     if u.kind == deciding[u.model] and (is_measured(u.kind) or allow_simulated)]
-    return out
-
-
-_PROVENANCE = ("source", "trace_set_sha", "n", "rate", "interval_low", "interval_high", "calibrated_at")
-
-
-def apply_calibration(cal: Calibration, path: str | Path | None = None, *, allow_simulated: bool = False) -> list[str]:
-    """Rewrite the budget table in place (atomically) with the proposals :func:`select_proposals`
-    chooses, and stamp provenance on those rows and on the rows it confirms unchanged; returns the
-    touched ``match`` keys (none: the file is not rewritten)."""
-    import tomlkit
-
-    selection = select_proposals(cal, allow_simulated=allow_simulated)
-    if not selection.written:
-        return []
-    target = Path(path) if path is not None else default_budgets_path()
-    text = target.read_text(encoding="utf-8")
-    table = parse_budget_table(text, str(target))
-    doc = tomlkit.parse(text)
-    rows = doc.setdefault("model", tomlkit.aot())
-    by_model: dict[str, tuple[str, list[Proposal]]] = {u.model: (u.kind, []) for u in selection.confirmed}
-    for p in selection.chosen:
-        by_model.setdefault(p.model, (p.kind, []))[1].append(p)  # one deciding kind per model
-    assessed = {(a.model, a.kind): a.evidence for a in cal.assessed}
-    touched = []
-    for model, (kind, props) in by_model.items():
-        budget = table.lookup(model)
-        row = next((r for r in rows if r.get("match") == model), None)
-        if row is None:
-            row = tomlkit.table()
-            row.add(tomlkit.comment(f"Calibrated from {kind} traces; it matched {budget.matched!r} before."))
-            row["match"] = model
-            for key, value in budget.model_dump(exclude={"model", "matched", *_PROVENANCE}).items():
-                if value is not None:
-                    row[key] = value
-            rows.append(row)
-        for p in props:
-            row[p.field] = p.proposed
-        tier_evidence = assessed.get((model, kind), {})
-        row["source"] = f"calibrated:{kind}"
-        row["trace_set_sha"] = cal.report_trace_set_sha256[:16]
-        for key in ("n", "rate", "interval_low", "interval_high"):
-            if key in row:
-                del row[key]  # an earlier stamp: what is not measured now must not look measured
-        if "strict_rate" in tier_evidence:
-            row["n"] = tier_evidence["n"]
-            row["rate"] = tier_evidence["strict_rate"]
-            row["interval_low"], row["interval_high"] = tier_evidence["strict_ci"]
-        row["calibrated_at"] = date.today().isoformat()
-        touched.append(model)
-    new_text = tomlkit.dumps(doc)
-    parse_budget_table(new_text, str(target))  # never write a table that would not load
-    atomic_write_text(target, new_text)
-    return touched

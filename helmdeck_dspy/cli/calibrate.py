@@ -29,12 +29,8 @@ def calibrate_cmd(report_path: str, min_n: int | None, do_apply: bool, allow_sim
                   as_json: bool) -> None:
     """Propose budget-table changes from an evaluation report (and --apply them)."""
     from helmdeck_dspy.budgets import load_budget_table
-    from helmdeck_dspy.calibration.calibrate import (
-        apply_calibration,
-        calibrate,
-        load_report,
-        select_proposals,
-    )
+    from helmdeck_dspy.calibration.apply import apply_calibration, select_proposals
+    from helmdeck_dspy.calibration.calibrate import calibrate, load_report
     from helmdeck_dspy.errors import InputError
 
     report = load_report(report_path)

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from helmdeck_dspy.budgets import load_budget_table
-from helmdeck_dspy.calibration.calibrate import apply_calibration, calibrate
+from helmdeck_dspy.calibration.apply import apply_calibration
+from helmdeck_dspy.calibration.calibrate import calibrate
 from helmdeck_dspy.engines.profile import (
     Planning,
     Shape,

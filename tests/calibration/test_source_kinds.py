@@ -8,11 +8,8 @@ import json
 import pytest
 
 from helmdeck_dspy.budgets import load_budget_table
-from helmdeck_dspy.calibration.calibrate import (
-    apply_calibration,
-    calibrate,
-    select_proposals,
-)
+from helmdeck_dspy.calibration.apply import apply_calibration, select_proposals
+from helmdeck_dspy.calibration.calibrate import calibrate
 from helmdeck_dspy.evaluation.runner import evaluate
 from tests.calibration.test_calibrate import row, table_with
 

@@ -149,3 +149,15 @@ class LocalModelError(RunError):
 
 class ArgumentError(InputError):
     """An argument with an unusable value: an unknown name or option, an empty request."""
+
+
+class TokenFileError(DataFileError):
+    """A bearer-token file for ``serve`` (a TOML ``[tokens]`` table, caller name = token) that is malformed."""
+
+
+class ServeRefusedError(InputError):
+    """A ``serve`` configuration that would expose the planner unsafely (a non-loopback bind with no tokens)."""
+
+
+class StepCapError(InputError):
+    """A single_pick loop that already ran as many steps as the server allows per intent."""

@@ -21,6 +21,7 @@ from helmdeck_dspy.cli.eval import eval_cmd
 from helmdeck_dspy.cli.models import models
 from helmdeck_dspy.cli.parse import parse_cmd
 from helmdeck_dspy.cli.plan import plan_cmd
+from helmdeck_dspy.cli.serve import serve_cmd
 from helmdeck_dspy.cli.traces import traces
 from helmdeck_dspy.errors import HelmdeckError
 from helmdeck_dspy.io.offline import apply_offline_defaults
@@ -37,7 +38,7 @@ def cli() -> None:
 
 
 for _command in (budgets, parse_cmd, catalog, plan_cmd, traces, eval_cmd, calibrate_cmd, compile_cmd, bench,
-                 models):
+                 models, serve_cmd):
     cli.add_command(_command)
 
 

@@ -1,0 +1,60 @@
+"""``helmdeck-dspy serve``: the planner as an MCP server (tools helmdeck.plan and helmdeck.route)."""
+
+from __future__ import annotations
+
+import click
+
+from helmdeck_dspy.cli.options import (
+    api_base_option,
+    budgets_option,
+    catalog_option,
+    lm_option,
+    ranker_option,
+    retries_option,
+    timeout_option,
+    to_stderr,
+)
+from helmdeck_dspy.serve.names import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_STEP_CAP
+
+
+@click.command("serve")
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
+              help="stdio: the MCP client launches this command; http: streamable HTTP on --host/--port.")
+@click.option("--host", default=DEFAULT_HOST, show_default=True,
+              help="HTTP bind address. Anything but loopback requires bearer tokens.")
+@click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True,
+              help="HTTP port (0: a free one, announced on stderr).")
+@lm_option("LM for every plan call: replay:PATH, sim:PROFILE, local:NAME or a LiteLLM string "
+           "(default: call each request's model live).")
+@api_base_option("API base URL for an OpenAI-compatible endpoint (vLLM, llama.cpp...).")
+@catalog_option
+@budgets_option
+@click.option("--history/--no-history", default=True, show_default=True,
+              help="Record plans per caller and serve them as helmdeck://my-plans.")
+@click.option("--max-steps", type=click.IntRange(1, 100), default=DEFAULT_STEP_CAP, show_default=True,
+              help="Step cap of one single_pick loop (prior_steps per intent).")
+@click.option("--tokens-file", type=click.Path(dir_okay=False, exists=True), default=None,
+              help='TOML file with a [tokens] table of caller = "token" (also $HELMDECK_DSPY_TOKENS_FILE; '
+                   "$HELMDECK_DSPY_TOKENS takes name=token pairs). HTTP only.")
+@ranker_option
+@timeout_option
+@retries_option
+def serve_cmd(
+    transport: str, host: str, port: int, lm_spec: str | None, api_base: str | None, catalog_path: str | None,
+    budgets_path: str | None, history: bool, max_steps: int, tokens_file: str | None, ranker: str,
+    timeout_s: float | None, retries: int | None,
+) -> None:
+    """Serve the planner over MCP: tools helmdeck.plan and helmdeck.route, resources
+    helmdeck://context-budgets, helmdeck://my-plans, helmdeck://routing-guide and helmdeck://models."""
+    from helmdeck_dspy.serve.config import ServeConfig
+    from helmdeck_dspy.serve.server import run
+
+    config = ServeConfig(
+        transport=transport, host=host, port=port, lm_spec=lm_spec, api_base=api_base, catalog_path=catalog_path,
+        budgets_path=budgets_path, history=history, max_steps=max_steps, ranker=ranker, timeout_s=timeout_s,
+        retries=retries, tokens_file=tokens_file,
+    )
+    try:
+        run(config, to_stderr)
+    except KeyboardInterrupt:
+        pass

@@ -1,0 +1,52 @@
+"""What a server is started with: :class:`ServeConfig`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from helmdeck_dspy.serve.names import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    DEFAULT_STEP_CAP,
+    HTTP_PATH,
+)
+
+
+class ServeConfig(BaseModel):
+    """How ``helmdeck-dspy serve`` runs.
+
+    Attributes:
+        transport: ``stdio`` (the client launches the server) or ``http`` (streamable HTTP).
+        host / port / path: Where the HTTP transport listens (port 0 picks a free one).
+        lm_spec: The LM every plan call uses (``replay:PATH``, ``sim:PROFILE``, ``local:NAME``, a
+            LiteLLM string); None calls each request's ``model`` live through LiteLLM.
+        api_base: API base URL for a live OpenAI-compatible endpoint.
+        catalog_path / budgets_path: The catalog and budget table (None: the bundled ones).
+        history: Write plan_history rows and serve them as ``helmdeck://my-plans``.
+        history_path: The history store (None: the user data directory's).
+        max_steps: The step cap of one single_pick loop.
+        ranker: The catalog ranker for planning and routing.
+        timeout_s / retries: Per-attempt deadline and retries of a plan call (None: the defaults).
+        tokens_file: A TOML file of bearer tokens (``[tokens]`` caller = token).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    transport: Literal["stdio", "http"] = "stdio"
+    host: str = DEFAULT_HOST
+    port: int = Field(default=DEFAULT_PORT, ge=0, le=65535)
+    path: str = HTTP_PATH
+    lm_spec: str | None = None
+    api_base: str | None = None
+    catalog_path: Path | None = None
+    budgets_path: Path | None = None
+    history: bool = True
+    history_path: Path | None = None
+    max_steps: int = Field(default=DEFAULT_STEP_CAP, ge=1, le=100)
+    ranker: str = "bm25"
+    timeout_s: float | None = Field(default=None, gt=0)
+    retries: int | None = Field(default=None, ge=0, le=19)
+    tokens_file: Path | None = None

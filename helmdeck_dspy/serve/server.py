@@ -1,0 +1,188 @@
+"""Building the MCP server (``mcp`` 2.x ``MCPServer``) and running it over stdio or streamable HTTP.
+
+:func:`run` is what ``helmdeck-dspy serve`` calls: it loads the tokens and refuses an unsafe bind
+before anything heavy loads, builds the :class:`~.service.PlanService`, then serves until the
+client closes stdin (stdio) or the process is interrupted (HTTP). The HTTP listener is bound here,
+so ``--port 0`` works and the announced URL carries the real port.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from helmdeck_dspy.errors import MissingExtraError, RunError
+from helmdeck_dspy.serve.auth import (
+    ANONYMOUS_HTTP_CALLER,
+    CallerTokens,
+    StaticTokenVerifier,
+    check_bind,
+    current_caller,
+    load_tokens,
+    process_owner,
+)
+from helmdeck_dspy.serve.config import ServeConfig
+from helmdeck_dspy.serve.names import (
+    CONTEXT_BUDGETS_URI,
+    MODELS_URI,
+    MY_PLANS_URI,
+    ROUTING_GUIDE_URI,
+    SERVER_NAME,
+)
+from helmdeck_dspy.serve.service import PlanService
+
+INSTRUCTIONS = (
+    "helmdeck-dspy plans tool calls over a tool catalog for a given model. Use helmdeck.route to pick one tool "
+    "for a single action, helmdeck.plan for a request with several actions (loop on more_steps_likely with "
+    "prior_steps for Tier C models). helmdeck://context-budgets and helmdeck://models tell what each model "
+    "gets, helmdeck://routing-guide is the catalog, helmdeck://my-plans your own plan history."
+)
+RESOURCES = (
+    (CONTEXT_BUDGETS_URI, "context-budgets", "Every per-model budget row, the fallback, and the unknown-model policy."),
+    (MODELS_URI, "models", "The tiers: their models and what each tier changes in a plan call."),
+    (ROUTING_GUIDE_URI, "routing-guide", "The catalog (packs and pipelines) this server plans over."),
+    (MY_PLANS_URI, "my-plans", "Your plan history: intent hashes, complexity, tools, outcome, model, time."),
+)
+
+
+SDK_MAJOR = 2
+"""The ``mcp`` major version this module is written against (``MCPServer``; 1.x had ``FastMCP``)."""
+
+
+def require_sdk() -> None:
+    """Check the MCP SDK is installed in the major version this package uses.
+
+    Raises:
+        MissingExtraError: ``mcp`` is absent or not 2.x.
+    """
+    try:
+        found = version("mcp")
+    except PackageNotFoundError:
+        raise MissingExtraError("helmdeck-dspy serve needs the MCP SDK: pip install 'helmdeck-dspy[serve]'") from None
+    if found.split(".")[0] != str(SDK_MAJOR):
+        raise MissingExtraError(f"helmdeck-dspy serve needs mcp {SDK_MAJOR}.x, found {found}: "
+                                "pip install 'helmdeck-dspy[serve]'")
+
+
+def _version() -> str:
+    try:
+        return version("helmdeck-dspy")
+    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return "0"
+
+
+def _json(obj: Any) -> str:
+    return json.dumps(obj, indent=2, ensure_ascii=False)
+
+
+def build_server(service: PlanService, *, default_caller: str, tokens: CallerTokens | None = None,
+                 issuer_url: str | None = None) -> Any:
+    """The ``MCPServer`` with both tools and the four resources.
+
+    Args:
+        service: What the tools and resources answer with.
+        default_caller: The caller of a request that carries no bearer token.
+        tokens: When non-empty, every HTTP request must carry one of them (401 otherwise).
+        issuer_url: The server's own base URL, named in the SDK's auth settings.
+    """
+    from mcp.server.auth.settings import AuthSettings
+    from mcp.server.mcpserver import MCPServer
+
+    from helmdeck_dspy.serve.tools import plan_tool, route_tool
+
+    auth: dict[str, Any] = {}
+    if tokens:
+        auth = {"token_verifier": StaticTokenVerifier(tokens),
+                "auth": AuthSettings(issuer_url=issuer_url or "http://127.0.0.1", resource_server_url=None)}
+    server = MCPServer(SERVER_NAME, version=_version(), instructions=INSTRUCTIONS, log_level="WARNING",
+                       tools=[plan_tool(service, default_caller), route_tool(service)], **auth)
+    readers: dict[str, Callable[[], Any]] = {
+        CONTEXT_BUDGETS_URI: service.context_budgets,
+        MODELS_URI: service.models,
+        ROUTING_GUIDE_URI: service.routing_guide,
+        MY_PLANS_URI: lambda: service.my_plans(current_caller(default_caller)),
+    }
+    for uri, name, description in RESOURCES:
+        server.resource(uri, name=name, description=description, mime_type="application/json")(
+            _as_json(readers[uri]))
+    return server
+
+
+def _as_json(read: Callable[[], Any]) -> Callable[[], str]:
+    """A resource function (no parameters) returning ``read()`` as indented JSON."""
+
+    def resource() -> str:
+        return _json(read())
+
+    return resource
+
+
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (port 0: a free one).
+
+    Raises:
+        RunError: The address cannot be resolved or bound (e.g. the port is in use).
+    """
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise RunError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise RunError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
+def http_url(host: str, port: int, path: str) -> str:
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}{path}"
+
+
+def http_app(service: PlanService, tokens: CallerTokens, *, host: str, port: int, path: str) -> Any:
+    """The Starlette app of the streamable HTTP transport (for uvicorn)."""
+    server = build_server(service, default_caller=ANONYMOUS_HTTP_CALLER, tokens=tokens,
+                          issuer_url=http_url(host, port, ""))
+    return server.streamable_http_app(streamable_http_path=path, host=host)
+
+
+def run(config: ServeConfig, announce: Callable[[str], None]) -> None:
+    """Serve until the client hangs up (stdio) or the process is interrupted (HTTP).
+
+    Args:
+        config: The server's settings.
+        announce: Receives one line saying where the server is (stderr in the CLI).
+
+    Raises:
+        ServeRefusedError: An HTTP bind beyond loopback without tokens, or malformed token pairs.
+        TokenFileError: A malformed token file.
+        DataFileError / LMSpecError: A catalog, budget table or LM that cannot be loaded.
+        MissingExtraError: The MCP SDK (the ``serve`` extra) is not installed.
+        RunError: The HTTP address cannot be bound.
+    """
+    require_sdk()
+    if config.transport == "stdio":
+        service = PlanService(config)
+        server = build_server(service, default_caller=process_owner())
+        announce(f"helmdeck-dspy serve: MCP over stdio for {process_owner()}")
+        server.run("stdio")
+        return
+    import uvicorn
+
+    tokens = load_tokens(config.tokens_file)
+    check_bind(config.host, tokens)
+    sock = listen_socket(config.host, config.port)  # before loading: a taken port fails fast
+    try:
+        port = sock.getsockname()[1]
+        app = http_app(PlanService(config), tokens, host=config.host, port=port, path=config.path)
+        who = f"bearer tokens for {len(tokens)} caller(s)" if tokens else "no tokens (loopback only)"
+        announce(f"helmdeck-dspy serve: MCP over streamable HTTP at {http_url(config.host, port, config.path)}, {who}")
+        uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False)).run(sockets=[sock])
+    finally:
+        sock.close()

@@ -1,0 +1,129 @@
+"""The library calls behind the MCP tools and resources: :class:`PlanService`.
+
+A service loads the budget table, the catalog, the history store and the LM once, keeps one
+:class:`~helmdeck_dspy.planning.planner.Planner` per model id, and answers each call through the
+same functions ``helmdeck-dspy plan`` uses. With ``--lm`` every model shares that one LM (a replay
+file is served in call order); without it each model id is called live as itself.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any, NamedTuple
+
+from helmdeck_dspy.budgets import budget_for, load_budget_table
+from helmdeck_dspy.catalog.models import load_catalog
+from helmdeck_dspy.catalog.ranking import RANKERS
+from helmdeck_dspy.errors import ArgumentError, StepCapError
+from helmdeck_dspy.planning.history import HistoryStore
+from helmdeck_dspy.planning.lm import make_lm
+from helmdeck_dspy.planning.planner import Planner
+from helmdeck_dspy.planning.resilience.policy import resolve_resilience
+from helmdeck_dspy.planning.result import PlanResult
+from helmdeck_dspy.serve import resources
+from helmdeck_dspy.serve.config import ServeConfig
+from helmdeck_dspy.serve.route import route
+from helmdeck_dspy.serve.wire import PlanRequest, RouteRequest, RouteWire
+
+PLANNER_CACHE_SIZE = 32
+"""Planners kept (one per model id); the least recently used is dropped beyond this."""
+
+
+class PlanOutcome(NamedTuple):
+    """A plan call's result, and the step cap when this plan ended the loop at it."""
+
+    result: PlanResult
+    step_cap: int | None = None
+
+
+class PlanService:
+    """Everything the server answers with, loaded once.
+
+    Args:
+        config: The server's settings (catalog, budgets, LM, history, step cap, ranker, retries).
+
+    Raises:
+        DataFileError: The catalog or budget table is malformed.
+        LMSpecError: ``config.lm_spec`` cannot be built (e.g. a missing replay file).
+        ArgumentError: An unknown ranker.
+    """
+
+    def __init__(self, config: ServeConfig) -> None:
+        if config.ranker not in RANKERS:
+            raise ArgumentError(f"unknown ranker {config.ranker!r}; expected one of {sorted(RANKERS)}")
+        self.config = config
+        self.table = load_budget_table(config.budgets_path)
+        self.catalog = load_catalog(config.catalog_path)
+        self.history = HistoryStore(config.history_path) if config.history else None
+        resilience = resolve_resilience(None, timeout_s=config.timeout_s, retries=config.retries)
+        self.retry, self.fallback = resilience.retry, resilience.fallback
+        self.lm: Any = None
+        if config.lm_spec:
+            self.lm = make_lm(config.lm_spec, api_base=config.api_base, timeout=self.retry.timeout_s, num_retries=0)
+        self._planners: OrderedDict[str, Planner] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def max_steps(self) -> int:
+        return self.config.max_steps
+
+    def planner(self, model: str) -> Planner:
+        """The planner for ``model`` (built on first use; LMs are not built per call).
+
+        Raises:
+            LMSpecError: Without ``--lm``, ``model`` is not a LiteLLM model string.
+        """
+        with self._lock:
+            found = self._planners.get(model)
+            if found is not None:
+                self._planners.move_to_end(model)
+                return found
+        built = Planner.for_model(
+            model, lm=self.lm, catalog=self.catalog, budgets=self.table, api_base=self.config.api_base,
+            history=self.history, ranker=self.config.ranker, retry=self.retry, fallback=self.fallback,
+        )
+        with self._lock:
+            self._planners[model] = built
+            while len(self._planners) > PLANNER_CACHE_SIZE:
+                self._planners.popitem(last=False)
+        return built
+
+    def plan(self, request: PlanRequest, caller: str) -> PlanOutcome:
+        """Plan one request for ``caller`` (whose history row it writes).
+
+        The step cap: a request whose ``prior_steps`` already reach it is refused, and a plan that
+        brings the loop to it has ``more_steps_likely`` cleared, so a client looping on that flag stops.
+
+        Raises:
+            StepCapError: ``prior_steps`` already hold ``max_steps`` steps.
+            InputError: The model id cannot be called (no ``--lm`` and not a LiteLLM string).
+        """
+        done = len(request.prior_steps)
+        if done >= self.max_steps:
+            raise StepCapError(f"step cap reached: {done} steps already ran for this intent and the server allows "
+                               f"{self.max_steps} per loop (serve --max-steps)")
+        planner = self.planner(request.model).derive(max_tokens=request.max_tokens)  # a copy: per-call settings
+        planner.options = planner.options.model_copy(update={"caller": caller})
+        result = planner.plan(request.user_intent, context=request.context_text(),
+                              prior_steps=request.executed_steps() or None)
+        if result.ok and result.more_steps_likely and done + len(result.steps) >= self.max_steps:
+            return PlanOutcome(result.model_copy(update={"more_steps_likely": False}), self.max_steps)
+        return PlanOutcome(result)
+
+    def route(self, request: RouteRequest) -> RouteWire:
+        """``helmdeck.route``: the best entry of the catalog fitted to the model's budget (no LM call)."""
+        budget = budget_for(request.model, self.table)
+        return route(self.catalog, budget, request.user_intent, ranker=self.config.ranker)
+
+    def context_budgets(self) -> dict[str, Any]:
+        return resources.context_budgets(self.table)
+
+    def models(self) -> dict[str, Any]:
+        return resources.models(self.table)
+
+    def routing_guide(self) -> dict[str, Any]:
+        return resources.routing_guide(self.catalog)
+
+    def my_plans(self, caller: str) -> dict[str, Any]:
+        return resources.my_plans(self.history, caller)

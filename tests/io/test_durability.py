@@ -196,11 +196,8 @@ def _no_temp_files(directory: Path) -> None:
 
 def test_budget_table_survives_a_failed_apply(tmp_path, monkeypatch):
     from helmdeck_dspy.budgets import load_budget_table
-    from helmdeck_dspy.calibration.calibrate import (
-        Calibration,
-        Proposal,
-        apply_calibration,
-    )
+    from helmdeck_dspy.calibration.apply import apply_calibration
+    from helmdeck_dspy.calibration.calibrate import Calibration, Proposal
 
     path = tmp_path / "budgets.toml"
     path.write_text((PROJECT_ROOT / "compiled" / "budgets.toml").read_text(encoding="utf-8"), encoding="utf-8")

@@ -48,6 +48,11 @@ class BudgetFields(BaseModel):
     supports_prefix_cache: bool = Field(
         default=False, description="Render the catalog in a byte-stable system message."
     )
+    native_tool_calls: bool = Field(
+        default=False,
+        description="Also offer the selected catalog as native function tools: the model may answer with "
+        "tool calls instead of JSON text (for models with function calling; off by default).",
+    )
     cached_input_cost_usd_per_mtok: float = Field(default=0.0, ge=0.0)
     prompt_variant: Literal["", "full_steps", "single_pick"] = Field(
         default="", description='"" = the tier default; otherwise forces a variant.'

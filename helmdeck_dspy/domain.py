@@ -34,6 +34,9 @@ MAX_JSON_DEPTH = 128
 DEFAULT_TIMEOUT_S = 120.0
 """Wall-clock limit of one LM attempt unless a retry policy says otherwise."""
 
+IMPORT_FORMATS = ("auto", "openai", "anthropic", "gemini", "llamastack")
+"""The source formats ``traces import`` reads (``auto`` tells them apart row by row)."""
+
 
 def default_variant(tier: str) -> Variant:
     """The prompt variant a tier uses when the budget row names none: A/B full_steps, C single_pick."""

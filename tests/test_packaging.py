@@ -31,6 +31,7 @@ def test_wheel_contains_signatures_compiled_and_bundled_data(wheel):
         "helmdeck_dspy/compiled/budgets.toml",
         "helmdeck_dspy/bundled/catalog/routing-guide.json",
         "helmdeck_dspy/cli/app.py",
+        "helmdeck_dspy/decoding/finish_reasons.toml",  # the finish-reason table is read at run time
     ):
         assert required in names, required
 
@@ -49,6 +50,8 @@ def test_installed_wheel_resolves_budgets_and_catalog_from_itself(wheel, tmp_pat
         "print(r.default_budgets_path())\n"
         "print(budget_for('openrouter/nvidia/nemotron-3-super-120b-a12b:free').tier)\n"
         "print(len(load_catalog().packs))\n"
+        "from helmdeck_dspy.decoding.causes import normalize_finish_reason\n"
+        "assert normalize_finish_reason('end_turn') == 'stop', 'finish-reason table missing from the wheel'\n"
         "import helmdeck_dspy.catalog.ranking, helmdeck_dspy.engines.sim, helmdeck_dspy.evaluation.runner\n"
         "import helmdeck_dspy.traces.io, helmdeck_dspy.evaluation.bfcl.load\n"
         "mods = [helmdeck_dspy.catalog.ranking, helmdeck_dspy.engines.sim, helmdeck_dspy.evaluation.runner,\n"

@@ -17,6 +17,40 @@ from helmdeck_dspy.cli.options import (
     variant_option,
 )
 
+LIST_OPTIONS = ("--categories", "--rankers")
+"""Options of ``bench bfcl`` that take several values: space-separated, comma-separated or repeated."""
+
+
+def join_list_values(args: list[str], names: tuple[str, ...] = LIST_OPTIONS) -> list[str]:
+    """Rewrite ``--rankers lexical bm25`` as ``--rankers lexical,bm25`` (the values after one of
+    ``names`` up to the next option), so click sees one value per occurrence."""
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg == "--":
+            out += [arg, *args[i:]]
+            break
+        name, eq, value = arg.partition("=")
+        if name not in names or (not eq and i >= len(args)):
+            out.append(arg)
+            continue
+        values = [value] if eq else [args[i]]
+        i += 0 if eq else 1
+        while i < len(args) and not args[i].startswith("-"):
+            values.append(args[i])
+            i += 1
+        out += [name, ",".join(values)]
+    return out
+
+
+class ListOptionsCommand(click.Command):
+    """A command whose :data:`LIST_OPTIONS` take several space-separated values."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, join_list_values(list(args)))
+
 
 @click.group()
 def bench() -> None:
@@ -50,17 +84,21 @@ def _rankers(given: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
     return chosen, skipped
 
 
-@bench.command("bfcl")
+@bench.command("bfcl", cls=ListOptionsCommand)
 @click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False),
-              help="A BFCL v4 data folder: BFCL_v4_<category>.json files and possible_answer/.")
+              help="A BFCL v4 data folder: BFCL_v4_<category>.json files, possible_answer/ and, for multi_turn, "
+                   "multi_turn_func_doc/.")
 @click.option("--categories", "categories", multiple=True, metavar="C [C...]",
-              help="Categories to load: --categories parallel parallel_multiple, repeated, or comma-separated "
-                   "(default: every complete pair).")
-@click.argument("more_categories", nargs=-1, metavar="")
-@click.option("--pool", is_flag=True, help="One catalog of every loaded function instead of each question's own.")
-@click.option("--rankers", "rankers", multiple=True, metavar="R[,R...]",
-              help="lexical, bm25, embedding (default: all; embedding only when its extra is installed).")
-@click.option("--limit", type=click.IntRange(1), default=None, help="At most this many questions per category.")
+              help="Categories to load: --categories parallel parallel_multiple, comma-separated or repeated "
+                   "(default: every category of the folder; those that cannot be loaded are reported).")
+@click.argument("stray", nargs=-1, metavar="")
+@click.option("--pool", is_flag=True, help="One catalog of every loaded function instead of each question's own "
+              "(first definition of a name wins; the report counts the gold definitions replaced).")
+@click.option("--rankers", "rankers", multiple=True, metavar="R [R...]",
+              help="lexical, bm25, embedding: space- or comma-separated, or repeated (default: all; embedding only "
+                   "when its extra is installed).")
+@click.option("--limit", type=click.IntRange(1), default=None,
+              help="At most this many BFCL questions per category (a multi_turn question gives one task per turn).")
 @lm_option("Also plan each question with this LM (LiteLLM string, replay:PATH or sim:PROFILE) and score it.")
 @click.option("--model", "-m", default=None, help="Budget lookup id for --lm (default: the --lm string).")
 @api_base_option("API base URL for an OpenAI-compatible endpoint (with --lm).")
@@ -75,7 +113,7 @@ def _rankers(given: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
 @progress_option
 @json_option('Print the report as JSON: {"rankers": {NAME: {"tiers": ...}}}.')
 def bench_bfcl(
-    data_dir: str, categories: tuple[str, ...], more_categories: tuple[str, ...], pool: bool, rankers: tuple[str, ...],
+    data_dir: str, categories: tuple[str, ...], stray: tuple[str, ...], pool: bool, rankers: tuple[str, ...],
     limit: int | None, lm_spec: str | None, model: str | None, api_base: str | None, variant: str,
     max_tokens: int | None, record_path: str | None, trace_paths: tuple[str, ...], budgets_path: str | None,
     out_dir: str | None, progress: bool | None, as_json: bool,
@@ -83,8 +121,9 @@ def bench_bfcl(
     """Selection recall and plan accuracy on BFCL questions.
 
     For each question, do its gold tools survive budget-fitted catalog selection at each tier's
-    byte cap, per ranker? With --lm, the planner answers every question and its plans are scored
-    against the gold calls; with --traces, recorded plans are scored.
+    byte cap, per ranker, overall and per category? With --lm, the planner answers every question
+    and its plans are scored against the gold calls (a no-call question is right when the plan
+    calls nothing); with --traces, recorded plans are scored.
     """
     from helmdeck_dspy.budgets import load_budget_table
     from helmdeck_dspy.evaluation.bfcl.load import load_bfcl
@@ -92,15 +131,21 @@ def bench_bfcl(
     from helmdeck_dspy.evaluation.bfcl.recall import measure_recall, tier_budgets
     from helmdeck_dspy.evaluation.bfcl.report import (
         BfclReport,
+        category_table,
+        notes_lines,
         recall_table,
         write_report,
     )
 
-    if more_categories and not categories:
-        raise click.UsageError(f"unexpected argument {more_categories[0]!r} (categories follow --categories)")
+    if stray:
+        raise click.UsageError(f"unexpected argument {stray[0]!r} (categories and rankers follow their option)")
     chosen, skipped = _rankers(rankers)
 
-    data = load_bfcl(data_dir, _split((*categories, *more_categories))).limited(limit)
+    def note(n) -> None:
+        if n.status != "loaded":
+            to_stderr(f"bfcl: {n.category} not loaded ({n.status.replace('_', ' ')}): {n.detail}")
+
+    data = load_bfcl(data_dir, _split(categories), report=note).limited(limit)
     budgets = tier_budgets(load_budget_table(budgets_path))
 
     total = len(data.questions) * len(budgets) * len(chosen)
@@ -118,7 +163,7 @@ def bench_bfcl(
 
     report = BfclReport(
         **recall.model_dump(exclude={"skipped_rankers"}), skipped_rankers=skipped, data=str(data_dir),
-        files=data.files, plan_accuracy=accuracy,
+        files=data.files, notes=list(data.notes), plan_accuracy=accuracy,
     )
     if out_dir:
         written = write_report(report, out_dir)
@@ -127,12 +172,20 @@ def bench_bfcl(
         emit_json(report.model_dump(mode="json", exclude={"plan_accuracy": {"__all__": {"scores"}}}))
         return
     scope = f"pooled catalog of {report.catalog_entries} tools" if pool else "each question's own functions"
-    click.echo(f"BFCL {', '.join(report.categories)}: {report.n_questions} questions, {scope}")
-    for line in recall_table(report):
+    click.echo(f"BFCL {', '.join(report.categories)}: {report.n_questions} tasks with gold tools"
+               + (f" (+{report.n_without_gold} where no call is right)" if report.n_without_gold else "") + f", {scope}")
+    for line in notes_lines(report.notes):
+        click.echo(line)
+    if pool:
+        click.echo(f"pool: {report.pool_conflicts} differing later definitions dropped; "
+                   f"{report.pool_gold_replaced} tasks' gold definitions replaced by another task's version")
+    for line in [*recall_table(report), "", *category_table(report)]:
         click.echo(line)
     for name, why in skipped.items():
         click.echo(f"{name}: not run ({why})")
     for a in accuracy:
         s = a.summary
+        irrelevance = (f", called nothing on {s.abstained}/{s.no_call_n} no-call tasks "
+                       f"({100 * (s.irrelevance_rate or 0):.1f}%)" if s.no_call_n else "")
         click.echo(f"plans {a.source} ({a.variant}): exact {s.exact}/{s.n} ({100 * s.exact_rate:.1f}%), "
-                   f"call recall {100 * s.call_recall:.1f}%, name recall {100 * s.name_recall:.1f}%")
+                   f"call recall {100 * s.call_recall:.1f}%, name recall {100 * s.name_recall:.1f}%{irrelevance}")

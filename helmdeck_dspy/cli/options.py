@@ -55,6 +55,11 @@ def max_tokens_option(help: str = MAX_TOKENS_HELP) -> Callable[[F], F]:
     return click.option("--max-tokens", type=click.IntRange(1), default=None, help=help)
 
 
+native_tools_option = click.option(
+    "--native-tools/--no-native-tools", "native_tools", default=None,
+    help="Also offer the selected catalog as native function tools, so the model may answer with tool calls "
+         "(default: the budget row's native_tool_calls, off unless set).")
+
 timeout_option = click.option(
     "--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=None,
     help="Seconds one attempt may take (default 120). A local model finishes an abandoned answer before "

@@ -16,7 +16,8 @@ from helmdeck_dspy.errors import DataFileError
 @click.option("--reasoning-content", default=None, help="A separate reasoning field, if the provider sent one.")
 @click.option(
     "--batch", is_flag=True,
-    help="SOURCE is JSONL: one {content, finish_reason?, reasoning_content?, id?} per line; prints a table.",
+    help="SOURCE is JSONL: one {content, finish_reason?, reasoning_content?, tool_calls?, id?} per line "
+         "(tool_calls in any provider's shape); prints a table.",
 )
 @json_option("Print one JSON object (outcome, cause, value, ...).")
 def parse_cmd(source: str, finish_reason: str | None, reasoning_content: str | None, batch: bool, as_json: bool) -> None:
@@ -60,7 +61,7 @@ def _parse_batch(source: str, as_json: bool) -> None:
         content = rec.get("content")
         if content is not None and not isinstance(content, str):
             raise DataFileError(source, f"'content' must be a string, got {type(content).__name__}", line=line_no)
-        r = parse_completion(content, rec.get("finish_reason"), rec.get("reasoning_content"))
+        r = parse_completion(content, rec.get("finish_reason"), rec.get("reasoning_content"), tool_calls=rec.get("tool_calls"))
         label = str(rec.get("id", line_no))
         out.append({"id": label, **r.to_json_dict()})
         steps = [s.tool for s in r.plan.steps] if r.plan is not None else []

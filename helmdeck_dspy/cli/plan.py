@@ -15,6 +15,7 @@ from helmdeck_dspy.cli.options import (
     json_option,
     lm_option,
     max_tokens_option,
+    native_tools_option,
     rank_source_option,
     ranker_option,
     retries_option,
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 @click.option("--context-file", type=click.File("r", encoding="utf-8"), default=None, help="Pasted material for the request.")
 @click.option("--record", "record_path", type=click.Path(dir_okay=False), default=None, help="Append the call as a trace record.")
 @max_tokens_option()
+@native_tools_option
 @ranker_option
 @rank_source_option
 @click.option("--no-filter", is_flag=True, help="Skip the two-pass LLM filter.")
@@ -52,7 +54,7 @@ if TYPE_CHECKING:
 @json_option("Print the PlanResult as JSON.")
 def plan_cmd(
     intent: str, model: str, lm_spec: str | None, api_base: str | None, catalog_path: str | None,
-    context_file: Any, record_path: str | None, max_tokens: int | None, ranker: str, rank_source: str, no_filter: bool,
+    context_file: Any, record_path: str | None, max_tokens: int | None, native_tools: bool | None, ranker: str, rank_source: str, no_filter: bool,
     history: bool, history_prior: bool, fallbacks: tuple[str, ...], on_length: str | None, timeout_s: float | None,
     retries: int | None, resilience_path: str | None, budgets_path: str | None, as_json: bool,
 ) -> None:
@@ -68,6 +70,7 @@ def plan_cmd(
         planner = Planner.for_model(
             model, lm=lm_spec, catalog=catalog_path, budgets=budgets_path, api_base=api_base,
             ranker=ranker, rank_source=rank_source, use_filter=not no_filter, max_tokens=max_tokens, record_path=record_path,
+            native_tool_calls=native_tools,
             history=HistoryStore() if history or history_prior else None, history_prior=history_prior,
             retry=config.retry, fallback=config.fallback,
         )

@@ -15,6 +15,7 @@ from helmdeck_dspy.cli.options import (
     budgets_option,
     lm_option,
     max_tokens_option,
+    native_tools_option,
     on_error_option,
     progress_bar,
     progress_option,
@@ -27,7 +28,7 @@ from helmdeck_dspy.cli.options import (
     to_stderr,
     variant_option,
 )
-from helmdeck_dspy.domain import VARIANTS
+from helmdeck_dspy.domain import IMPORT_FORMATS, VARIANTS
 
 if TYPE_CHECKING:
     from helmdeck_dspy.tasks import PlanTask
@@ -39,12 +40,15 @@ def traces() -> None:
 
 
 @traces.command("import")
-@click.argument("fmt", metavar="FORMAT", type=click.Choice(["openai", "llamastack"]))
+@click.argument("fmt", metavar="FORMAT", type=click.Choice(IMPORT_FORMATS))
 @click.argument("path", type=click.Path(dir_okay=False, exists=True))
 @click.option("--out", "-o", required=True, type=click.Path(), help="Output: .jsonl, .parquet, or a directory (HF dataset).")
 @on_error_option
 def traces_import(fmt: str, path: str, out: str, on_error: str) -> None:
-    """Convert PATH (FORMAT: openai chat completions or llama-stack recordings) into trace records."""
+    """Convert PATH into trace records. FORMAT: openai (chat completions, Responses API objects),
+    anthropic (Messages responses), gemini (generateContent responses), llamastack (recordings), or
+    auto (told apart row by row). PATH holds one JSON object, a JSON array or JSON Lines; a row that
+    cannot be read is reported as file:line (--on-error skip goes on without it)."""
     from helmdeck_dspy.traces.importers import import_traces
     from helmdeck_dspy.traces.io import save_traces
 
@@ -100,6 +104,7 @@ def traces_simulate(
 @tasks_split_option
 @click.option("--n", "n", type=click.IntRange(1), default=None, help="Tasks per variant (cycled if more than the split).")
 @max_tokens_option()
+@native_tools_option
 @click.option("--temperature", type=click.FloatRange(0), default=None,
               help="Sampling temperature sent with every call and kept on every record (default: the endpoint's).")
 @click.option("--seed", type=int, default=None, help="Sampling seed sent with every call and kept on every record.")
@@ -114,7 +119,8 @@ def traces_simulate(
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False))
 def traces_record(
     model: str, lm_spec: str | None, api_base: str | None, variant: str, split: str, n: int | None,
-    max_tokens: int | None, temperature: float | None, seed: int | None, concurrency: int, timeout_s: float | None,
+    max_tokens: int | None, native_tools: bool | None, temperature: float | None, seed: int | None, concurrency: int,
+    timeout_s: float | None,
     retries: int | None, resume: bool | None, progress: bool | None, budgets_path: str | None, out: str,
 ) -> None:
     """Plan gold tasks with a real (or replayed, or simulated) model and record every exchange.
@@ -131,7 +137,8 @@ def traces_record(
     with progress_bar(len(variants) * (n or len(tasks)), "record", show=progress) as bar, _keep_partial(out):
         written = record(model, lm_spec, tasks, out, variants=variants, n=n, max_tokens=max_tokens, api_base=api_base,
                          budgets=budgets_path, progress=bar.update, temperature=temperature, seed=seed,
-                         concurrency=concurrency, resume=resume is not False, notify=to_stderr, retry=retry)
+                         concurrency=concurrency, resume=resume is not False, notify=to_stderr, retry=retry,
+                         native_tools=native_tools)
     click.echo(f"wrote {written} plan records ({model} x {', '.join(variants)}) to {out}")
 
 

@@ -1,14 +1,19 @@
-"""Failure causes and provider finish_reason spellings.
+"""Failure causes and the normalised finish_reason.
 
 Every failed plan call is put into exactly one :data:`FailureCause`. The cause is decided from
-what the model returned (visible text, reasoning) together with the *normalised* finish_reason,
-so the OpenAI, Anthropic and Gemini spellings of "hit the token limit" or "safety filter" land
-in the same bucket. The raw spelling is kept by callers for reports.
+what the model returned (visible text, reasoning, native tool calls) together with the
+*normalised* finish_reason (:func:`normalize_finish_reason`), so the OpenAI, Anthropic and Gemini
+spellings of "hit the token limit" or "safety filter" land in the same bucket. The spellings are
+data (``finish_reasons.toml``, read by :mod:`helmdeck_dspy.decoding.finish_table`); callers keep
+the raw spelling for reports. A spelling the table does not document is ``unknown`` and is
+reported as such, never guessed.
 """
 
 from __future__ import annotations
 
 from typing import Literal
+
+from helmdeck_dspy.decoding.finish_table import finish_table
 
 FailureCause = Literal[
     "safety_filtered",
@@ -18,87 +23,86 @@ FailureCause = Literal[
     "constrained_deadlock",
     "no_json",
     "schema_mismatch",
+    "bare_scalar",
+    "unusable_tool_calls",
+    "interrupted",
+    "unknown_finish_reason",
     "transport_error",
     "rate_limited",
 ]
 """Why a completion produced no usable plan.
 
-- ``safety_filtered``: the provider's safety filter redacted or stopped the output.
+- ``safety_filtered``: a safety, policy or content filter of the provider withheld or stopped the
+  output (every provider's safety-type finish reasons, refusals and prompt-level blocks).
 - ``length_truncated``: the token limit was hit (also when it was hit inside a reasoning block).
 - ``reasoning_only``: the model produced reasoning but nothing visible after it.
-- ``likely_timeout``: empty output with no usable finish_reason (dropped connection, empty 200).
-- ``constrained_deadlock``: JSON-shaped output that no decoding step could parse.
-- ``no_json``: prose with no JSON object in it.
-- ``schema_mismatch``: valid JSON that is not a plan.
+- ``likely_timeout``: empty output with no finish_reason, or a plain ``stop`` (dropped
+  connection, empty 200).
+- ``constrained_deadlock``: JSON-shaped output (it starts with ``{`` or ``[`` once reasoning and
+  fences are removed, or holds a fenced JSON block) that no decoding step could parse.
+- ``no_json``: prose or code with no decodable JSON object, braces in it or not.
+- ``schema_mismatch``: a valid JSON object or array that is not a plan.
+- ``bare_scalar``: the whole answer is one JSON scalar (``4``, ``"ok"``, ``true``, ``null``):
+  neither a plan nor JSON-shaped output.
+- ``unusable_tool_calls``: the model answered with native tool calls and none of them could be a
+  plan step (no catalog tool named, unreadable arguments), the provider rejected its tool call, or
+  the finish_reason says tool calls but none were recorded.
+- ``interrupted``: the provider says the response ended unfinished for a reason other than
+  length, safety or tool calls (paused, cancelled, failed, an error mid-stream, an unnamed stop).
+- ``unknown_finish_reason``: nothing usable came back and the finish_reason is a spelling the
+  table does not document; the report shows it as "unknown finish reason <spelling>".
 - ``transport_error`` / ``rate_limited``: the HTTP call itself failed.
 """
 
 FAILURE_CAUSES: tuple[FailureCause, ...] = FailureCause.__args__  # type: ignore[attr-defined]
 
-FinishReason = Literal["stop", "length", "safety", "tool_calls", "other", "none"]
-"""A finish_reason normalised across providers; ``none`` means absent or empty."""
+FinishReason = Literal["stop", "length", "safety", "tool_calls", "tool_error", "interrupted", "unknown", "none"]
+"""A finish_reason normalised across providers: a documented spelling's class (see
+:data:`~helmdeck_dspy.decoding.finish_table.FinishKind`), ``unknown`` for a spelling the table does
+not document, ``none`` when it is absent or empty."""
 
-_FINISH_SPELLINGS: dict[str, FinishReason] = {
-    # natural end of the answer
-    "stop": "stop",
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "eos": "stop",
-    "eos_token": "stop",
-    "finish_reason_stop": "stop",
-    "complete": "stop",
-    "completed": "stop",
-    # token limit
-    "length": "length",
-    "max_tokens": "length",
-    "max_output_tokens": "length",
-    "model_length": "length",
-    "model_context_window_exceeded": "length",
-    # safety / policy
-    "content_filter": "safety",
-    "safety": "safety",
-    "recitation": "safety",
-    "prohibited_content": "safety",
-    "blocklist": "safety",
-    "spii": "safety",
-    "image_safety": "safety",
-    "refusal": "safety",
-    # tool calls instead of text
-    "tool_calls": "tool_calls",
-    "tool_call": "tool_calls",
-    "tool_use": "tool_calls",
-    "function_call": "tool_calls",
-    "malformed_function_call": "other",
-}
+FINISH_REASONS: tuple[FinishReason, ...] = FinishReason.__args__  # type: ignore[attr-defined]
 
 
 def normalize_finish_reason(raw: str | None) -> FinishReason:
     """Map a provider's finish_reason spelling onto :data:`FinishReason`.
 
-    Matching ignores case and surrounding whitespace, and Gemini's ``FINISH_REASON_`` prefix.
-    Unrecognised non-empty values become ``other``.
+    Matching ignores case, surrounding whitespace and SDK enum prefixes (Gemini's
+    ``FINISH_REASON_``, ``FinishReason.``); ``blockReason:<value>`` is a prompt-level block.
     """
-    if raw is None:
+    if raw is None or not raw.strip():
         return "none"
-    key = raw.strip().lower()
-    if not key:
-        return "none"
-    if key.startswith("finish_reason_") and key != "finish_reason_stop":
-        key = key[len("finish_reason_") :]
-    return _FINISH_SPELLINGS.get(key, "other")
+    row = finish_table().lookup(raw)
+    return row.kind if row is not None else "unknown"
+
+
+def unknown_finish_label(raw: str | None) -> str:
+    """How reports name an undocumented spelling: ``unknown finish reason 'X'``."""
+    return f"unknown finish reason {raw!r}"
+
+
+def cause_for_finish(finish: FinishReason) -> FailureCause | None:
+    """The cause a finish_reason decides on its own, whatever the text: a cut, a filter, a
+    rejected tool call. None when the text decides."""
+    return {"length": "length_truncated", "safety": "safety_filtered", "tool_error": "unusable_tool_calls"}.get(finish)
 
 
 def cause_for_empty(finish: FinishReason, saw_reasoning: bool) -> FailureCause:
-    """The cause when nothing visible came back.
+    """The cause when nothing visible (and no tool call) came back.
 
     Args:
         finish: The normalised finish_reason.
         saw_reasoning: Whether the completion carried reasoning (tags or a separate field).
     """
-    if finish == "safety":
-        return "safety_filtered"
-    if finish == "length":
-        return "length_truncated"
+    decided = cause_for_finish(finish)
+    if decided is not None:
+        return decided
+    if finish == "tool_calls":
+        return "unusable_tool_calls"
+    if finish == "unknown":
+        return "unknown_finish_reason"
+    if finish == "interrupted":
+        return "interrupted"
     if saw_reasoning:
         return "reasoning_only"
     return "likely_timeout"
@@ -106,10 +110,9 @@ def cause_for_empty(finish: FinishReason, saw_reasoning: bool) -> FailureCause:
 
 def cause_for_unparseable(finish: FinishReason, json_shaped: bool) -> FailureCause:
     """The cause when visible text came back but no JSON value could be decoded from it."""
-    if finish == "length":
-        return "length_truncated"
-    if finish == "safety":
-        return "safety_filtered"
+    decided = cause_for_finish(finish)
+    if decided is not None:
+        return decided
     return "constrained_deadlock" if json_shaped else "no_json"
 
 

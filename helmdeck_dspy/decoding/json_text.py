@@ -32,6 +32,39 @@ def fenced_bodies(text: str) -> list[str]:
     return bodies
 
 
+_JSON_FENCE_INFO = frozenset({"json", "jsonc", "json5", "jsonl"})
+_ARRAY_OPEN = re.compile(r'\[\s*(?:[\[{"\]\d-]|true\b|false\b|null\b|$)')
+
+
+def _opens_json(text: str) -> bool:
+    """Whether ``text`` opens like a JSON object or array (``[`` then a JSON value, not a markdown link)."""
+    return text.startswith("{") or (text.startswith("[") and _ARRAY_OPEN.match(text) is not None)
+
+
+def json_shaped(text: str) -> bool:
+    """Whether an answer is JSON-shaped: it opens with ``{`` or ``[`` once an enclosing fence is
+    removed, or it holds a fenced JSON block (a fence tagged ``json``, or an untagged fence whose
+    body opens with ``{`` or ``[``). Prose or code that merely contains braces (``f"{name}"``,
+    ``\\boxed{4}``) is not; neither is a bare scalar."""
+    text = text.strip()
+    if _opens_json(text):
+        return True
+    pos = text.find("```")
+    while pos != -1:
+        line_end = text.find("\n", pos + 3)
+        if line_end == -1:
+            return False
+        info = text[pos + 3 : line_end].strip().lower()
+        close = text.find("```", line_end)
+        body = text[line_end + 1 : close if close != -1 else len(text)].strip()
+        if info in _JSON_FENCE_INFO or (not info and _opens_json(body)):
+            return True
+        if close == -1:
+            return False
+        pos = text.find("```", close + 3)
+    return False
+
+
 _SURROGATE_SOURCE = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 

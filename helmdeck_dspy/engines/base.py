@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
-from dspy.lm15 import Message, Response, TextPart, ThinkingPart, Usage
+from collections.abc import Sequence
+
+from dspy.lm15 import (
+    Message,
+    RefusalPart,
+    Response,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    Usage,
+)
 
 from helmdeck_dspy.decoding.causes import normalize_finish_reason
+from helmdeck_dspy.decoding.tool_calls import ToolCall
 
 _LM15_FINISH = {"stop": "stop", "length": "length", "safety": "content_filter", "tool_calls": "tool_call"}
 RAW_FINISH_KEY = "helmdeck_finish_reason_raw"
 LATENCY_KEY = "helmdeck_latency_ms"  # a simulated latency, when an engine simulates one
+TOOL_CALLS_KEY = "helmdeck_tool_calls"  # recorded tool calls as they were, unreadable arguments included
 
 
 def make_response(
@@ -21,19 +33,30 @@ def make_response(
     completion_tokens: int | None = None,
     response_id: str | None = None,
     latency_ms: float | None = None,
+    tool_calls: Sequence[ToolCall] | None = None,
+    refusal: str | None = None,
 ) -> Response:
     """An lm15 Response carrying the raw finish_reason spelling (and any simulated latency) in
     ``provider_data``.
 
     lm15 only knows stop/length/tool_call/content_filter/error; an absent or unknown
-    finish_reason becomes ``error`` there, and the raw value travels alongside.
+    finish_reason becomes ``error`` there, and the raw value travels alongside. Recorded tool
+    calls become tool-call parts (those whose arguments are an object) and travel whole in
+    ``provider_data`` too, so a call with unreadable arguments replays as it was recorded.
     """
-    parts = []
+    parts: list = []
     if reasoning:
         parts.append(ThinkingPart(reasoning))
     parts.append(TextPart(content or ""))
+    if refusal:
+        parts.append(RefusalPart(refusal))
+    for i, call in enumerate(tool_calls or ()):
+        if isinstance(call.arguments, dict):
+            parts.append(ToolCallPart(id=call.id or f"call_{i}", name=call.name, input=call.arguments))
     finish = _LM15_FINISH.get(normalize_finish_reason(finish_reason), "error")
     data: dict = {RAW_FINISH_KEY: finish_reason}
+    if tool_calls:
+        data[TOOL_CALLS_KEY] = [c.model_dump(mode="json") for c in tool_calls]
     if latency_ms is not None:
         data[LATENCY_KEY] = latency_ms
     return Response(
@@ -47,8 +70,20 @@ def make_response(
 
 
 def raw_finish_reason(response: Response) -> str | None:
-    """The provider's own finish_reason spelling when an engine kept it, else lm15's."""
+    """The provider's own finish_reason spelling: the one an engine kept, else the one in the
+    provider's response body when lm15 passed it on (chat completions ``choices[0].finish_reason``,
+    Anthropic ``stop_reason``, Gemini ``candidates[0].finishReason``), else lm15's own class."""
     data = response.provider_data or {}
     if RAW_FINISH_KEY in data:
         return data[RAW_FINISH_KEY]
-    return response.finish_reason
+    raw = _body_finish(data)
+    return raw if raw else response.finish_reason
+
+
+def _body_finish(data: dict) -> str | None:
+    for key, inner in (("choices", "finish_reason"), ("candidates", "finishReason")):
+        items = data.get(key)
+        if isinstance(items, list) and items and isinstance(items[0], dict) and isinstance(items[0].get(inner), str):
+            return items[0][inner]
+    stop = data.get("stop_reason")
+    return stop if isinstance(stop, str) else None

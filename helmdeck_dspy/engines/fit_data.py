@@ -79,7 +79,8 @@ def answer_of(rec: TraceRecord, ctx: ReplayContext) -> Answer:
     """``rec`` through the evaluator's replay and the planner's guards."""
     out = replay_record(rec, ctx)
     guarded = guard_completion(rec.content, rec.finish_reason, rec.reasoning_content, variant=out.variant,
-                               catalog_ids=ctx.catalog_ids, pipeline_ids=ctx.pipeline_ids)
+                               catalog_ids=ctx.catalog_ids, pipeline_ids=ctx.pipeline_ids,
+                               tool_calls=rec.tool_calls, refusal=rec.refusal)
     prose = out.cause == "no_json"
     if out.cause == "length_truncated" and (rec.content or "").strip():
         # cut by the cap: was it prose or JSON that ran on? Decode the same text as if it had ended.

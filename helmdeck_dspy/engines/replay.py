@@ -60,6 +60,8 @@ class ReplayEngine:
             prompt_tokens=rec.prompt_tokens,
             completion_tokens=rec.completion_tokens,
             response_id=rec.id,
+            tool_calls=rec.tool_calls,
+            refusal=rec.refusal,
         )
 
     def close(self) -> None:

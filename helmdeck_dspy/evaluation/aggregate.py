@@ -20,6 +20,7 @@ class GroupAgg:
     n: int = 0
     strict: int = 0
     repaired: int = 0
+    native: int = 0
     from_label: int = 0
     finish: Counter = field(default_factory=Counter)
     finish_raw: Counter = field(default_factory=Counter)
@@ -28,6 +29,9 @@ class GroupAgg:
     max_tokens: Counter = field(default_factory=Counter)
     tiers: Counter = field(default_factory=Counter)
     tag_kinds: Counter = field(default_factory=Counter)
+    # records, and records that produced a plan, per request mode ("text" JSON, "native" tools offered)
+    mode_n: Counter = field(default_factory=Counter)
+    mode_ok: Counter = field(default_factory=Counter)
     tokens: Reservoir = field(default_factory=Reservoir)
     clean_tokens: Reservoir = field(default_factory=Reservoir)
     latency: Reservoir = field(default_factory=Reservoir)
@@ -51,8 +55,8 @@ class GroupAgg:
     requests: dict[int, list[int]] = field(default_factory=dict)
     unkeyed_plan: int = 0
     unkeyed_filter: int = 0
-    # The last answer to each request, whatever the variant (pair key -> 2 strict, 1 repaired,
-    # 0 failed), for the paired single_pick - full_steps comparison; grows like ``requests``.
+    # The last answer to each request, whatever the variant (pair key -> 2 strict, 1 repaired or
+    # native, 0 failed), for the paired single_pick - full_steps comparison; grows like ``requests``.
     answers: dict[int, int] = field(default_factory=dict)
 
     def add_call(self, call: str, request: int | None) -> None:
@@ -71,10 +75,13 @@ class GroupAgg:
 
     def add(self, o: RecordOutcome) -> None:
         if o.request is not None:  # a retried request counts with its last answer
-            self.answers[o.request] = 2 if o.outcome == "strict" else 1 if o.outcome == "repaired" else 0
+            self.answers[o.request] = 2 if o.outcome == "strict" else 0 if o.outcome == "failed" else 1
         self.n += 1
         self.strict += o.outcome == "strict"
         self.repaired += o.outcome == "repaired"
+        self.native += o.outcome == "native"
+        self.mode_n[o.mode] += 1
+        self.mode_ok[o.mode] += o.outcome != "failed"
         self.from_label += o.from_label
         self.finish[o.finish] += 1
         self.finish_raw[o.finish_raw if o.finish_raw is not None else "(none)"] += 1
@@ -117,7 +124,7 @@ class GroupAgg:
         """Add ``other``'s counts and samples to this group's."""
         for name in _SCALARS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
-        for name in ("finish", "finish_raw", "causes", "sources", "max_tokens", "tiers", "tag_kinds"):
+        for name in _COUNTERS:
             getattr(self, name).update(getattr(other, name))
         for name in ("tokens", "clean_tokens", "latency", "prompt_tokens"):
             getattr(self, name).merge(getattr(other, name))
@@ -153,9 +160,9 @@ def merge_groups(into: dict[GroupKey, GroupAgg], other: dict[GroupKey, GroupAgg]
 # are written with repr precision by json, and each reservoir keeps its random generators' state
 # so sampling beyond its capacity continues the same stream.
 
-_COUNTERS = ("finish", "finish_raw", "causes", "sources", "max_tokens", "tiers", "tag_kinds")
+_COUNTERS = ("finish", "finish_raw", "causes", "sources", "max_tokens", "tiers", "tag_kinds", "mode_n", "mode_ok")
 _RESERVOIRS = ("tokens", "clean_tokens", "latency", "prompt_tokens")
-_SCALARS = ("n", "strict", "repaired", "from_label", "length_below_cap", "leak", "tags", "reasoning_field", "scored",
+_SCALARS = ("n", "strict", "repaired", "native", "from_label", "length_below_cap", "leak", "tags", "reasoning_field", "scored",
             "score_sum", "score_sq", "f1_sum", "exact", "steps", "valid_steps", "unkeyed_plan", "unkeyed_filter")
 
 

@@ -32,7 +32,8 @@ from helmdeck_dspy.io.atomic import atomic_write_text
 from helmdeck_dspy.tasks import PlanTask
 
 CHECKPOINT_NAME = ".eval-checkpoint.json"
-CHECKPOINT_SCHEMA = 3  # 2: groups keyed (kind, model, variant); 3: per-request answers for the paired comparison
+CHECKPOINT_SCHEMA = 4  # 2: groups keyed (kind, model, variant); 3: per-request answers for the paired comparison;
+# 4: native tool-call answers and per-request-mode counts
 _COUNTS = ("file_index", "next_line", "file_records", "file_skipped", "total", "skipped_total")
 
 

@@ -7,6 +7,7 @@ measurement of the model it is named after.
 
 from __future__ import annotations
 
+from helmdeck_dspy.decoding.causes import normalize_finish_reason, unknown_finish_label
 from helmdeck_dspy.evaluation.report import EvalReport, GroupReport, kind_note
 from helmdeck_dspy.traces.record import is_simulated
 
@@ -65,11 +66,20 @@ def kinds_lines(report: EvalReport) -> list[str]:
     return lines + [""]
 
 
+def _raw_finish(spelling: str) -> str:
+    """A raw finish_reason as the report shows it: an undocumented spelling says so."""
+    if spelling != "(none)" and normalize_finish_reason(spelling) == "unknown":
+        return unknown_finish_label(spelling)
+    return f"`{spelling}`"
+
+
 def _causes_section(report: EvalReport) -> list[str]:
     lines = ["", "## Failure causes and finish reasons"]
     for g in report.groups:
         causes = ", ".join(f"{k} {v}" for k, v in g.failure_cause_counts.items()) or "none"
-        raw = ", ".join(f"`{k}` {v}" for k, v in g.finish_reason_raw_counts.items())
+        if g.native:
+            causes += f"; {g.native} plans as native tool calls"
+        raw = ", ".join(f"{_raw_finish(k)} {v}" for k, v in g.finish_reason_raw_counts.items())
         tags = ", ".join(f"{k} {v}" for k, v in g.reasoning_tag_kinds.items()) or "none"
         lines += [
             "", f"### {g.label} — {g.prompt_variant}", "",
@@ -94,7 +104,8 @@ def render_markdown(report: EvalReport, plots: list[str] | None = None) -> str:
         "",
         *kinds_lines(report),
         "Strict: a standard JSON parse after removing reasoning, fences and prose. Tolerant: strict or "
-        "repaired. Intervals are 95% Wilson. A completion cut by the token limit never counts as a success.",
+        "repaired. Native: a plan given as native tool calls naming catalog tools (counted apart from both). "
+        "Intervals are 95% Wilson. A completion cut by the token limit never counts as a success.",
         "",
         "## Groups (model · kind x prompt variant)",
         "",
@@ -123,6 +134,7 @@ def render_markdown(report: EvalReport, plots: list[str] | None = None) -> str:
                 f"{_paired_text(c)} | "
                 f"{'–' if c.plan_score_diff is None else f'{c.plan_score_diff:+.3f}'} |"
             )
+    lines += _modes_section(report)
     lines += [
         "", "## LM calls per plan request", "",
         "Trace records (plan and filter calls) per planning request; a request is one (task_id, intent) of the "
@@ -149,6 +161,24 @@ def render_markdown(report: EvalReport, plots: list[str] | None = None) -> str:
         lines += ["", "## Plots", ""] + [f"![{p}]({p})" for p in plots]
     lines += ["", "## Inputs", ""] + [f"- `{i.path}` ({i.format}, {i.records} records, sha256 `{i.sha256[:16]}`)" for i in report.inputs]
     return "\n".join(lines) + "\n"
+
+
+def _modes_section(report: EvalReport) -> list[str]:
+    """JSON-text requests beside native-tool-call requests, where a model was recorded both ways."""
+    if not report.modes:
+        return []
+    lines = [
+        "", "## JSON text vs native tool calls (per model, kind and variant)", "",
+        ("Records whose request offered the catalog as native tools (`native`) beside records that asked for JSON "
+         "text (`text`); a plan is a strict, repaired or native answer."), "",
+        "| model · kind | variant | text: plans / n | native: plans / n | difference (95% CI) |",
+        "|---|---|---|---|---|",
+    ]
+    for m in report.modes:
+        lines.append(f"| {m.label} | {m.prompt_variant} | {m.text_plans} / {m.text_n} ({_pct(m.text_rate)}) | "
+                     f"{m.native_plans} / {m.native_n} ({_pct(m.native_rate)}) | "
+                     f"{100 * m.diff:+.1f} pts {_ci(m.diff_ci)} |")
+    return lines
 
 
 def _paired_text(c) -> str:

@@ -26,13 +26,15 @@ DPI = 120
 VARIANT_COLORS = {"full_steps": "#2b6cb0", "single_pick": "#dd6b20"}
 _FALLBACK_COLORS = ("#2f855a", "#805ad5", "#b7791f", "#d53f8c", "#319795", "#4a5568")
 
-FINISH_ORDER = ("stop", "length", "safety", "tool_calls", "other", "none")
+FINISH_ORDER = ("stop", "length", "safety", "tool_calls", "tool_error", "interrupted", "unknown", "none")
 FINISH_COLORS = {
     "stop": "#38a169",
     "length": "#ed8936",
     "safety": "#c53030",
     "tool_calls": "#3182ce",
-    "other": "#805ad5",
+    "tool_error": "#2c5282",
+    "interrupted": "#b7791f",
+    "unknown": "#805ad5",
     "none": "#a0aec0",
 }
 CAP_COLOR = "#c53030"
@@ -243,7 +245,7 @@ def _plot_finish_reasons(fig: Any, report: EvalReport, layout: _Layout) -> None:
     for y, g in layout.rows:
         counts = dict.fromkeys(FINISH_ORDER, 0)
         for k, v in g.finish_reason_counts.items():
-            counts[k if k in counts else "other"] += v
+            counts[k if k in counts else "unknown"] += v  # a class an older report used ("other")
         total = sum(counts.values())
         if not total:
             ax.text(1, y, "no finish_reason counts", va="center", fontsize=8, color="#718096", style="italic")

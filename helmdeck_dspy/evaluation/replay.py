@@ -58,7 +58,7 @@ class RecordOutcome:
     variant: str
     tier: str
     source: str
-    outcome: str  # strict | repaired | failed
+    outcome: str  # strict | repaired | native | failed
     cause: str | None
     finish: str
     finish_raw: str | None
@@ -78,6 +78,7 @@ class RecordOutcome:
     f1: float = 0.0
     exact: bool = False
     request: int | None = None  # the planning request the record answered (see request_key)
+    mode: str = "text"  # how the request asked for the plan: "text" (JSON text) or "native" (tools offered)
 
 
 def record_group(rec: TraceRecord, ctx: ReplayContext) -> tuple[str, str, str, str]:
@@ -106,6 +107,12 @@ def request_key(rec: TraceRecord) -> int | None:
     return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big")  # 8 bytes: small to keep
 
 
+def request_mode(rec: TraceRecord) -> str:
+    """``native`` when the record's request offered the catalog as native tools, else ``text``
+    (reports compare the two ways per model where both were recorded)."""
+    return "native" if rec.native_tools else "text"
+
+
 def _label_outcome(label: str) -> tuple[str, str | None]:
     """A metadata-only record's outcome label as (outcome, cause)."""
     key = label.strip().lower()
@@ -124,7 +131,7 @@ def replay_record(rec: TraceRecord, ctx: ReplayContext) -> RecordOutcome:
         finish=normalize_finish_reason(rec.finish_reason),
         finish_raw=rec.finish_reason, completion_tokens=rec.completion_tokens, prompt_tokens=rec.prompt_tokens,
         latency_ms=None if rec.cache_hit else rec.latency_ms,  # a cached answer's latency is not the model's
-        max_tokens=rec.max_tokens,
+        max_tokens=rec.max_tokens, mode=request_mode(rec),
     )
     http_cause = cause_for_http(rec.http_status, rec.error)
     if http_cause is not None:
@@ -136,7 +143,8 @@ def replay_record(rec: TraceRecord, ctx: ReplayContext) -> RecordOutcome:
                              reasoning_tags=False, reasoning_field=bool(rec.reasoning_content), from_label=True, **base)
 
     guarded = guard_completion(rec.content, rec.finish_reason, rec.reasoning_content, variant=variant,
-                               catalog_ids=ctx.catalog_ids, pipeline_ids=ctx.pipeline_ids)
+                               catalog_ids=ctx.catalog_ids, pipeline_ids=ctx.pipeline_ids,
+                               tool_calls=rec.tool_calls, refusal=rec.refusal)
     parse, steps = guarded.parse, guarded.steps
     leak = parse.cause == "reasoning_only" or (parse.saw_reasoning and parse.visible_chars < LEAK_VISIBLE_CHARS)
     out = RecordOutcome(

@@ -25,7 +25,9 @@ from helmdeck_dspy.traces.record import (
 )
 
 SCHEMA_VERSION = 2
-"""2: groups, tiers and comparisons carry ``kind``; ``kinds``; ``calls_per_plan`` per group."""
+"""2: groups, tiers and comparisons carry ``kind``; ``kinds``; ``calls_per_plan`` per group. Later
+additions are optional fields with defaults (``native``, ``native_rate``, ``request_modes``,
+``modes``), so reports written before them still read."""
 
 KIND_NOTES = {
     LIVE: "answered by the model in a recorded run",
@@ -119,10 +121,14 @@ class GroupReport(KindLabelled):
     n: int
     strict: int
     tolerant: int
+    native: int = Field(0, description="Plans given as native tool calls (not counted as strict or tolerant).")
     strict_rate: float
     strict_ci: tuple[float, float]
     tolerant_rate: float
     tolerant_ci: tuple[float, float]
+    native_rate: float = 0.0
+    request_modes: dict[str, int] = Field(
+        default_factory=dict, description='Records per request mode: "text" (JSON asked for) or "native" (tools offered).')
     length_rate: float
     length_ci: tuple[float, float]
     finish_reason_counts: dict[str, int]
@@ -170,6 +176,22 @@ class Comparison(KindLabelled):
         default=None, description="Its 95% interval for paired proportions (Newcombe's method 10).")
 
 
+class ModeComparison(KindLabelled):
+    """JSON-text requests vs native-tool-call requests for one model, kind and variant: the share of
+    records that produced a plan each way (strict, repaired or native) and the difference with its
+    95% Newcombe interval."""
+
+    prompt_variant: str
+    text_n: int
+    text_plans: int
+    text_rate: float
+    native_n: int
+    native_plans: int
+    native_rate: float
+    diff: float = Field(description="native minus text.")
+    diff_ci: tuple[float, float]
+
+
 class InputFile(BaseModel):
     """One trace set read: where, in which format, its hash, and its records counted and skipped."""
 
@@ -197,6 +219,8 @@ class EvalReport(BaseModel):
     groups: list[GroupReport]
     tiers: list[GroupReport]
     comparisons: list[Comparison]
+    modes: list[ModeComparison] = Field(
+        default_factory=list, description="JSON text vs native tool calls, where a model was recorded both ways.")
     seconds: float
     workers: int
 
@@ -248,6 +272,9 @@ def group_report(kind: str, model: str, variant: str, agg: GroupAgg) -> GroupRep
         n=agg.n,
         strict=agg.strict,
         tolerant=tolerant,
+        native=agg.native,
+        native_rate=agg.native / agg.n if agg.n else 0.0,
+        request_modes=dict(agg.mode_n.most_common()),
         strict_rate=agg.strict / agg.n if agg.n else 0.0,
         strict_ci=wilson(agg.strict, agg.n),
         tolerant_rate=tolerant / agg.n if agg.n else 0.0,
@@ -318,6 +345,22 @@ def _paired(single: dict[int, int], full: dict[int, int]) -> dict[str, Any]:
         cells[0 if s and f else 1 if s else 2 if f else 3] += 1
     d, lo, hi = newcombe_paired_diff(*cells)
     return {"paired_n": len(shared), "paired_strict_diff": d, "paired_strict_diff_ci": (lo, hi)}
+
+
+def mode_comparisons(groups: dict[GroupKey, GroupAgg]) -> list[ModeComparison]:
+    """Native tool-call requests against JSON-text requests, for every group recorded both ways."""
+    out = []
+    for key in sorted(groups, key=_key_order):
+        agg = groups[key]
+        tn, nn = agg.mode_n.get("text", 0), agg.mode_n.get("native", 0)
+        if not tn or not nn:
+            continue
+        tp, np_ = agg.mode_ok.get("text", 0), agg.mode_ok.get("native", 0)
+        d, lo, hi = newcombe_diff(np_, nn, tp, tn)
+        out.append(ModeComparison(kind=key[0], model=key[1], prompt_variant=key[2], text_n=tn, text_plans=tp,
+                                  text_rate=tp / tn, native_n=nn, native_plans=np_, native_rate=np_ / nn, diff=d,
+                                  diff_ci=(lo, hi)))
+    return out
 
 
 def comparisons(groups: dict[GroupKey, GroupAgg]) -> list[Comparison]:

@@ -42,6 +42,7 @@ from helmdeck_dspy.evaluation.report import (
     comparisons,
     group_reports,
     kind_counts,
+    mode_comparisons,
     tier_rollups,
 )
 from helmdeck_dspy.io.jsonl import BadRow, OnError, line_ranges, range_lines
@@ -307,6 +308,7 @@ def _report(state: EvalState, guide: RoutingGuide, ctx: ReplayContext, t0: float
         groups=group_reports(groups),
         tiers=tier_rollups(groups),
         comparisons=comparisons(groups),
+        modes=mode_comparisons(groups),
         seconds=round(time.perf_counter() - t0, 3),
         workers=workers,
     )

@@ -43,6 +43,8 @@ def guard_completion(
     variant: str,
     catalog_ids: Collection[str],
     pipeline_ids: Collection[str],
+    tool_calls: Any = None,
+    refusal: str | None = None,
 ) -> GuardedCompletion:
     """Decode a completion and guard its plan as the planner does for ``variant``.
 
@@ -51,10 +53,13 @@ def guard_completion(
         finish_reason: The provider's finish_reason (a ``length`` finish is never a success).
         reasoning_content: A separate reasoning field, if any.
         variant: ``full_steps`` or ``single_pick`` (which keeps only the first step).
-        catalog_ids: Every tool id the plan may name.
+        catalog_ids: Every tool id the plan may name (also what native tool calls must name).
         pipeline_ids: The pipeline ids a pipeline run may name.
+        tool_calls: Native tool calls the completion carried, any provider's shape.
+        refusal: A refusal the provider sent apart from the content.
     """
-    parse = parse_completion(content, finish_reason, reasoning_content)
+    parse = parse_completion(content, finish_reason, reasoning_content, tool_calls=tool_calls,
+                             tool_ids=catalog_ids, refusal=refusal)
     if parse.plan is None:
         return GuardedCompletion(parse, None)
     steps, _dropped, _more = guard_plan(parse.plan, variant, catalog_ids, pipeline_ids)

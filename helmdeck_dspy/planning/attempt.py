@@ -69,11 +69,19 @@ def select_for(planner: PlannerParts, intent: str) -> tuple[RoutingGuide, Trim]:
     return selected, trim
 
 
-def render_options_for(planner: PlannerParts) -> RenderOptions:
-    """The request shape of the planner's calls (catalog placement, output cap, JSON mode)."""
+def wants_native(planner: PlannerParts) -> bool:
+    """Whether the planner's calls offer the catalog as native tools: the options' choice, else the budget's."""
+    chosen = planner.options.native_tool_calls
+    return planner.budget.native_tool_calls if chosen is None else chosen
+
+
+def render_options_for(planner: PlannerParts, selected: RoutingGuide | None = None) -> RenderOptions:
+    """The request shape of the planner's calls (catalog placement, output cap, JSON mode, and the
+    selected catalog as native tools when the budget or the options ask for them)."""
     from helmdeck_dspy.program.adapter import RenderOptions  # imports dspy
 
-    return RenderOptions.for_budget(planner.budget, planner.variant, planner.options.max_tokens)
+    return RenderOptions.for_budget(planner.budget, planner.variant, planner.options.max_tokens, catalog=selected,
+                                    native=wants_native(planner))
 
 
 def _warm_embedding(planner: PlannerParts) -> None:
@@ -102,10 +110,10 @@ def _call_program(
     from helmdeck_dspy.program.adapter import PlanParseError  # imports dspy
     from helmdeck_dspy.program.calls import capture_completions  # imports dspy
 
-    planner.program.render = render_options_for(planner)
     with dspy.context(lm=planner.lm), capture_completions() as calls:
         exchange.calls = calls
         selected, exchange.trim = select_for(planner, intent)
+        planner.program.render = render_options_for(planner, selected)
         try:
             planner.program(user_intent=intent, catalog=selected.render(), context=context, prior_steps=prior_steps)
         except PlanParseError as exc:
@@ -202,6 +210,6 @@ def run_attempt(
             options.record_path, calls, source=options.record_source or trace_source(options.lm_spec),
             budget=planner.budget, variant=planner.variant, intent=intent, task_id=task_id, secrets=secrets,
             error=error_text, http_status=status, max_tokens=cap, run=options.record_run,
-            sampling=getattr(planner.lm, "kwargs", None),
+            sampling=getattr(planner.lm, "kwargs", None), native_tools=wants_native(planner),
         )
     return result, attempt, info

@@ -33,6 +33,8 @@ class PlannerOptions(BaseModel):
         history_prior: Use plan history as a ranking prior in selection.
         use_filter: Run the two-pass LLM filter when the selection needs it.
         max_tokens: Output cap instead of the budget's ``output_tokens``.
+        native_tool_calls: Offer the selected catalog as native tools (True), never (False), or
+            as the budget's ``native_tool_calls`` says (None, the default).
         caller: Who plans (history rows and the history prior are per caller).
         record_path: Append every exchange to this trace file.
         record_source: The trace records' ``source`` (default: from ``lm_spec``).
@@ -55,6 +57,7 @@ class PlannerOptions(BaseModel):
     history_prior: bool = False
     use_filter: bool = True
     max_tokens: int | None = None
+    native_tool_calls: bool | None = None
     caller: str | None = None
     record_path: Path | None = None
     record_source: str | None = None

@@ -16,6 +16,21 @@ def _record_id() -> str:
     return uuid.uuid4().hex[:16]
 
 
+def _masked_calls(calls: Sequence[Any], secrets: Sequence[str]) -> list[dict[str, Any]]:
+    """Tool calls as records keep them, credentials masked in every string of them."""
+
+    def mask(value: Any) -> Any:
+        if isinstance(value, str):
+            return redact(value, secrets, patterns=False)
+        if isinstance(value, dict):
+            return {mask(k): mask(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [mask(v) for v in value]
+        return value
+
+    return [mask(call.model_dump(mode="json")) for call in calls]
+
+
 def record_exchanges(
     path: Path,
     calls: Iterable[Any],
@@ -31,6 +46,7 @@ def record_exchanges(
     max_tokens: int | None = None,
     run: dict[str, Any] | None = None,
     sampling: dict[str, Any] | None = None,
+    native_tools: bool = False,
 ) -> None:
     """Append one trace record per LM exchange of an attempt, and one for its failure.
 
@@ -52,6 +68,8 @@ def record_exchanges(
         run: Reproducibility settings stamped on every record (see ``TraceRecord.run``).
         sampling: The LM's own ``temperature`` and ``seed``, for the failure record (a completion
             carries what was sent with it).
+        native_tools: Whether the attempt's plan call offers the catalog as native tools (stamped on
+            every record of the request, its filter call and failure included).
     """
     base: dict[str, Any] = {
         "source": source, "model": budget.model, "tier": budget.tier, "prompt_variant": variant,
@@ -65,11 +83,14 @@ def record_exchanges(
             prompt_tokens=c.prompt_tokens, completion_tokens=c.completion_tokens,
             latency_ms=round(c.latency_ms, 1), call=c.kind, cache_hit=c.cache_hit or None,
             temperature=c.config.get("temperature"), seed=c.config.get("seed"),
+            tool_calls=_masked_calls(c.tool_calls, secrets) or None, native_tools=(c.native_tools or native_tools) or None,
+            refusal=redact(c.refusal, secrets, patterns=False),
         )
         append_trace(rec, path)
     if error is not None:
         rec = TraceRecord(
             id=_record_id(), **base, max_tokens=max_tokens, error=error, http_status=http_status, call="plan",
             temperature=(sampling or {}).get("temperature"), seed=(sampling or {}).get("seed"),
+            native_tools=native_tools or None,
         )
         append_trace(rec, path)

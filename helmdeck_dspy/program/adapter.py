@@ -9,7 +9,11 @@ One request per call, built here rather than by DSPy's chat formatting:
 - the user message: the catalog block first when it is not in the system message, then the
   request, the optional context (omitted when absent) and any prior steps.
 
-The completion goes through :func:`parse_completion` with its finish_reason and reasoning field.
+With ``RenderOptions.tools`` set (a budget with ``native_tool_calls``), the request also offers the
+selected catalog as native function tools and the model may answer with tool calls instead.
+
+The completion goes through :func:`parse_completion` with its finish_reason, reasoning field and
+any tool calls.
 There is no second "JSON fallback" call, and output that hit the token limit is never accepted:
 a failure raises :class:`PlanParseError` carrying the cause and the raw completion.
 """
@@ -22,7 +26,7 @@ import time
 from typing import Any
 
 import dspy
-from dspy.lm15 import Config, Message, Request
+from dspy.lm15 import Config, FunctionTool, Message, Request
 from dspy.utils.exceptions import AdapterParseError
 from pydantic import BaseModel
 
@@ -33,6 +37,7 @@ from helmdeck_dspy.program.calls import (
     completion_from_response,
     log_completion,
 )
+from helmdeck_dspy.program.native_tools import NativeTool, native_tools
 from helmdeck_dspy.program.sections import (
     ANSWER_FORMAT_MARK,
     CATALOG_HEADER,
@@ -51,6 +56,9 @@ FORMAT_FULL_STEPS = ANSWER_FORMAT_MARK + """: one JSON object and nothing else (
  "complexity": "single-action" | "pipeline-direct" | "pack-chain",
  "reasoning": "<one to three sentences>"}"""
 
+NATIVE_NOTE = """Or answer by calling the catalog's tools directly: one call per step, in order, with the
+step's args as the call's arguments."""
+
 FORMAT_SINGLE_PICK = ANSWER_FORMAT_MARK + """: one JSON object and nothing else (no prose, no code fences):
 {"steps": [{"order": 1, "tool": "<catalog id>", "args": {}, "rationale": "<one sentence>"}],
  "complexity": "single-action" | "pipeline-direct" | "pack-chain",
@@ -65,17 +73,28 @@ class RenderOptions(BaseModel):
     catalog_in_system: bool = False
     max_tokens: int | None = None
     json_object: bool = False
+    tools: tuple[NativeTool, ...] = ()
 
     @classmethod
-    def for_budget(cls, budget: Any, variant: str, max_tokens: int | None = None) -> RenderOptions:
+    def for_budget(
+        cls, budget: Any, variant: str, max_tokens: int | None = None, *, catalog: Any = None,
+        native: bool | None = None,
+    ) -> RenderOptions:
         """The request a budget asks for: the catalog in the system message when the model caches
         prefixes, the budget's output cap unless overridden, and a JSON-object response format
-        when the row wants strict JSON (never on Tier C, where small models loop on it)."""
+        when the row wants strict JSON (never on Tier C, where small models loop on it).
+
+        With native tool calls on (``native``, default the budget's ``native_tool_calls``) no
+        JSON-object format is asked for (providers may refuse tools and JSON mode together), and the
+        selected ``catalog``, when given, is also offered as native tools."""
+        use_native = budget.native_tool_calls if native is None else native
+        tools = native_tools(catalog) if use_native and catalog is not None else ()
         return cls(
             variant=variant,
             catalog_in_system=budget.supports_prefix_cache,
             max_tokens=max_tokens or budget.output_tokens,
-            json_object=budget.wants_strict_json and budget.tier != "C",
+            json_object=budget.wants_strict_json and budget.tier != "C" and not use_native,
+            tools=tools,
         )
 
 
@@ -144,6 +163,8 @@ class PlanAdapter(dspy.Adapter):
     def system_message(self, signature: Any, catalog: str) -> str:
         fmt = FORMAT_SINGLE_PICK if self.options.variant == "single_pick" else FORMAT_FULL_STEPS
         text = f"{signature.instructions.strip()}\n\n{fmt}"
+        if self.options.tools:
+            text += f"\n{NATIVE_NOTE}"
         if self.options.catalog_in_system:
             text += f"\n\n{CATALOG_HEADER}\n{catalog}"
         return text
@@ -223,13 +244,21 @@ class PlanAdapter(dspy.Adapter):
             Message.user(m["content"]) if m["role"] == "user" else Message.assistant(m["content"]) for m in messages[1:]
         )
         call_kwargs = {k: merged[k] for k in ("cache", "rollout_id") if merged.get(k) is not None}
-        request = Request(model=lm.model, system=messages[0]["content"], messages=convo, config=Config(**config))
+        tools = tuple(FunctionTool(name=t.name, description=t.description, parameters=t.parameters)
+                      for t in self.options.tools)
+        request = Request(model=lm.model, system=messages[0]["content"], messages=convo, config=Config(**config),
+                          tools=tools)
         return request, call_kwargs, messages, config
 
     def _finish(self, signature: Any, response: Any, messages: list[dict[str, str]], config: dict, t0: float) -> list[dict[str, Any]]:
         latency = (time.perf_counter() - t0) * 1000
-        completion = completion_from_response("plan", response, messages[0]["content"], messages[1:], latency, config)
-        completion.parse = parse_completion(completion.content, completion.finish_reason, completion.reasoning)
+        offered = self.options.tools
+        completion = completion_from_response("plan", response, messages[0]["content"], messages[1:], latency, config,
+                                              native_tools=bool(offered))
+        completion.parse = parse_completion(
+            completion.content, completion.finish_reason, completion.reasoning, tool_calls=completion.tool_calls,
+            tool_ids=frozenset(t.tool_id for t in offered) if offered else None, refusal=completion.refusal,
+        )
         log_completion(completion)
         return [self._fields(signature, completion.parse, completion.content, completion.reasoning)]
 

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from helmdeck_dspy.decoding.parsing import ParseResult
-from helmdeck_dspy.engines.base import LATENCY_KEY, raw_finish_reason
+from helmdeck_dspy.decoding.tool_calls import ToolCall, coerce_tool_calls
+from helmdeck_dspy.engines.base import LATENCY_KEY, TOOL_CALLS_KEY, raw_finish_reason
 from helmdeck_dspy.program.sections import CallKind
 
 
@@ -30,6 +31,9 @@ class Completion:
     parse: ParseResult | None = None
     config: dict[str, Any] = field(default_factory=dict)
     cache_hit: bool = False
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    refusal: str | None = None
+    native_tools: bool = False  # the request offered the catalog as native tools
 
 
 _LOGS: ContextVar[tuple[list[Completion], ...]] = ContextVar("helmdeck_completion_logs", default=())
@@ -57,14 +61,21 @@ def log_completion(completion: Completion) -> None:
 
 def completion_from_response(
     kind: CallKind, response: Any, system: str, messages: list[dict[str, str]], latency_ms: float,
-    config: dict[str, Any] | None = None,
+    config: dict[str, Any] | None = None, native_tools: bool = False,
 ) -> Completion:
-    """Build a :class:`Completion` from an lm15 Response (content, reasoning, raw finish, usage)."""
-    from dspy.lm15 import TextPart, ThinkingPart
+    """Build a :class:`Completion` from an lm15 Response (content, reasoning, tool calls, refusal,
+    raw finish, usage)."""
+    from dspy.lm15 import RefusalPart, TextPart, ThinkingPart, ToolCallPart
 
     parts = response.message.parts if response.message is not None else []
     usage = response.usage
-    simulated = (response.provider_data or {}).get(LATENCY_KEY)  # a simulating engine's latency
+    data = response.provider_data or {}
+    recorded = data.get(TOOL_CALLS_KEY)  # an engine that replays recorded calls keeps them whole
+    if recorded is not None:
+        calls, _problems = coerce_tool_calls(recorded)
+    else:
+        calls = [ToolCall(name=p.name, arguments=dict(p.input or {}), id=p.id) for p in parts if isinstance(p, ToolCallPart)]
+    simulated = data.get(LATENCY_KEY)  # a simulating engine's latency
     if simulated is not None:
         latency_ms = float(simulated)
     return Completion(
@@ -79,4 +90,7 @@ def completion_from_response(
         latency_ms=latency_ms,
         config=config or {},
         cache_hit=bool(getattr(response, "cache_hit", False)),  # DSPy marks answers served from its cache
+        tool_calls=calls,
+        refusal="".join(p.text for p in parts if isinstance(p, RefusalPart)) or None,
+        native_tools=native_tools,
     )

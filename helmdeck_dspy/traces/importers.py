@@ -1,15 +1,14 @@
-"""Importing completions recorded elsewhere into trace records.
+"""Importing completions recorded elsewhere into trace records (``traces import``).
 
-- ``openai``: OpenAI chat-completion responses — one JSON object, a JSON list, or JSONL. LiteLLM
-  and OpenRouter logs use this shape (``choices[0].message.content``, ``reasoning_content`` or
-  ``reasoning``, ``choices[0].finish_reason``, ``usage``). A log line that wraps the response
-  under ``response`` (with ``request`` beside it) is unwrapped, and the request's ``max_tokens``
-  and last user message are kept.
-- ``llamastack``: the normalised llama-stack recordings in ``shared/data/recorded/`` (``source,
-  test_id, model, finish_reason, content, reasoning, tool_calls, completion_tokens,
-  prompt_tokens, max_tokens, streamed``).
+A source file is one JSON object, a JSON array of objects (pretty-printed or not), or JSON Lines.
+Each object is read by its format's reader in :mod:`helmdeck_dspy.traces.shapes` (``openai``,
+``anthropic``, ``gemini``, ``llamastack``, or ``auto`` to tell them apart row by row) and becomes
+one :class:`~helmdeck_dspy.traces.record.TraceRecord` with source ``import:<format>``.
 
-finish_reason is kept exactly as recorded (reports normalise it and show the raw spelling).
+A row that cannot be read is reported as ``file:line: what was expected`` (for an array, the line
+its item starts on) and skipped or rejected as the caller chooses; no Python exception text ever
+reaches the user. Ids the source repeats are made unique (``id#2``, ``id#3``...); rows without an
+id get one derived from their line and content.
 """
 
 from __future__ import annotations
@@ -20,32 +19,82 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from helmdeck_dspy.errors import DataFileError
-from helmdeck_dspy.io.datafiles import parse_json, read_text
-from helmdeck_dspy.io.jsonl import OnError, iter_jsonl, skip_or_raise
-from helmdeck_dspy.traces.record import TraceRecord
+from pydantic import ValidationError
 
-IMPORT_FORMATS = ("openai", "llamastack")
+from helmdeck_dspy.domain import IMPORT_FORMATS
+from helmdeck_dspy.errors import DataFileError, validation_message
+from helmdeck_dspy.io.datafiles import read_text
+from helmdeck_dspy.io.jsonl import OnError, iter_jsonl, json_error_text, skip_or_raise
+from helmdeck_dspy.traces.record import TraceRecord
+from helmdeck_dspy.traces.shapes import READERS, RowError, detect, unwrap
+
+_WHITESPACE = " \t\r\n"
+
+
+def _array_items(text: str, path: Path) -> Iterator[tuple[int, Any]]:
+    """``(line the item starts on, item)`` for each item of the JSON array ``text``.
+
+    Raises:
+        DataFileError: the array itself is not valid JSON (naming the line).
+    """
+    decoder = json.JSONDecoder()
+    n = len(text)
+    pos, line, counted = text.index("[") + 1, 1, 0
+
+    def skip(p: int) -> int:
+        while p < n and text[p] in _WHITESPACE:
+            p += 1
+        return p
+
+    def line_at(p: int) -> int:
+        nonlocal line, counted
+        line += text.count("\n", counted, p)
+        counted = p
+        return line
+
+    pos = skip(pos)
+    if pos < n and text[pos] == "]":
+        return
+    while True:
+        at = line_at(pos)
+        try:
+            item, end = decoder.raw_decode(text, pos)
+        except RecursionError:
+            raise DataFileError(str(path), "not valid JSON: nested too deeply to decode", line=at) from None
+        except ValueError as exc:
+            raise DataFileError(str(path), f"not valid JSON: {json_error_text(exc)}",
+                                line=getattr(exc, "lineno", at)) from None
+        yield at, item
+        pos = skip(end)
+        if pos < n and text[pos] == ",":
+            pos = skip(pos + 1)
+            continue
+        if pos < n and text[pos] == "]" and not text[pos + 1:].strip():
+            return
+        raise DataFileError(str(path), "not valid JSON: expected ',' or ']' after an array item", line=line_at(pos))
 
 
 def _objects(path: Path, on_error: OnError, report: Callable[[DataFileError], None] | None) -> Iterator[tuple[int, dict]]:
-    """One JSON object, a JSON list of objects, or JSONL — with line numbers where there are lines."""
+    """One JSON object, a JSON array of objects, or JSONL — each object with its line."""
     text = read_text(path)
-    if text.lstrip().startswith("["):
-        for i, item in enumerate(parse_json(text, path), 1):
+    body = text.lstrip(_WHITESPACE + "\ufeff")
+    if body.startswith("["):
+        for line, item in _array_items(body, path):
+            line += text.count("\n", 0, len(text) - len(body))  # lines before the array
             if isinstance(item, dict):
-                yield i, item
+                yield line, item
             else:
-                err = DataFileError(str(path), f"item {i}: expected a JSON object, got {type(item).__name__}")
-                skip_or_raise(err, on_error, report)
+                skip_or_raise(DataFileError(str(path), f"expected a JSON object, got {type(item).__name__}", line=line),
+                              on_error, report)
         return
-    try:
-        whole = json.loads(text)
-    except (ValueError, RecursionError):
-        whole = None  # not one JSON document: JSON Lines
-    if isinstance(whole, dict):
-        yield 1, whole
-        return
+    if body.startswith("{") and "\n" in body.rstrip():
+        try:
+            whole = json.loads(body)
+        except (ValueError, RecursionError):
+            whole = None  # not one JSON document: JSON Lines
+        if isinstance(whole, dict):
+            yield text.count("\n", 0, len(text) - len(body)) + 1, whole
+            return
     yield from iter_jsonl(path, on_error=on_error, report=report)
 
 
@@ -53,70 +102,32 @@ def _record_id(prefix: str, *parts: Any) -> str:
     return prefix + hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def from_openai(obj: dict[str, Any], line: int) -> TraceRecord:
-    """One chat-completion response (or a log line wrapping one) as a trace record."""
-    request = obj.get("request") if isinstance(obj.get("request"), dict) else {}
-    resp = obj.get("response") if isinstance(obj.get("response"), dict) else obj
-    choices = resp.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise ValueError("expected a chat completion with a non-empty 'choices' list")
-    choice = choices[0]
-    message = choice.get("message") or {}
-    if not isinstance(message, dict):
-        raise ValueError("'choices[0].message' must be an object")
-    usage = resp.get("usage") or {}
-    content = message.get("content")
-    if isinstance(content, list):  # content parts
-        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    reasoning = message.get("reasoning_content") or message.get("reasoning")
-    intent = None
-    for m in reversed(request.get("messages") or []):
-        if isinstance(m, dict) and m.get("role") == "user" and isinstance(m.get("content"), str):
-            intent = m["content"]
-            break
-    extra = {}
-    if message.get("tool_calls"):
-        extra["tool_calls"] = len(message["tool_calls"])
-    return TraceRecord(
-        id=str(resp.get("id") or _record_id("openai-", line, content, choice.get("finish_reason"))),
-        source="import:openai",
-        model=str(request.get("model") or resp.get("model") or ""),
-        served_model=resp.get("model"),
-        max_tokens=request.get("max_tokens") or request.get("max_completion_tokens"),
-        intent=intent,
-        content=content if isinstance(content, str) else None,
-        reasoning_content=reasoning if isinstance(reasoning, str) else None,
-        finish_reason=choice.get("finish_reason"),
-        completion_tokens=usage.get("completion_tokens"),
-        prompt_tokens=usage.get("prompt_tokens"),
-        latency_ms=obj.get("latency_ms") or resp.get("latency_ms"),
-        recorded_at=str(resp["created"]) if resp.get("created") is not None else None,
-        **extra,
-    )
+def convert_row(fmt: str, row: dict[str, Any], line: int) -> TraceRecord:
+    """One source row as a trace record.
 
+    Args:
+        fmt: A format of :data:`IMPORT_FORMATS`; ``auto`` detects the row's.
+        row: The decoded object.
+        line: Its line in the source (ids of rows without one are derived from it).
 
-def from_llamastack(obj: dict[str, Any], line: int) -> TraceRecord:
-    """One normalised llama-stack recording as a trace record."""
-    if "finish_reason" not in obj or "model" not in obj:
-        raise ValueError("expected a llama-stack recording with 'model' and 'finish_reason'")
-    source = str(obj.get("source") or "")
-    return TraceRecord(
-        id=source.replace("llama-stack:", "ls-") or _record_id("ls-", line),
-        source="import:llamastack",
-        model=str(obj["model"]),
-        content=obj.get("content"),
-        reasoning_content=obj.get("reasoning") or None,
-        finish_reason=obj.get("finish_reason"),
-        completion_tokens=obj.get("completion_tokens"),
-        prompt_tokens=obj.get("prompt_tokens"),
-        max_tokens=obj.get("max_tokens"),
-        test_id=obj.get("test_id"),
-        tool_calls=len(obj.get("tool_calls") or []),
-        streamed=obj.get("streamed"),
-    )
-
-
-_CONVERTERS = {"openai": from_openai, "llamastack": from_llamastack}
+    Raises:
+        RowError: the row does not have the format's shape (the message says what was expected).
+    """
+    if fmt == "auto":
+        fmt = detect(row) or ""
+        if not fmt:
+            raise RowError("expected an OpenAI, Anthropic, Gemini or llama-stack response; this row has keys "
+                           f"{sorted(row)[:8]}")
+    response, request = unwrap(row) if fmt != "llamastack" else (row, {})
+    fields = {k: v for k, v in READERS[fmt](response).items() if v is not None}
+    fields.update(request)
+    fields.setdefault("model", fields.get("served_model") or "")
+    if "id" not in fields:
+        fields["id"] = _record_id(f"{fmt}-", line, fields.get("content"), fields.get("finish_reason"))
+    try:
+        return TraceRecord(source=f"import:{fmt}", **fields)
+    except ValidationError as exc:
+        raise RowError(validation_message(exc, with_input=True)) from None
 
 
 def import_traces(
@@ -126,13 +137,33 @@ def import_traces(
     on_error: OnError = "fail",
     report: Callable[[DataFileError], None] | None = None,
 ) -> Iterator[TraceRecord]:
-    """Stream ``path`` in format ``fmt`` as trace records; bad items are reported as ``file:line``."""
-    if fmt not in _CONVERTERS:
+    """Stream ``path`` in format ``fmt`` as trace records; bad rows are reported as ``file:line``.
+
+    Raises:
+        DataFileError: an unknown format, an unreadable file, or (``fail``) a row that cannot be read.
+    """
+    if fmt not in READERS and fmt != "auto":
         raise DataFileError(str(path), f"unknown import format {fmt!r}; expected one of {IMPORT_FORMATS}")
-    convert = _CONVERTERS[fmt]
     p = Path(path)
-    for line, obj in _objects(p, on_error, report):
+    seen: dict[str, int] = {}
+    for line, row in _objects(p, on_error, report):
         try:
-            yield convert(obj, line)
-        except (ValueError, TypeError) as exc:
-            skip_or_raise(DataFileError(str(p), str(exc).splitlines()[0], line=line), on_error, report)
+            rec = convert_row(fmt, row, line)
+        except RowError as exc:
+            skip_or_raise(DataFileError(str(p), str(exc), line=line), on_error, report)
+            continue
+        except Exception as exc:  # noqa: BLE001 - a reader bug must still read as file:line, not a traceback
+            skip_or_raise(DataFileError(str(p), f"could not read this row as {fmt} ({type(exc).__name__})", line=line),
+                          on_error, report)
+            continue
+        n = seen.get(rec.id, 0) + 1
+        seen[rec.id] = n
+        if n > 1:
+            unique = f"{rec.id}#{n}"
+            while unique in seen:
+                n += 1
+                unique = f"{rec.id}#{n}"
+            seen[rec.id] = n
+            seen[unique] = 1
+            rec = rec.model_copy(update={"id": unique})
+        yield rec

@@ -119,12 +119,15 @@ def iter_raw_rows(path: Path, fmt: str) -> Iterator[tuple[int, Any]]:
 
 
 _EXTRA_COLUMN = "extra_json"
+_JSON_COLUMNS = ("run", "tool_calls")  # stored as JSON text: their shape varies between records
 
 
 def _flat(rec: TraceRecord) -> dict[str, Any]:
     """A record as a flat row: the declared fields, unknown fields packed into ``extra_json``."""
     row = {name: getattr(rec, name) for name in TraceRecord.model_fields}
     row["run"] = json.dumps(rec.run, ensure_ascii=False, sort_keys=True) if rec.run is not None else None
+    if rec.tool_calls is not None:
+        row["tool_calls"] = json.dumps([c.model_dump(mode="json") for c in rec.tool_calls], ensure_ascii=False)
     row[_EXTRA_COLUMN] = json.dumps(rec.model_extra or {}, ensure_ascii=False) if rec.model_extra else None
     return row
 
@@ -132,11 +135,12 @@ def _flat(rec: TraceRecord) -> dict[str, Any]:
 def _restore(row: dict[str, Any]) -> dict[str, Any] | BadRow:
     extra = row.pop(_EXTRA_COLUMN, None)
     row = {k: v for k, v in row.items() if v is not None}
-    if isinstance(row.get("run"), str):
-        try:
-            row["run"] = json.loads(row["run"])
-        except ValueError as exc:
-            return BadRow(f"run: not valid JSON ({exc})")
+    for name in _JSON_COLUMNS:
+        if isinstance(row.get(name), str):
+            try:
+                row[name] = json.loads(row[name])
+            except ValueError as exc:
+                return BadRow(f"{name}: not valid JSON ({exc})")
     if extra:
         try:
             more = json.loads(extra)
@@ -160,6 +164,8 @@ def _arrow_table(records: Iterable[TraceRecord]):
         ("outcome_label", pa.string()), ("recorded_at", pa.string()), ("call", pa.string()),
         ("cache_hit", pa.bool_()), ("temperature", pa.float64()), ("seed", pa.int64()),
         ("run", pa.string()),  # a JSON object (its keys differ between LMs)
+        ("tool_calls", pa.string()),  # a JSON list of {name, arguments, id}
+        ("native_tools", pa.bool_()), ("refusal", pa.string()),
         (_EXTRA_COLUMN, pa.string()),
     ]
     schema = pa.schema(fields)

@@ -15,8 +15,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from helmdeck_dspy.decoding.tool_calls import ToolCall, coerce_tool_calls
 from helmdeck_dspy.io.atomic import atomic_writer
 
 
@@ -56,6 +57,11 @@ class TraceRecord(BaseModel):
         temperature / seed: The sampling settings sent with the call, when any were set.
         run: What else makes the record reproducible (for a local model: the model file's
             SHA-256, the llama.cpp version and the server settings).
+        tool_calls: Native tool calls the completion carried, normalised to ``{name, arguments,
+            id}`` (any provider's shape is accepted and normalised; a bare count, as older imports
+            wrote, reads as unknown).
+        native_tools: The request offered the catalog as native tools (function calling).
+        refusal: A refusal the provider sent apart from the content (OpenAI's ``refusal``).
     """
 
     model_config = ConfigDict(extra="allow")
@@ -84,6 +90,23 @@ class TraceRecord(BaseModel):
     temperature: float | None = None
     seed: int | None = Field(default=None, ge=-_MAX_COUNT, le=_MAX_COUNT)
     run: dict[str, Any] | None = None
+    tool_calls: list[ToolCall] | None = None
+    native_tools: bool | None = None
+    refusal: str | None = None
+
+    @field_validator("tool_calls", mode="before")
+    @classmethod
+    def _tool_calls(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        if isinstance(value, int) and not isinstance(value, bool):
+            return None  # older imports kept only how many calls there were
+        if not isinstance(value, list):
+            raise ValueError(f"expected a list of tool calls, got {type(value).__name__}")  # noqa: TRY004 - pydantic reports ValueError
+        calls, problems = coerce_tool_calls(value)
+        if problems:
+            raise ValueError(problems[0])
+        return calls
 
 
 LIVE, REPLAY, IMPORTED, PUBLISHED, UNKNOWN = "live", "replay", "imported", "published", "unknown"

@@ -43,14 +43,19 @@ Run = tuple[Any, str, str, "dict[str, Any] | None"]
 
 
 def _key(source: str, model: str, variant: str | None, task_id: str | None, intent: str | None,
-         max_tokens: int | None, temperature: float | None, seed: int | None, run: dict | None) -> str:
-    """What makes two exchanges the same request: a resumed run skips a request whose key it has."""
-    return json.dumps([source, model, variant, task_id, intent, max_tokens, temperature, seed, run], sort_keys=True)
+         max_tokens: int | None, temperature: float | None, seed: int | None, run: dict | None,
+         native: bool = False) -> str:
+    """What makes two exchanges the same request: a resumed run skips a request whose key it has.
+    A request that offered native tools is another request than the same one asking for JSON text."""
+    parts: list[Any] = [source, model, variant, task_id, intent, max_tokens, temperature, seed, run]
+    if native:
+        parts.append("native")
+    return json.dumps(parts, sort_keys=True)
 
 
 def _record_key(rec: TraceRecord) -> str:
     return _key(rec.source, rec.model, rec.prompt_variant, rec.task_id, rec.intent, rec.max_tokens,
-                rec.temperature, rec.seed, rec.run)
+                rec.temperature, rec.seed, rec.run, bool(rec.native_tools))
 
 
 def _resumable(scratch: Path) -> tuple[list[TraceRecord], set[str]]:
@@ -79,6 +84,7 @@ def _run(
     resume: bool = True,
     notify: Callable[[str], None] | None = None,
     retry: RetryPolicy | None = None,
+    native_tools: bool | None = None,
 ) -> int:
     """Plan every (run, variant, task) once, ``concurrency`` requests at a time, and write the
     records in that order (however the requests interleaved)."""
@@ -106,12 +112,15 @@ def _run(
                 planner = Planner.for_model(
                     model, lm=lm, variant=variant, max_tokens=max_tokens, record_path=scratch,
                     budgets=budgets, record_source=source, record_run=run, retry=retry,
+                    native_tool_calls=native_tools,
                 )
             cap = max_tokens or planner.budget.output_tokens
+            native = planner.budget.native_tool_calls if native_tools is None else native_tools
             for i, task in enumerate(chosen):
                 # Repeated tasks (n > len(tasks)) get a distinct request so the model is asked anew.
                 intent = task.intent if i < len(tasks) else f"{task.intent} (again, #{i // len(tasks)})"
-                key = _key(source, planner.budget.model, planner.variant, task.id, intent, cap, temperature, seed, run)
+                key = _key(source, planner.budget.model, planner.variant, task.id, intent, cap, temperature, seed, run,
+                           native)
                 order.setdefault(key, len(order))
                 if key in done:
                     skipped += 1
@@ -193,6 +202,7 @@ def record(
     resume: bool = True,
     notify: Callable[[str], None] | None = None,
     retry: RetryPolicy | None = None,
+    native_tools: bool | None = None,
 ) -> int:
     """Plan the tasks with ``lm_spec`` (default: ``model`` itself, live); returns the plan records written.
 
@@ -201,7 +211,9 @@ def record(
     record, with the local model's file hash, llama.cpp version and server settings for a
     ``local:NAME`` spec. An interrupted run leaves ``OUT.partial.jsonl``; running the same command
     again (``resume``) sends only the requests not answered yet. ``retry`` sets the attempts and
-    the per-attempt deadline (default :class:`RetryPolicy`: 3 attempts of 120 s).
+    the per-attempt deadline (default :class:`RetryPolicy`: 3 attempts of 120 s). ``native_tools``
+    offers the selected catalog as native tools (True), never does (False), or follows the budget
+    row's ``native_tool_calls`` (None); records say which way each request was made.
     """
     spec = lm_spec or model
     sampling = {k: v for k, v in (("temperature", temperature), ("seed", seed)) if v is not None}
@@ -210,5 +222,5 @@ def record(
     return _run(
         [(lm, model, trace_source(spec), run_settings(spec))], tasks, out, variants=variants, n=n,
         max_tokens=max_tokens, budgets=budgets, progress=progress, sampling=sampling, concurrency=concurrency,
-        resume=resume, notify=notify, retry=retry,
+        resume=resume, notify=notify, retry=retry, native_tools=native_tools,
     )

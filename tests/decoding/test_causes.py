@@ -31,7 +31,12 @@ from helmdeck_dspy.decoding.causes import (
         ("tool_calls", "tool_calls"),
         ("tool_use", "tool_calls"),
         (" Length ", "length"),
-        ("weird_aggregator_marker", "other"),
+        ("weird_aggregator_marker", "unknown"),  # undocumented: its own label, never a guess
+        ("FinishReason.SAFETY", "safety"),  # an SDK enum's repr
+        ("blockReason:OTHER", "safety"),  # a Gemini prompt-level block, as importers record it
+        ("OTHER", "interrupted"),  # Gemini's own "unnamed reason"
+        ("pause_turn", "interrupted"),  # Anthropic
+        ("MALFORMED_FUNCTION_CALL", "tool_error"),
         ("", "none"),
         (None, "none"),
     ],
@@ -41,9 +46,11 @@ def test_normalize_finish_reason(raw, norm):
 
 
 def test_design_cause_set():
+    # Issue 16 added bare_scalar, unusable_tool_calls, interrupted and unknown_finish_reason.
     assert set(FAILURE_CAUSES) == {
         "safety_filtered", "length_truncated", "reasoning_only", "likely_timeout",
         "constrained_deadlock", "no_json", "schema_mismatch", "transport_error", "rate_limited",
+        "bare_scalar", "unusable_tool_calls", "interrupted", "unknown_finish_reason",
     }
 
 
@@ -56,8 +63,13 @@ def test_design_cause_set():
         ("stop", True, "reasoning_only"),
         ("none", True, "reasoning_only"),
         ("none", False, "likely_timeout"),
-        ("other", False, "likely_timeout"),
         ("stop", False, "likely_timeout"),
+        # issue 16: an undocumented spelling is reported as such, never as a timeout
+        ("unknown", False, "unknown_finish_reason"),
+        ("unknown", True, "unknown_finish_reason"),
+        ("interrupted", False, "interrupted"),
+        ("tool_calls", False, "unusable_tool_calls"),
+        ("tool_error", True, "unusable_tool_calls"),
     ],
 )
 def test_cause_for_empty(finish, reasoning, cause):
@@ -72,6 +84,8 @@ def test_cause_for_empty(finish, reasoning, cause):
         ("stop", True, "constrained_deadlock"),
         ("none", True, "constrained_deadlock"),
         ("stop", False, "no_json"),
+        ("tool_error", False, "unusable_tool_calls"),
+        ("unknown", True, "constrained_deadlock"),
     ],
 )
 def test_cause_for_unparseable(finish, shaped, cause):

@@ -126,6 +126,33 @@ def test_raw_finish_reason_falls_back_to_lm15s_value():
     assert raw_finish_reason(resp) == "length"
 
 
+@pytest.mark.parametrize("body,raw", [
+    ({"choices": [{"finish_reason": "model_context_window_exceeded"}]}, "model_context_window_exceeded"),
+    ({"stop_reason": "pause_turn"}, "pause_turn"),
+    ({"candidates": [{"finishReason": "UNEXPECTED_TOOL_CALL"}]}, "UNEXPECTED_TOOL_CALL"),
+    ({"choices": [{"finish_reason": None}]}, "stop"),
+])
+def test_raw_finish_reason_comes_from_the_provider_body_lm15_passed_on(body, raw):
+    # lm15 folds spellings it does not know into "stop"; the body it keeps still has the provider's own
+    resp = make_response("m", "x", finish_reason="stop")
+    resp.provider_data.clear()
+    resp.provider_data.update(body)
+    assert raw_finish_reason(resp) == raw
+
+
+def test_recorded_tool_calls_replay_as_they_were(tmp_path):
+    from helmdeck_dspy.program.calls import completion_from_response
+
+    calls = [{"name": "web__scrape", "arguments": {"url": "u"}, "id": "c1"},
+             {"name": "blog__publish", "arguments": '{"title": "cut', "id": "c2"}]
+    path = write(tmp_path, {"content": "", "finish_reason": "tool_calls", "tool_calls": calls, "refusal": None})
+    resp = ReplayEngine(path).complete(plan_req())
+    done = completion_from_response("plan", resp, "sys", [], 1.0)
+    assert [(c.name, c.arguments) for c in done.tool_calls] == [("web__scrape", {"url": "u"}),
+                                                                ("blog__publish", '{"title": "cut')]
+    assert resp.finish_reason == "tool_call"
+
+
 def test_replay_spec_through_the_planner(tmp_path):
     path = write(tmp_path, {"content": PLAN, "finish_reason": "end_turn", "completion_tokens": 9})
     lm = make_lm(f"replay:{path}")

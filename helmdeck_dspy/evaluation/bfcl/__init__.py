@@ -1,7 +1,13 @@
 """The BFCL benchmark: Berkeley Function Calling Leaderboard questions as planning tasks.
 
-- :mod:`~helmdeck_dspy.evaluation.bfcl.load` — question/answer file pairs -> catalog packs and gold calls;
+- :mod:`~helmdeck_dspy.evaluation.bfcl.spec` — the reading rules of ``eval/bfcl.toml`` (types, classes, categories);
+- :mod:`~helmdeck_dspy.evaluation.bfcl.models` — tasks, gold calls, the loaded set, its pool and category notes;
+- :mod:`~helmdeck_dspy.evaluation.bfcl.fields` / :mod:`~helmdeck_dspy.evaluation.bfcl.schema` — question lines and
+  function documents -> intents and catalog packs;
+- :mod:`~helmdeck_dspy.evaluation.bfcl.multi_turn` — multi_turn questions: one task per turn, call strings -> gold;
+- :mod:`~helmdeck_dspy.evaluation.bfcl.load` — a data folder -> tasks, every category noted;
 - :mod:`~helmdeck_dspy.evaluation.bfcl.recall` — do the gold tools survive budget-fitted catalog selection;
-- :mod:`~helmdeck_dspy.evaluation.bfcl.score` — plan accuracy against the gold calls;
+- :mod:`~helmdeck_dspy.evaluation.bfcl.score` / :mod:`~helmdeck_dspy.evaluation.bfcl.plans` — plan accuracy
+  against the gold calls (and the no-call rate where nothing fits);
 - :mod:`~helmdeck_dspy.evaluation.bfcl.report` — report.md / report.json.
 """

@@ -1,293 +1,205 @@
-"""Loading BFCL question / possible-answer file pairs into our catalog and gold-step models.
+"""Loading a BFCL v4 data folder into planning tasks with catalog packs and gold calls.
 
-A BFCL v4 data directory holds ``BFCL_v4_<category>.json`` question files (JSON Lines, despite
-the suffix) and ``possible_answer/BFCL_v4_<category>.json`` answer files. A question line has an
-``id``, ``question`` (a list of turns, each a list of chat messages) and ``function`` (the tools
-offered, each with a BFCL-typed parameter schema). An answer line has the same ``id`` and
-``ground_truth``: a list of calls ``{function_name: {argument: [acceptable values...]}}``, where
-``""`` among the acceptable values marks an argument that may be left out.
+A data folder holds ``BFCL_v<N>_<category>.json`` question files (JSON Lines, despite the
+suffix), ``possible_answer/BFCL_v<N>_<category>.json`` answer files, and for the multi_turn
+categories ``multi_turn_func_doc/``. How each category is read is decided by its name
+(``[[category]]`` in ``eval/bfcl.toml``, see :mod:`~helmdeck_dspy.evaluation.bfcl.spec`):
 
-Conversion:
+- ``calls`` (simple_*, multiple, parallel*, live_simple ...): a question line has an ``id``,
+  ``question`` (a list of turns, each a list of chat messages) and ``function`` (the tools
+  offered); its answer line has ``ground_truth``, a list of calls ``{function_name: {argument:
+  [acceptable values...]}}`` where ``""`` among the values marks an argument that may be left out;
+- ``no_call`` (irrelevance, live_irrelevance) and ``any_call`` (live_relevance): no answer file;
+- ``multi_turn``: see :mod:`~helmdeck_dspy.evaluation.bfcl.multi_turn`;
+- ``skip`` (the agentic and format-sensitivity files): noted with the reason, not loaded.
 
-- function -> :class:`~helmdeck_dspy.catalog.models.Pack` with a JSON Schema ``parameters`` object
-  (BFCL ``dict`` -> ``object``, ``float`` -> ``number``, ``tuple`` -> ``array``, ``any`` -> no type);
-  a type outside :data:`BFCL_TYPES` is an error naming it;
-- the user turns -> the intent;
-- each ground-truth call -> a :class:`GoldCall`.
-
-Errors are :class:`BfclDataError` with the file, the line and what was expected.
+Functions become packs through :mod:`~helmdeck_dspy.evaluation.bfcl.schema`; the user turns
+become the intent. Without a category list every category of the folder is tried and each one
+that cannot be loaded (skipped, answer file missing, malformed) gets a
+:class:`~helmdeck_dspy.evaluation.bfcl.models.CategoryNote` instead of stopping the run; with a
+list, a requested category that cannot be loaded is an error. Errors are :class:`BfclDataError`
+with the file, the line and what was expected.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from functools import cached_property
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from helmdeck_dspy.catalog.models import Pack, RoutingGuide
 from helmdeck_dspy.errors import BfclDataError
+from helmdeck_dspy.evaluation.bfcl.fields import intent_of, need_str
+from helmdeck_dspy.evaluation.bfcl.models import (
+    OPTIONAL_MARK,
+    BfclQuestion,
+    BfclSet,
+    CategoryNote,
+    GoldCall,
+)
+from helmdeck_dspy.evaluation.bfcl.multi_turn import ClassDocs, load_multi_turn
+from helmdeck_dspy.evaluation.bfcl.schema import function_packs, to_json_schema
+from helmdeck_dspy.evaluation.bfcl.spec import CategoryRule, Expect, load_spec
 from helmdeck_dspy.io.jsonl import iter_jsonl
 
-BFCL_TYPES: dict[str, str | None] = {
-    "string": "string",
-    "integer": "integer",
-    "float": "number",
-    "number": "number",
-    "boolean": "boolean",
-    "array": "array",
-    "tuple": "array",
-    "dict": "object",
-    "object": "object",
-    "any": None,
-    "null": "null",
-}
-"""BFCL parameter type -> JSON Schema type (None: any value, no ``type`` keyword)."""
+__all__ = [
+    "OPTIONAL_MARK", "BfclDataError", "BfclQuestion", "BfclSet", "CategoryFiles", "GoldCall", "discover",
+    "load_bfcl", "load_pair", "load_questions", "to_json_schema",
+]
 
-OPTIONAL_MARK = ""
-"""An acceptable value of ``""`` means the argument may be omitted."""
-
+ANSWER_DIR = "possible_answer"
 _FILE = re.compile(r"^BFCL_v(\d+)_(.+)\.json$")
-_MAX_SCHEMA_DEPTH = 32
 
 
-class GoldCall(BaseModel):
-    """One ground-truth function call: the name and, per argument, the acceptable values."""
+class CategoryFiles(NamedTuple):
+    """One category of a data folder: its loading rule, question file and answer file."""
 
-    model_config = ConfigDict(frozen=True)
-
-    name: str
-    args: dict[str, list[Any]] = Field(default_factory=dict)
-
-    def is_optional(self, arg: str) -> bool:
-        """Whether ``arg`` may be left out of a correct call."""
-        return any(isinstance(v, str) and v == OPTIONAL_MARK for v in self.args.get(arg, ()))
-
-
-class BfclQuestion(BaseModel):
-    """A BFCL question with its offered functions (as catalog packs) and its gold calls."""
-
-    model_config = ConfigDict(frozen=True)
-
-    id: str
     category: str
-    intent: str
-    functions: tuple[Pack, ...]
-    gold: tuple[GoldCall, ...]
+    rule: CategoryRule
+    questions: Path
+    answers: Path
 
     @property
-    def gold_tools(self) -> list[str]:
-        """The distinct function names the gold calls use, in first-use order."""
-        return list(dict.fromkeys(c.name for c in self.gold))
-
-    @cached_property
-    def catalog(self) -> RoutingGuide:
-        """The question's own functions as a catalog."""
-        return RoutingGuide(packs=self.functions)
-
-
-class BfclSet(BaseModel):
-    """Questions loaded from one or more categories."""
-
-    model_config = ConfigDict(frozen=True)
-
-    questions: tuple[BfclQuestion, ...]
-    files: dict[str, tuple[str, str]] = Field(description="category -> (question file, answer file)")
-
-    @property
-    def categories(self) -> list[str]:
-        """The loaded categories, in load order."""
-        return list(self.files)
-
-    def pool(self) -> tuple[RoutingGuide, int]:
-        """Every function of every question in one catalog, first definition of a name wins.
-
-        Returns:
-            The pooled catalog and how many later definitions of an already-seen name differed
-            from the kept one (they are dropped).
-        """
-        kept: dict[str, Pack] = {}
-        conflicts = 0
-        for q in self.questions:
-            for fn in q.functions:
-                first = kept.setdefault(fn.name, fn)
-                if first is not fn and first != fn:
-                    conflicts += 1
-        return RoutingGuide(packs=tuple(kept.values())), conflicts
-
-    def limited(self, n: int | None) -> BfclSet:
-        """The first ``n`` questions of each category (all when ``n`` is None)."""
-        if n is None:
-            return self
-        seen: dict[str, int] = {}
-        keep = []
-        for q in self.questions:
-            seen[q.category] = seen.get(q.category, 0) + 1
-            if seen[q.category] <= n:
-                keep.append(q)
-        return self.model_copy(update={"questions": tuple(keep)})
+    def has_answers(self) -> bool:
+        return self.answers.is_file()
 
 
 # ----------------------------------------------------------------------------- discovery
 
 
-def discover(data_dir: str | Path, categories: Iterable[str] | None = None) -> dict[str, tuple[Path, Path]]:
-    """Find question/answer file pairs under ``data_dir``.
-
-    Args:
-        data_dir: A BFCL data directory (question files, and a ``possible_answer/`` folder).
-        categories: Category names to load (e.g. ``parallel``); None loads every category that
-            has both files.
+def discover(data_dir: str | Path, categories: Iterable[str] | None = None) -> list[CategoryFiles]:
+    """The categories of ``data_dir`` (all of them, or the ones asked for), newest BFCL version first.
 
     Raises:
-        BfclDataError: the directory is missing, holds no pairs, or a requested category lacks
-            its question or answer file.
+        BfclDataError: the folder is missing or holds no question file, or a requested category
+            has no question file (the message lists what exists).
     """
     root = Path(data_dir)
     if not root.is_dir():
-        raise BfclDataError(str(root), "not a directory; expected a BFCL data folder with possible_answer/ inside")
-    answers_dir = root / "possible_answer"
-    found: dict[str, tuple[Path, Path]] = {}
-    for path in sorted(root.glob("BFCL_v*_*.json")):
+        raise BfclDataError(str(root), f"not a directory; expected a BFCL data folder with {ANSWER_DIR}/ inside")
+    found: dict[str, tuple[int, Path]] = {}
+    for path in root.glob("BFCL_v*_*.json"):
         m = _FILE.match(path.name)
-        if m:
-            found.setdefault(m.group(2), (path, answers_dir / path.name))
-    if categories is None:
-        pairs = {c: p for c, p in found.items() if p[1].is_file()}
-        if not pairs:
-            raise BfclDataError(
-                str(root), "no BFCL_v<N>_<category>.json file with a matching possible_answer/ file"
-            )
-        return pairs
-    pairs = {}
-    for cat in categories:
+        if m and path.is_file() and int(m.group(1)) >= found.get(m.group(2), (-1, path))[0]:
+            found[m.group(2)] = (int(m.group(1)), path)
+    if not found:
+        raise BfclDataError(str(root), "no BFCL_v<N>_<category>.json question file")
+    names = sorted(found) if categories is None else list(dict.fromkeys(categories))
+    spec = load_spec()
+    out = []
+    for cat in names:
         if cat not in found:
-            known = ", ".join(sorted(found)) or "none"
-            raise BfclDataError(str(root), f"no question file for category {cat!r} (found: {known})")
-        if not found[cat][1].is_file():
-            raise BfclDataError(str(found[cat][1]), f"category {cat!r} has no possible-answer file")
-        pairs[cat] = found[cat]
-    return pairs
+            raise BfclDataError(str(root), f"no question file for category {cat!r} (found: {', '.join(sorted(found))})")
+        q_path = found[cat][1]
+        out.append(CategoryFiles(cat, spec.rule_for(cat), q_path, root / ANSWER_DIR / q_path.name))
+    return out
 
 
-def load_bfcl(data_dir: str | Path, categories: Iterable[str] | None = None) -> BfclSet:
-    """Load the question/answer pairs of ``categories`` (every complete pair by default)."""
-    pairs = discover(data_dir, categories)
+def load_bfcl(data_dir: str | Path, categories: Iterable[str] | None = None,
+              *, report: Callable[[CategoryNote], None] | None = None) -> BfclSet:
+    """Load ``categories`` of a BFCL data folder (every category by default; see the module docstring).
+
+    Args:
+        data_dir: The data folder.
+        categories: Category names; None tries every category and notes the ones it cannot load.
+        report: Called with each category's note as soon as it is known (for progress output).
+
+    Raises:
+        BfclDataError: a requested category cannot be loaded, or (no list) none can.
+    """
+    explicit = categories is not None
+    docs = ClassDocs(data_dir)
     questions: list[BfclQuestion] = []
-    for category, (q_path, a_path) in pairs.items():
-        questions += load_pair(q_path, a_path, category)
-    return BfclSet(questions=tuple(questions), files={c: (str(q), str(a)) for c, (q, a) in pairs.items()})
+    files: dict[str, tuple[str, str]] = {}
+    notes: list[CategoryNote] = []
+    for entry in discover(data_dir, categories):
+        try:
+            loaded = _load_category(entry, docs)
+        except BfclDataError as exc:
+            if explicit:
+                raise
+            note = _not_loaded(entry, exc)
+        else:
+            questions += loaded
+            files[entry.category] = (str(entry.questions), str(entry.answers) if entry.rule.needs_answers else "")
+            note = CategoryNote(category=entry.category, kind=entry.rule.kind, status="loaded",
+                                questions=len({q.source_id for q in loaded}), tasks=len(loaded))
+        notes.append(note)
+        if report is not None:
+            report(note)
+    if not questions:
+        why = "; ".join(f"{n.category}: {n.status} ({n.detail})" for n in notes)
+        raise BfclDataError(str(data_dir), f"no category could be loaded: {why}")
+    return BfclSet(questions=tuple(questions), files=files, notes=tuple(notes))
+
+
+class _NoAnswers(BfclDataError):
+    """A category that needs an answer file has none."""
+
+
+class _Skipped(BfclDataError):
+    """A category the rules leave out."""
+
+
+def _load_category(entry: CategoryFiles, docs: ClassDocs) -> list[BfclQuestion]:
+    kind = entry.rule.kind
+    if kind == "skip":
+        raise _Skipped(str(entry.questions), f"category {entry.category!r} is not loaded: {entry.rule.reason}")
+    if entry.rule.needs_answers and not entry.has_answers:
+        raise _NoAnswers(str(entry.answers), f"category {entry.category!r} has no possible-answer file")
+    if kind == "multi_turn":
+        return load_multi_turn(entry.questions, entry.answers, entry.category, docs)
+    if kind == "calls":
+        return load_pair(entry.questions, entry.answers, entry.category)
+    return load_questions(entry.questions, entry.category, expect=kind)
+
+
+def _not_loaded(entry: CategoryFiles, exc: BfclDataError) -> CategoryNote:
+    if isinstance(exc, _Skipped):
+        return CategoryNote(category=entry.category, kind="skip", status="skipped", detail=entry.rule.reason)
+    if isinstance(exc, _NoAnswers):
+        return CategoryNote(category=entry.category, kind=entry.rule.kind, status="no_answer_file",
+                            detail=f"{entry.questions.name} has no {ANSWER_DIR}/{entry.answers.name}")
+    return CategoryNote(category=entry.category, kind=entry.rule.kind, status="failed", detail=str(exc))
+
+
+# ----------------------------------------------------------------------------- single-turn files
 
 
 def load_pair(question_path: str | Path, answer_path: str | Path, category: str) -> list[BfclQuestion]:
     """Load one question file and its answer file; every question needs an answer."""
     answers = {
-        _need_str(obj, "id", answer_path, line): (line, _gold(obj, answer_path, line))
+        need_str(obj, "id", answer_path, line): (line, _gold(obj, answer_path, line))
         for line, obj in iter_jsonl(answer_path, error_type=BfclDataError)
     }
     out = []
     for line, obj in iter_jsonl(question_path, error_type=BfclDataError):
-        qid = _need_str(obj, "id", question_path, line)
+        qid = need_str(obj, "id", question_path, line)
         if qid not in answers:
             raise BfclDataError(str(answer_path), f"no possible answer for question {qid!r} ({question_path}:{line})")
-        functions = _functions(obj, question_path, line)
-        gold = answers[qid][1]
+        functions = function_packs(obj.get("function"), question_path, line)
+        a_line, gold = answers[qid]
         offered = {f.name for f in functions}
         for call in gold:
             if call.name not in offered:
                 raise BfclDataError(
-                    str(answer_path), f"{qid}: gold call {call.name!r} is not among the question's functions",
-                    line=answers[qid][0],
+                    str(answer_path), f"{qid}: gold call {call.name!r} is not among the question's functions", line=a_line,
                 )
         out.append(BfclQuestion(
-            id=qid, category=category, intent=_intent(obj, question_path, line), functions=functions, gold=gold,
+            id=qid, category=category, intent=intent_of(obj, question_path, line), functions=functions, gold=gold,
         ))
     return out
 
 
-# ----------------------------------------------------------------------------- line parsing
-
-
-def _need_str(obj: dict, key: str, path: str | Path, line: int) -> str:
-    value = obj.get(key)
-    if not isinstance(value, str) or not value:
-        raise BfclDataError(str(path), f"field {key!r}: expected a non-empty string", line=line)
-    return value
-
-
-def _intent(obj: dict, path: str | Path, line: int) -> str:
-    turns = obj.get("question")
-    if not isinstance(turns, list) or not turns:
-        raise BfclDataError(str(path), "field 'question': expected a list of turns (lists of messages)", line=line)
-    said = []
-    for turn in turns:
-        messages = turn if isinstance(turn, list) else [turn]
-        for m in messages:
-            if not isinstance(m, dict) or not isinstance(m.get("content"), str):
-                raise BfclDataError(str(path), "field 'question': each message needs a string 'content'", line=line)
-            if m.get("role", "user") == "user":
-                said.append(m["content"].strip())
-    intent = "\n".join(s for s in said if s)
-    if not intent:
-        raise BfclDataError(str(path), "field 'question': no user message with text", line=line)
-    return intent
-
-
-def _functions(obj: dict, path: str | Path, line: int) -> tuple[Pack, ...]:
-    fns = obj.get("function")
-    if not isinstance(fns, list) or not fns:
-        raise BfclDataError(str(path), "field 'function': expected a non-empty list of function definitions", line=line)
-    packs: dict[str, Pack] = {}
-    for i, fn in enumerate(fns):
-        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
-            raise BfclDataError(str(path), f"function[{i}]: expected an object with a non-empty 'name'", line=line)
-        name = fn["name"]
-        description = fn.get("description", "")
-        if not isinstance(description, str):
-            raise BfclDataError(str(path), f"function {name!r}: 'description' must be a string", line=line)
-        params = fn.get("parameters", {"type": "dict", "properties": {}})
-        schema = to_json_schema(params, where=f"function {name!r}: parameters", path=path, line=line)
-        packs.setdefault(name, Pack(name=name, description=description, parameters=schema))
-    return tuple(packs.values())
-
-
-def to_json_schema(spec: Any, *, where: str, path: str | Path = "<bfcl>", line: int | None = None,
-                   depth: int = 0) -> dict[str, Any]:
-    """Convert one BFCL parameter schema to JSON Schema.
-
-    Raises:
-        BfclDataError: an unknown type (named in the message), a non-object schema, or nesting
-            deeper than 32 levels.
-    """
-    if not isinstance(spec, dict):
-        raise BfclDataError(str(path), f"{where}: expected a schema object, got {type(spec).__name__}", line=line)
-    if depth > _MAX_SCHEMA_DEPTH:
-        raise BfclDataError(str(path), f"{where}: schema nested deeper than {_MAX_SCHEMA_DEPTH} levels", line=line)
-    out: dict[str, Any] = {}
-    for key, value in spec.items():
-        if key == "type":
-            if not isinstance(value, str) or value not in BFCL_TYPES:
-                known = ", ".join(BFCL_TYPES)
-                raise BfclDataError(str(path), f"{where}: unknown BFCL type {value!r}; expected one of {known}", line=line)
-            if BFCL_TYPES[value] is not None:
-                out["type"] = BFCL_TYPES[value]
-        elif key == "properties":
-            if not isinstance(value, dict):
-                raise BfclDataError(str(path), f"{where}: 'properties' must be an object", line=line)
-            out["properties"] = {
-                name: to_json_schema(sub, where=f"{where}.{name}", path=path, line=line, depth=depth + 1)
-                for name, sub in value.items()
-            }
-        elif key == "items":
-            out["items"] = to_json_schema(value, where=f"{where}[]", path=path, line=line, depth=depth + 1)
-        elif key == "optional":
-            continue  # BFCL's own marker; optionality is expressed by 'required'
-        else:
-            out[key] = value
-    return out
+def load_questions(question_path: str | Path, category: str, *, expect: Expect) -> list[BfclQuestion]:
+    """Load a question file that has no answer file: no gold calls, only what a right plan does."""
+    return [
+        BfclQuestion(
+            id=need_str(obj, "id", question_path, line), category=category, intent=intent_of(obj, question_path, line),
+            functions=function_packs(obj.get("function"), question_path, line), gold=(), expect=expect,
+        )
+        for line, obj in iter_jsonl(question_path, error_type=BfclDataError)
+    ]
 
 
 def _gold(obj: dict, path: str | Path, line: int) -> tuple[GoldCall, ...]:

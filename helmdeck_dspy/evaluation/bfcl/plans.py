@@ -16,13 +16,14 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from helmdeck_dspy.catalog.models import RoutingGuide
-from helmdeck_dspy.evaluation.bfcl.load import BfclQuestion, BfclSet
+from helmdeck_dspy.evaluation.bfcl.models import BfclQuestion, BfclSet
 from helmdeck_dspy.evaluation.bfcl.score import (
     AccuracySummary,
     CallScore,
     calls_from_steps,
     score_calls,
     summarise,
+    summarise_by_category,
 )
 from helmdeck_dspy.evaluation.scoring import guard_completion
 from helmdeck_dspy.planning.lm import make_lm, trace_source
@@ -36,6 +37,7 @@ class PlanAccuracy(BaseModel):
     model: str = Field(description="The model id whose budget, tier and variant were used ('' for traces).")
     variant: str
     summary: AccuracySummary
+    by_category: dict[str, AccuracySummary] = Field(default_factory=dict)
     failures: dict[str, int] = Field(default_factory=dict, description="Failure cause -> plans that failed.")
     unscored: int = Field(default=0, description="Trace records whose task_id is not a loaded question.")
     scores: list[CallScore] = Field(default_factory=list)
@@ -89,11 +91,12 @@ def plan_questions(
         result = planner.plan(q.intent, task_id=q.id)
         if result.failure_cause:
             failures[result.failure_cause] += 1
-        scores.append(score_calls(q, calls_from_steps(result.steps)))
+        scores.append(score_calls(q, calls_from_steps(result.steps), failed=bool(result.failure_cause)))
         if progress is not None:
             progress(1)
     return PlanAccuracy(
-        source=lm_spec, model=model, variant=variant, summary=summarise(scores), failures=dict(failures), scores=scores,
+        source=lm_spec, model=model, variant=variant, summary=summarise(scores), by_category=summarise_by_category(scores),
+        failures=dict(failures), scores=scores,
     )
 
 
@@ -130,8 +133,8 @@ def score_traces(
                                    catalog_ids=catalog.id_set, pipeline_ids=catalog.pipeline_ids)
         if guarded.steps is None:
             failures[guarded.parse.cause or "no_json"] += 1
-        scores.append(score_calls(q, calls_from_steps(guarded.steps or [])))
+        scores.append(score_calls(q, calls_from_steps(guarded.steps or []), failed=guarded.steps is None))
     return PlanAccuracy(
         source=str(path), model="", variant="+".join(sorted(variants)) or "-", summary=summarise(scores),
-        failures=dict(failures), unscored=unscored, scores=scores,
+        by_category=summarise_by_category(scores), failures=dict(failures), unscored=unscored, scores=scores,
     )

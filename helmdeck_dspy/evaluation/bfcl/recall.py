@@ -8,6 +8,10 @@ exactly as the planner does. Two figures per (ranker, tier):
 - ``full_plan_recall`` — the share of questions whose gold tools were *all* kept (with a Wilson
   95% interval), since one missing tool already makes the plan impossible.
 
+Both figures are given over all loaded tasks and per category. Tasks without gold tools (the
+irrelevance categories, multi_turn turns whose right plan calls nothing) have nothing to recall:
+they are counted apart (``n_without_gold``) and left out of the figures.
+
 Each ranker runs on the source it is meant for: ``lexical`` (helmdeck's scorer) on the compacted
 entries, as upstream does; ``bm25`` and ``embedding`` on the full entries. Ranking time is
 measured per query on a direct ranking call over the full entries (for every ranker, so the
@@ -30,7 +34,7 @@ from helmdeck_dspy.catalog.models import RoutingGuide
 from helmdeck_dspy.catalog.ranking import RANKERS
 from helmdeck_dspy.catalog.select import select_catalog, top_n_for
 from helmdeck_dspy.domain import TIERS
-from helmdeck_dspy.evaluation.bfcl.load import BfclQuestion, BfclSet
+from helmdeck_dspy.evaluation.bfcl.models import BfclQuestion, BfclSet
 from helmdeck_dspy.evaluation.stats import wilson
 
 RANK_SOURCE: dict[str, Literal["compacted", "full"]] = {"lexical": "compacted", "bm25": "full", "embedding": "full"}
@@ -54,6 +58,7 @@ class RankerRecall(BaseModel):
     """One ranker's recall per tier, and how long it takes."""
 
     tiers: dict[str, TierRecall]
+    by_category: dict[str, dict[str, TierRecall]] = Field(default_factory=dict, description="category -> tier -> recall.")
     ms_per_query: float = Field(description="Mean milliseconds of one ranking call (after warm-up).")
     ms_per_query_p95: float
     setup_ms: float = Field(description="The warm-up query: model loading and first-time embedding.")
@@ -65,10 +70,13 @@ class RecallResult(BaseModel):
 
     pool: bool
     categories: list[str]
-    n_questions: int
+    n_questions: int = Field(description="Tasks with gold tools (the ones recall is measured on).")
+    n_without_gold: int = Field(default=0, description="Tasks without gold tools, left out of recall.")
     catalog_entries: int = Field(description="Pooled catalog size (pool), else the mean per question.")
     catalog_bytes: int = Field(description="Pooled catalog bytes (pool), else the mean per question.")
     pool_conflicts: int = Field(default=0, description="Later definitions of a pooled name that differed (dropped).")
+    pool_gold_replaced: int = Field(default=0, description="Tasks whose pooled gold definition is another task's version.")
+    pool_gold_replaced_by_category: dict[str, int] = Field(default_factory=dict)
     rankers: dict[str, RankerRecall]
     skipped_rankers: dict[str, str] = Field(default_factory=dict)
 
@@ -86,12 +94,49 @@ def tier_budgets(table: BudgetTable) -> dict[str, Budget]:
     return out
 
 
-def _question_recall(catalog: RoutingGuide, budget: Budget, q: BfclQuestion, ranker: str) -> tuple[float, bool, int, bool]:
+_Row = tuple[float, bool, int, bool]
+"""One question at one tier: share of gold tools kept, all kept, entries kept, ranking cut applied."""
+
+
+def _question_recall(catalog: RoutingGuide, budget: Budget, q: BfclQuestion, ranker: str) -> _Row:
     selected, trim = select_catalog(catalog, budget, q.intent, ranker=ranker, rank_source=RANK_SOURCE.get(ranker, "full"))
     kept = selected.id_set
     gold = q.gold_tools
     hit = sum(1 for t in gold if t in kept)
     return hit / len(gold), hit == len(gold), len(selected.packs) + len(selected.pipelines), "lexical.top_n" in trim.dropped
+
+
+def _tier_recall(rows: list[_Row], budget: Budget) -> TierRecall:
+    n = len(rows)
+    fulls = sum(r[1] for r in rows)
+    return TierRecall(
+        recall_at_n=round(statistics.fmean(r[0] for r in rows), 4) if n else 0.0,
+        full_plan_recall=round(fulls / n, 4) if n else 0.0,
+        full_plan_ci=tuple(round(x, 4) for x in wilson(fulls, n)),  # type: ignore[arg-type]
+        n_questions=n,
+        top_n=top_n_for(budget.tier) if budget.max_catalog_bytes > 0 else None,
+        max_catalog_bytes=budget.max_catalog_bytes,
+        budget_row=budget.matched,
+        mean_kept=round(statistics.fmean(r[2] for r in rows), 2) if n else 0.0,
+        ranked_share=round(sum(r[3] for r in rows) / n, 4) if n else 0.0,
+    )
+
+
+def _time_ranking(rank: Callable, questions: tuple[BfclQuestion, ...], catalogs: list[RoutingGuide]) -> tuple[list[float], float]:
+    """Per-query ranking times (ms) and the warm-up query's time."""
+    timings: list[float] = []
+    setup_ms = 0.0
+    for i, (q, cat) in enumerate(zip(questions, catalogs)):
+        t0 = time.perf_counter()
+        rank(cat, q.intent)
+        elapsed = (time.perf_counter() - t0) * 1000
+        if i == 0:
+            setup_ms = elapsed
+            t0 = time.perf_counter()
+            rank(cat, q.intent)
+            elapsed = (time.perf_counter() - t0) * 1000
+        timings.append(elapsed)
+    return timings, setup_ms
 
 
 def measure_recall(
@@ -102,7 +147,7 @@ def measure_recall(
     pool: bool,
     progress: Callable[[int], None] | None = None,
 ) -> RecallResult:
-    """Selection recall per ranker per tier.
+    """Selection recall per ranker per tier, overall and per category.
 
     Args:
         data: The loaded questions.
@@ -112,64 +157,45 @@ def measure_recall(
         progress: Called with the number of questions just finished (for progress bars).
     """
     questions = data.questions
-    conflicts = 0
+    pool_extra: dict = {}
     if pool:
-        pooled, conflicts = data.pool()
+        pooled, stats = data.pooling
         catalogs = [pooled] * len(questions)
         entries, size = len(pooled.packs), pooled.size_bytes()
+        pool_extra = {"pool_conflicts": stats.conflicts, "pool_gold_replaced": stats.gold_replaced,
+                      "pool_gold_replaced_by_category": stats.gold_replaced_by_category}
     else:
         catalogs = [q.catalog for q in questions]
         entries = round(statistics.fmean(len(c.packs) for c in catalogs)) if catalogs else 0
         size = round(statistics.fmean(c.size_bytes() for c in catalogs)) if catalogs else 0
+    scored = [(q, cat) for q, cat in zip(questions, catalogs) if q.gold_tools]
     results: dict[str, RankerRecall] = {}
     for name in rankers:
-        rank = RANKERS[name]
-        source = RANK_SOURCE.get(name, "full")
-        timings: list[float] = []
-        setup_ms = 0.0
-        for i, (q, cat) in enumerate(zip(questions, catalogs)):
-            t0 = time.perf_counter()
-            rank(cat, q.intent)
-            elapsed = (time.perf_counter() - t0) * 1000
-            if i == 0:
-                setup_ms = elapsed
-                t0 = time.perf_counter()
-                rank(cat, q.intent)
-                elapsed = (time.perf_counter() - t0) * 1000
-            timings.append(elapsed)
+        timings, setup_ms = _time_ranking(RANKERS[name], questions, catalogs)
         tiers: dict[str, TierRecall] = {}
+        by_category: dict[str, dict[str, TierRecall]] = {}
         for tier, budget in budgets.items():
-            shares, fulls, kept_counts, cut = [], 0, [], 0
-            for q, cat in zip(questions, catalogs):
-                share, full, kept, was_cut = _question_recall(cat, budget, q, name)
-                shares.append(share)
-                fulls += full
-                kept_counts.append(kept)
-                cut += was_cut
+            rows: dict[str, list[_Row]] = {}
+            for q, cat in scored:
+                rows.setdefault(q.category, []).append(_question_recall(cat, budget, q, name))
                 if progress is not None:
                     progress(1)
-            n = len(questions)
-            tiers[tier] = TierRecall(
-                recall_at_n=round(statistics.fmean(shares), 4) if n else 0.0,
-                full_plan_recall=round(fulls / n, 4) if n else 0.0,
-                full_plan_ci=tuple(round(x, 4) for x in wilson(fulls, n)),  # type: ignore[arg-type]
-                n_questions=n,
-                top_n=top_n_for(budget.tier) if budget.max_catalog_bytes > 0 else None,
-                max_catalog_bytes=budget.max_catalog_bytes,
-                budget_row=budget.matched,
-                mean_kept=round(statistics.fmean(kept_counts), 2) if n else 0.0,
-                ranked_share=round(cut / n, 4) if n else 0.0,
-            )
+            if progress is not None and len(questions) > len(scored):
+                progress(len(questions) - len(scored))
+            tiers[tier] = _tier_recall([r for group in rows.values() for r in group], budget)
+            for category, group in rows.items():
+                by_category.setdefault(category, {})[tier] = _tier_recall(group, budget)
         results[name] = RankerRecall(
             tiers=tiers,
+            by_category=by_category,
             ms_per_query=round(statistics.fmean(timings), 3) if timings else 0.0,
             ms_per_query_p95=round(_p95(timings), 3),
             setup_ms=round(setup_ms, 1),
-            rank_source=source,
+            rank_source=RANK_SOURCE.get(name, "full"),
         )
     return RecallResult(
-        pool=pool, categories=data.categories, n_questions=len(questions), catalog_entries=entries,
-        catalog_bytes=size, pool_conflicts=conflicts, rankers=results,
+        pool=pool, categories=data.categories, n_questions=len(scored), n_without_gold=len(questions) - len(scored),
+        catalog_entries=entries, catalog_bytes=size, rankers=results, **pool_extra,
     )
 
 

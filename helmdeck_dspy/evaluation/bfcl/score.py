@@ -10,6 +10,13 @@ compare element by element; a dict compares key by key against the gold dict's a
 In the parallel categories the order of calls is free: predicted and gold calls are paired by a
 maximum bipartite matching. A plan is *exact* when every gold call is matched and nothing else was
 called. Steps naming ``unknown`` (the guard's demotion) or a pipeline never match.
+
+A task whose right plan calls nothing (``expect == "no_call"``: the irrelevance categories and the
+multi_turn turns with empty gold) is right when a plan came back and calls nothing, steps the
+guard demoted to ``unknown`` aside (helmdeck's gap case; a failed answer is not an abstention);
+one that wants any call (``any_call``: live_relevance) is right when the plan calls at least one
+offered function. Call recall, call precision and name recall are sums over the tasks that have
+gold calls; the abstention rate over ``no_call`` tasks is the irrelevance rate.
 """
 
 from __future__ import annotations
@@ -21,7 +28,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from helmdeck_dspy.evaluation.bfcl.load import OPTIONAL_MARK, BfclQuestion, GoldCall
+from helmdeck_dspy.domain import UNKNOWN_TOOL
+from helmdeck_dspy.evaluation.bfcl.models import OPTIONAL_MARK, BfclQuestion, GoldCall
+from helmdeck_dspy.evaluation.bfcl.spec import Expect
 
 ORDER_FREE_PREFIXES = ("parallel", "live_parallel")
 _STRIP = re.compile(r"[\s,./\-_*^'\"!?;:()]+")
@@ -38,11 +47,15 @@ class CallScore(BaseModel):
     """How one plan compares with one question's gold calls."""
 
     question_id: str
+    category: str = ""
+    expect: Expect = "calls"
     exact: bool
     matched_calls: int
     gold_calls: int
     predicted_calls: int
     names_matched: int = Field(description="Gold calls whose function was called at all.")
+    abstained: bool = Field(default=False, description="A plan was made and calls nothing (steps demoted to 'unknown' aside).")
+    failed: bool = Field(default=False, description="No plan came back (the answer did not decode, or the call failed).")
     problems: list[str] = Field(default_factory=list, description="Why calls did not match (first few).")
 
 
@@ -52,9 +65,16 @@ class AccuracySummary(BaseModel):
     n: int
     exact: int
     exact_rate: float
-    call_recall: float = Field(description="Matched gold calls / gold calls.")
-    call_precision: float = Field(description="Matched calls / predicted calls.")
+    call_recall: float = Field(description="Matched gold calls / gold calls (tasks with gold calls).")
+    call_precision: float = Field(description="Matched calls / predicted calls (tasks with gold calls).")
     name_recall: float = Field(description="Gold calls whose function was called at all / gold calls.")
+    no_call_n: int = Field(default=0, description="Tasks whose right plan calls nothing.")
+    abstained: int = Field(default=0, description="Of those, plans that called nothing (failed plans not counted).")
+    irrelevance_rate: float | None = Field(default=None, description="abstained / no_call_n (None without such tasks).")
+    any_call_n: int = Field(default=0, description="Tasks where any call of an offered function is right.")
+    any_called: int = Field(default=0, description="Of those, plans that called one.")
+    abstained_with_gold: int = Field(default=0, description="Tasks with gold calls whose plan called nothing.")
+    failed: int = Field(default=0, description="Tasks where no plan came back.")
 
 
 def normalise_string(text: str) -> str:
@@ -131,15 +151,19 @@ def _max_matching(ok: list[list[bool]]) -> int:
     return sum(augment(g, set()) for g in range(len(ok)))
 
 
-def score_calls(question: BfclQuestion, predicted: Iterable[Call], *, order_free: bool | None = None) -> CallScore:
+def score_calls(question: BfclQuestion, predicted: Iterable[Call], *, order_free: bool | None = None,
+                failed: bool = False) -> CallScore:
     """Compare ``predicted`` calls with the question's gold calls.
 
     Args:
         question: The BFCL question (its category decides ordering unless ``order_free`` is given).
         predicted: The plan's calls, in plan order.
         order_free: Pair calls regardless of order (default: for ``parallel*`` categories).
+        failed: No plan came back: calling nothing then is a failure, not a right abstention.
     """
     calls = list(predicted)
+    if question.expect != "calls":
+        return _expectation_score(question, calls, failed)
     gold = list(question.gold)
     if order_free is None:
         order_free = question.category.startswith(ORDER_FREE_PREFIXES)
@@ -162,13 +186,31 @@ def score_calls(question: BfclQuestion, predicted: Iterable[Call], *, order_free
     called = {c.name for c in calls}
     return CallScore(
         question_id=question.id,
+        category=question.category,
         exact=matched == len(gold) and len(calls) == len(gold),
         matched_calls=matched,
         gold_calls=len(gold),
         predicted_calls=len(calls),
         names_matched=sum(1 for g in gold if g.name in called),
+        abstained=not failed and not (called - {UNKNOWN_TOOL}),
+        failed=failed,
         problems=problems[:5],
     )
+
+
+def _expectation_score(question: BfclQuestion, calls: list[Call], failed: bool) -> CallScore:
+    """A no_call or any_call task: only whether the plan called an offered function matters."""
+    real = [c for c in calls if c.name != UNKNOWN_TOOL]
+    offered = {f.name for f in question.functions}
+    if question.expect == "no_call":
+        right = not real and not failed
+        problems = ["no plan came back"] if failed else [f"called {c.name!r} where no call fits" for c in real]
+    else:
+        right = any(c.name in offered for c in real)
+        problems = [] if right else ["no call to any offered function"]
+    return CallScore(question_id=question.id, category=question.category, expect=question.expect, exact=right,
+                     matched_calls=0, gold_calls=0, predicted_calls=len(calls), names_matched=0,
+                     abstained=not real and not failed, failed=failed, problems=problems[:5])
 
 
 def calls_from_steps(steps: Iterable[Any]) -> list[Call]:
@@ -185,18 +227,37 @@ def calls_from_steps(steps: Iterable[Any]) -> list[Call]:
 def summarise(scores: list[CallScore]) -> AccuracySummary:
     """Sum per-question call scores into rates (0 when there is nothing to divide by)."""
     n = len(scores)
-    gold = sum(s.gold_calls for s in scores)
-    predicted = sum(s.predicted_calls for s in scores)
-    matched = sum(s.matched_calls for s in scores)
+    with_gold = [s for s in scores if s.expect == "calls"]
+    gold = sum(s.gold_calls for s in with_gold)
+    predicted = sum(s.predicted_calls for s in with_gold)
+    matched = sum(s.matched_calls for s in with_gold)
     exact = sum(s.exact for s in scores)
+    no_call = [s for s in scores if s.expect == "no_call"]
+    any_call = [s for s in scores if s.expect == "any_call"]
+    abstained = sum(s.exact for s in no_call)
     return AccuracySummary(
         n=n,
         exact=exact,
         exact_rate=round(exact / n, 4) if n else 0.0,
         call_recall=round(matched / gold, 4) if gold else 0.0,
         call_precision=round(matched / predicted, 4) if predicted else 0.0,
-        name_recall=round(sum(s.names_matched for s in scores) / gold, 4) if gold else 0.0,
+        name_recall=round(sum(s.names_matched for s in with_gold) / gold, 4) if gold else 0.0,
+        no_call_n=len(no_call),
+        abstained=abstained,
+        irrelevance_rate=round(abstained / len(no_call), 4) if no_call else None,
+        any_call_n=len(any_call),
+        any_called=sum(s.exact for s in any_call),
+        abstained_with_gold=sum(s.abstained for s in with_gold),
+        failed=sum(s.failed for s in scores),
     )
+
+
+def summarise_by_category(scores: list[CallScore]) -> dict[str, AccuracySummary]:
+    """:func:`summarise` per category, in first-seen order."""
+    groups: dict[str, list[CallScore]] = {}
+    for s in scores:
+        groups.setdefault(s.category, []).append(s)
+    return {c: summarise(g) for c, g in groups.items()}
 
 
 def _example_value(options: list[Any]) -> tuple[bool, Any]:

@@ -39,7 +39,11 @@ from helmdeck_dspy.errors import ArgumentError, DataFileError, validation_messag
 from helmdeck_dspy.io.datafiles import read_toml
 
 DEFAULT_RETRY_ON: frozenset[FailureCause] = frozenset({"rate_limited", "transport_error", "likely_timeout"})
-DEFAULT_NEXT_MODEL_ON: frozenset[FailureCause] = frozenset({"rate_limited", "transport_error", "likely_timeout"})
+DEFAULT_NEXT_MODEL_ON: frozenset[FailureCause] = frozenset(
+    # "interrupted" and "unknown_finish_reason" were counted as likely_timeout before they had
+    # causes of their own; the next model is still worth a try for them.
+    {"rate_limited", "transport_error", "likely_timeout", "interrupted", "unknown_finish_reason"}
+)
 
 
 class RetryPolicy(BaseModel):

@@ -60,3 +60,11 @@ def write_bfcl(root: Path, category: str = "parallel", questions=QUESTIONS, answ
 @pytest.fixture
 def bfcl_dir(tmp_path: Path) -> Path:
     return write_bfcl(tmp_path / "bfcl")
+
+
+@pytest.fixture
+def shapes_dir(tmp_path: Path) -> Path:
+    """A data folder with one question of every shape of the full BFCL v4 layout (see shapes.py)."""
+    from tests.evaluation.bfcl.shapes import write_all_shapes
+
+    return write_all_shapes(tmp_path / "shapes")

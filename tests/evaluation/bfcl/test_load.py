@@ -47,12 +47,13 @@ def test_question_catalog_renders_parameters(bfcl_dir):
 
 def test_unknown_type_is_an_error_naming_it(tmp_path):
     questions = json.loads(json.dumps(QUESTIONS))
-    questions[1]["function"][0]["parameters"]["properties"]["facts"]["items"]["type"] = "HashMap"
+    questions[1]["function"][0]["parameters"]["properties"]["facts"]["items"]["type"] = "Vector3"
     root = write_bfcl(tmp_path / "d", questions=questions)
     with pytest.raises(BfclDataError) as err:
-        load_bfcl(root)
+        load_bfcl(root, ["parallel"])
     msg = str(err.value)
-    assert "'HashMap'" in msg and ":2:" in msg and "landmark_facts" in msg and "facts[]" in msg
+    assert "'Vector3'" in msg and ":2:" in msg and "landmark_facts" in msg and "facts[]" in msg
+    assert "HashMap" in msg  # the accepted types are listed
 
 
 def test_missing_answer_and_bad_lines_name_file_and_line(tmp_path):
@@ -77,15 +78,19 @@ def test_gold_call_outside_the_offered_functions_is_rejected(tmp_path):
         load_bfcl(write_bfcl(tmp_path / "d", answers=answers))
 
 
-def test_discovery_needs_both_files_and_names_what_exists(tmp_path):
+def test_discovery_finds_every_category_and_names_what_exists(tmp_path):
     root = write_bfcl(tmp_path / "d")
     write_bfcl(root, category="simple")
-    (root / "BFCL_v4_irrelevance.json").write_text(json.dumps(QUESTIONS[0]) + "\n")  # no answer file
-    assert sorted(discover(root)) == ["parallel", "simple"]
+    (root / "BFCL_v4_multiple.json").write_text(json.dumps(QUESTIONS[0]) + "\n")  # no answer file
+    (root / "BFCL_v3_parallel.json").write_text("not read: v4 is newer\n")
+    found = discover(root)
+    assert [(e.category, e.rule.kind, e.has_answers) for e in found] == [
+        ("multiple", "calls", False), ("parallel", "calls", True), ("simple", "calls", True)]
+    assert found[1].questions.name == "BFCL_v4_parallel.json"
     with pytest.raises(BfclDataError, match="has no possible-answer file"):
+        load_bfcl(root, ["multiple"])
+    with pytest.raises(BfclDataError, match=r"found: multiple, parallel, simple"):
         discover(root, ["irrelevance"])
-    with pytest.raises(BfclDataError, match=r"found: irrelevance, parallel, simple"):
-        discover(root, ["multiple"])
     with pytest.raises(BfclDataError, match="not a directory"):
         discover(tmp_path / "missing")
 

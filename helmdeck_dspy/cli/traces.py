@@ -154,7 +154,7 @@ def traces_record(
 @seed_option
 @click.option("--check/--no-check", default=False, show_default=True,
               help="Then simulate the fitted profile like TRACES and compare every rate with the real one's 95% interval.")
-@click.option("--repeats", type=click.IntRange(1, 50), default=8, show_default=True,
+@click.option("--repeats", type=click.IntRange(1, 50), default=16, show_default=True,  # fit_check.DEFAULT_REPEATS
               help="Simulator seeds the check averages over.")
 @click.option("--tolerance", type=click.FloatRange(0, 1), default=0.25, show_default=True,
               help="How far the check lets a simulated p50 (completion tokens, latency) be from the real one, as a share.")

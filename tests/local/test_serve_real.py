@@ -36,13 +36,30 @@ def _missing() -> str | None:
 pytestmark = [pytest.mark.local_model, pytest.mark.skipif(_missing() is not None, reason=str(_missing()))]
 
 
+def _single_pick_table(tmp_path):
+    """The bundled budget table with the model's row pinned to single_pick (calibration may have
+    moved the row to a tier whose default is full_steps; the loop needs single_pick)."""
+    import tomlkit
+
+    from helmdeck_dspy.io.resources import default_budgets_path
+
+    doc = tomlkit.parse(default_budgets_path().read_text(encoding="utf-8"))
+    (row,) = [r for r in doc["model"] if r["match"] == MODEL.model_id]
+    row["prompt_variant"] = "single_pick"
+    path = tmp_path / "budgets.toml"
+    path.write_text(tomlkit.dumps(doc), encoding="utf-8")
+    return path
+
+
 def test_an_mcp_client_drives_the_single_pick_loop_against_the_real_model(tmp_path):
     import anyio
 
     from tests.serve.conftest import server_env, stdio_client
 
     home = tmp_path / "home"
-    args = ("--lm", f"local:{NAME}", "--timeout", "600", "--retries", "0", "--max-steps", str(MAX_STEPS))
+    budgets = _single_pick_table(tmp_path)
+    args = ("--lm", f"local:{NAME}", "--budgets", str(budgets), "--timeout", "600", "--retries", "0",
+            "--max-steps", str(MAX_STEPS))
 
     async def loop() -> list:
         results, prior = [], []

@@ -28,7 +28,12 @@ from helmdeck_dspy.cli.options import (
     to_stderr,
     variant_option,
 )
-from helmdeck_dspy.domain import IMPORT_FORMATS, VARIANTS
+from helmdeck_dspy.domain import (
+    FIT_CHECK_REPEATS,
+    FIT_CHECK_TOLERANCE,
+    IMPORT_FORMATS,
+    VARIANTS,
+)
 
 if TYPE_CHECKING:
     from helmdeck_dspy.tasks import PlanTask
@@ -154,9 +159,9 @@ def traces_record(
 @seed_option
 @click.option("--check/--no-check", default=False, show_default=True,
               help="Then simulate the fitted profile like TRACES and compare every rate with the real one's 95% interval.")
-@click.option("--repeats", type=click.IntRange(1, 50), default=16, show_default=True,  # fit_check.DEFAULT_REPEATS
+@click.option("--repeats", type=click.IntRange(1, 50), default=FIT_CHECK_REPEATS, show_default=True,
               help="Simulator seeds the check averages over.")
-@click.option("--tolerance", type=click.FloatRange(0, 1), default=0.25, show_default=True,
+@click.option("--tolerance", type=click.FloatRange(0, 1), default=FIT_CHECK_TOLERANCE, show_default=True,
               help="How far the check lets a simulated p50 (completion tokens, latency) be from the real one, as a share.")
 def traces_fit(
     trace_file: str, model: str | None, name: str, out: str | None, base: str | None, description: str | None,

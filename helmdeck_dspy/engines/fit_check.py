@@ -15,6 +15,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from helmdeck_dspy.domain import FIT_CHECK_REPEATS as DEFAULT_REPEATS
+from helmdeck_dspy.domain import FIT_CHECK_TOLERANCE as DEFAULT_TOLERANCE
 from helmdeck_dspy.engines.fit_data import (
     read_trace_set,
     simulate_like,
@@ -23,14 +25,6 @@ from helmdeck_dspy.engines.fit_data import (
 )
 from helmdeck_dspy.engines.profile import SimProfile
 from helmdeck_dspy.evaluation.stats import wilson
-
-DEFAULT_TOLERANCE = 0.25
-"""How far a simulated p50 (completion tokens, latency) may be from the real one, as a share of it."""
-DEFAULT_REPEATS = 16
-"""Simulator seeds per check: the simulated rates are means over this many passes over the tasks.
-Sixteen passes over a 24-task set are 384 simulated calls, enough that the simulation's own noise
-(about ±1 point on a 2% rate) does not decide a check against a real rate near its bound: at 8 the
-1.5B set's full_steps strict rate came out 0.995 against a bound of 0.993, at 16 0.990."""
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from helmdeck_dspy.program.adapter import RenderOptions
 FALLBACK_LABEL = "(fallback: any unknown model)"
 HISTORY_OFF_NOTE = "plan history is off on this server (serve --no-history): no plans are recorded"
 _OPTIONAL_FLAGS = ("allows_llm_filter", "filter_model", "is_hybrid_reasoning", "wants_strict_json",
-                   "supports_prefix_cache", "cached_input_cost_usd_per_mtok")
+                   "supports_prefix_cache", "native_tool_calls", "cached_input_cost_usd_per_mtok")
 
 
 def _now() -> str:

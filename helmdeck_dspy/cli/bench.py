@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from helmdeck_dspy.cli.heldout import heldout_cmd
 from helmdeck_dspy.cli.options import (
     api_base_option,
     budgets_option,
@@ -189,3 +190,6 @@ def bench_bfcl(
                        f"({100 * (s.irrelevance_rate or 0):.1f}%)" if s.no_call_n else "")
         click.echo(f"plans {a.source} ({a.variant}): exact {s.exact}/{s.n} ({100 * s.exact_rate:.1f}%), "
                    f"call recall {100 * s.call_recall:.1f}%, name recall {100 * s.name_recall:.1f}%{irrelevance}")
+
+
+bench.add_command(heldout_cmd)

@@ -8,12 +8,16 @@ from typing import TYPE_CHECKING
 import click
 
 from helmdeck_dspy.cli.options import (
+    CallBar,
+    budgets_option,
     emit_json,
     json_option,
     lm_option,
     mlflow_options,
+    progress_option,
     resume_option,
     seed_option,
+    temperature_option,
     tier_option,
     to_stderr,
     variant_option,
@@ -28,9 +32,21 @@ from helmdeck_dspy.domain import TIERS, VARIANTS
 @tier_option()
 @variant_option()
 @click.option("--all", "compile_all", is_flag=True, help="All six (tier, variant) programs.")
+@click.option("--model", "-m", "model", default=None,
+              help="Compile the program for this model id (under its own budget row), saved as models/SLUG/VARIANT.json; "
+                   "--lm is the model that answers. Without --variant: both variants.")
 @click.option("--optimizer", type=click.Choice(["fit", "bootstrap", "mipro", "gepa"]), default="fit", show_default=True)
 @lm_option("LiteLLM model string, replay:PATH or sim:PROFILE (fit needs none).")
-@click.option("--reflection-lm", default=None, help="GEPA's reflection LM (default: --lm).")
+@click.option("--teacher-lm", "--reflection-lm", "teacher_lm", default=None,
+              help="A stronger LM that bootstraps demos, proposes MIPROv2's instructions and makes GEPA's reflections "
+                   "(default: --lm).")
+@temperature_option
+@click.option("--settings", "settings_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="TOML with [optimizer...] tables replacing the bundled optimizer settings (eval/compile.toml).")
+@click.option("--valset", type=click.IntRange(0), default=None,
+              help="Score and validate on the first N dev tasks (default: the settings' valset; 0 = all).")
+@budgets_option
+@progress_option
 @click.option("--train", "train_path", type=click.Path(dir_okay=False, exists=True), default=None,
               help="Train tasks JSONL (default: the bundled train split).")
 @click.option("--dev", "dev_path", type=click.Path(dir_okay=False, exists=True), default=None,
@@ -43,38 +59,58 @@ from helmdeck_dspy.domain import TIERS, VARIANTS
                "continuing an interrupted run); --no-resume compiles everything again.")
 @json_option("Print the manifest entries as JSON.")
 def compile_cmd(
-    tier: str | None, variant: str | None, compile_all: bool, optimizer: str, lm_spec: str | None,
-    reflection_lm: str | None, train_path: str | None, dev_path: str | None, out_root: str | None, seed: int,
-    use_mlflow: bool, tracking_uri: str | None, resume: bool | None, as_json: bool,
+    tier: str | None, variant: str | None, compile_all: bool, model: str | None, optimizer: str, lm_spec: str | None,
+    teacher_lm: str | None, temperature: float | None, settings_path: str | None, valset: int | None,
+    budgets_path: str | None, progress: bool | None, train_path: str | None, dev_path: str | None,
+    out_root: str | None, seed: int, use_mlflow: bool, tracking_uri: str | None, resume: bool | None, as_json: bool,
 ) -> None:
-    """Compile the plan program for a tier and prompt variant (or --all six).
+    """Compile the plan program for a tier and prompt variant (or --all six), or for one --model.
 
-    Programs are the unit of resumption: DSPy's optimizers cannot continue a half-done run, so an
-    interrupted --all redoes at most the program it was compiling.
+    Before an optimizer that calls an LM starts, the calls it will make are estimated from its
+    settings and the data sizes; a progress bar then counts them (live and cached apart). An
+    interrupted compile run again gets the answers it already had from DSPy's response cache.
     """
 
-    if compile_all == bool(tier or variant):
-        raise click.UsageError("give --tier and --variant, or --all")
-    if not compile_all and not (tier and variant):
+    if model is not None:
+        if compile_all or tier:
+            raise click.UsageError("--model compiles a model's own program: not with --tier or --all")
+        if not lm_spec:
+            raise click.UsageError("--model needs --lm: the model that answers while compiling")
+        targets: list[tuple[str | None, str]] = [(None, v) for v in ([variant] if variant else VARIANTS)]
+    elif compile_all == bool(tier or variant):
+        raise click.UsageError("give --tier and --variant, or --all, or --model")
+    elif not compile_all and not (tier and variant):
         raise click.UsageError("--tier and --variant go together")
-    targets = [(t, v) for t in TIERS for v in VARIANTS] if compile_all else [(tier, variant)]
+    else:
+        targets = [(t, v) for t in TIERS for v in VARIANTS] if compile_all else [(tier, variant)]
     # deferred: compiling imports dspy, which --help and the other commands must not load
     from helmdeck_dspy.compilation.runs import compile_programs
+    from helmdeck_dspy.compilation.settings import load_optimizer_settings
+
+    settings = load_optimizer_settings(settings_path)
+    if valset is not None:
+        settings = settings.model_copy(update={"valset": valset})
+
+    bar = CallBar(progress)
 
     def show(r: CompileResult) -> None:
+        bar.close()
+        name = f"model {r.model}" if r.model else f"tier {r.tier}"
         if r.skipped:
-            to_stderr(f"tier {r.tier} {r.variant}: skipped, already compiled from the same inputs ({r.compiled_at}) "
-                      f"-> {r.path}")
+            to_stderr(f"{name} {r.variant}: skipped, already compiled from the same inputs ({r.compiled_at}) -> {r.path}")
         elif not as_json:
             before = "-" if r.dev_score_before is None else f"{r.dev_score_before:.3f}"
             after = "-" if r.dev_score_after is None else f"{r.dev_score_after:.3f}"
-            click.echo(f"tier {r.tier} {r.variant:11} {optimizer:9} demos {r.demos}  prompt {r.prompt_tokens} tok  "
-                       f"dev {before} -> {after}  LM calls {r.lm_calls}  {r.seconds:.1f}s  -> {r.path}")
+            cached = f" (+{r.cached_calls} cached)" if r.cached_calls else ""
+            click.echo(f"{name} {r.variant:11} {optimizer:9} demos {r.demos}  prompt {r.prompt_tokens} tok  "
+                       f"dev {before} -> {after}  LM calls {r.lm_calls}{cached} of ~{r.estimated_calls} estimated  "
+                       f"{r.seconds:.1f}s  -> {r.path}")
 
     results = compile_programs(
-        targets, optimizer=optimizer, lm_spec=lm_spec, reflection_lm=reflection_lm, train_path=train_path,
-        dev_path=dev_path, out_root=Path(out_root) if out_root else None, seed=seed, resume=resume,
-        mlflow=use_mlflow, tracking_uri=tracking_uri, notify=to_stderr, on_result=show,
+        targets, model=model, optimizer=optimizer, lm_spec=lm_spec, teacher_lm=teacher_lm, train_path=train_path,
+        dev_path=dev_path, out_root=Path(out_root) if out_root else None, seed=seed, temperature=temperature,
+        settings=settings, budgets=budgets_path, resume=resume, mlflow=use_mlflow, tracking_uri=tracking_uri,
+        notify=to_stderr, on_result=show, on_call=bar,
     )
     if as_json:
         emit_json([r.model_dump() for r in results])

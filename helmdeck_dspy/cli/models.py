@@ -82,8 +82,8 @@ def models_serve(name: str, port: int, threads: int | None, ctx: int) -> None:
 
     Prints the --lm and --api-base to use once the server answers; its output goes to a log file.
     """
-    from helmdeck_dspy.local.provider import PREFIX as LLAMACPP_PREFIX
     from helmdeck_dspy.local.install import require_installed
+    from helmdeck_dspy.local.provider import PREFIX as LLAMACPP_PREFIX
     from helmdeck_dspy.local.registry import get_model
     from helmdeck_dspy.local.server import (
         LocalServer,

@@ -175,6 +175,17 @@ progress_option = click.option(
 
 seed_option = click.option("--seed", type=int, default=0, show_default=True)
 
+temperature_option = click.option(
+    "--temperature", type=click.FloatRange(0), default=None,
+    help="Sampling temperature sent with every call of the model (default: the endpoint's).",
+)
+
+program_option = click.option(
+    "--program", "program", default=None, metavar="auto|tier|bare|FILE",
+    help="The program to plan with: the model's own compiled program when one exists, else the tier's (auto, "
+         "default); the tier program (tier); the instructions alone, no demos (bare); or a program file.",
+)
+
 
 # ----------------------------------------------------------------------------- output
 
@@ -217,3 +228,24 @@ def progress_bar(total: int, desc: str, *, unit: str = " plan", show: bool | Non
 
     visible = sys.stderr.isatty() if show is None else show
     return tqdm(total=total, unit=unit, desc=desc, disable=not visible, file=sys.stderr)
+
+
+class CallBar:
+    """A progress bar over a compile's LM calls: pass it as ``on_call``; its total is the call
+    estimate, and it notes how many calls were live and how many came from the cache."""
+
+    def __init__(self, show: bool | None = None) -> None:
+        self.show = show
+        self.bar: Any = None
+
+    def __call__(self, meter: Any) -> None:
+        if self.bar is None:
+            self.bar = progress_bar(meter.estimate, "compile", unit=" call", show=self.show)
+        self.bar.total = max(self.bar.total or 0, meter.calls)
+        self.bar.set_postfix_str(meter.summary(), refresh=False)
+        self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None

@@ -16,6 +16,7 @@ from helmdeck_dspy.cli.options import (
     lm_option,
     max_tokens_option,
     native_tools_option,
+    program_option,
     rank_source_option,
     ranker_option,
     retries_option,
@@ -51,12 +52,13 @@ if TYPE_CHECKING:
 @click.option("--resilience", "resilience_path", type=click.Path(dir_okay=False, exists=True), default=None,
               help="TOML file with [retry] and [fallback] tables (options above override it).")
 @budgets_option
+@program_option
 @json_option("Print the PlanResult as JSON.")
 def plan_cmd(
     intent: str, model: str, lm_spec: str | None, api_base: str | None, catalog_path: str | None,
     context_file: Any, record_path: str | None, max_tokens: int | None, native_tools: bool | None, ranker: str, rank_source: str, no_filter: bool,
     history: bool, history_prior: bool, fallbacks: tuple[str, ...], on_length: str | None, timeout_s: float | None,
-    retries: int | None, resilience_path: str | None, budgets_path: str | None, as_json: bool,
+    retries: int | None, resilience_path: str | None, budgets_path: str | None, program: str | None, as_json: bool,
 ) -> None:
     """Plan INTENT for MODEL: select the catalog, call the compiled module, guard the answer."""
     from helmdeck_dspy.planning.history import HistoryStore
@@ -72,7 +74,7 @@ def plan_cmd(
             ranker=ranker, rank_source=rank_source, use_filter=not no_filter, max_tokens=max_tokens, record_path=record_path,
             native_tool_calls=native_tools,
             history=HistoryStore() if history or history_prior else None, history_prior=history_prior,
-            retry=config.retry, fallback=config.fallback,
+            retry=config.retry, fallback=config.fallback, program=program,
         )
         result = planner.plan(intent, context=context_file.read() if context_file else None)
     for w in caught:
@@ -92,6 +94,9 @@ def _print_result(result: PlanResult, lm_spec: str) -> None:
     kind = source_kind(trace_source(lm_spec))
     answered = f"  lm {lm_spec} (SIMULATED: not the model)" if is_simulated(kind) else f"  lm {lm_spec} ({kind})"
     click.echo(f"model {result.model}  tier {result.tier}  variant {result.prompt_variant_used}{answered}")
+    if result.program is not None:
+        ref = result.program
+        click.echo(f"program {ref.kind}" + (f" {ref.path}" if ref.path else "") + (f" sha256 {ref.sha256[:12]}" if ref.sha256 else ""))
     if result.compaction:
         click.echo(f"catalog {result.compaction.before_bytes} -> {result.compaction.after_bytes} bytes "
                    f"({', '.join(result.compaction.dropped)})")

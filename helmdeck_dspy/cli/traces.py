@@ -17,6 +17,7 @@ from helmdeck_dspy.cli.options import (
     max_tokens_option,
     native_tools_option,
     on_error_option,
+    program_option,
     progress_bar,
     progress_option,
     report_skipped,
@@ -24,6 +25,7 @@ from helmdeck_dspy.cli.options import (
     retries_option,
     seed_option,
     tasks_split_option,
+    temperature_option,
     timeout_option,
     to_stderr,
     variant_option,
@@ -110,8 +112,8 @@ def traces_simulate(
 @click.option("--n", "n", type=click.IntRange(1), default=None, help="Tasks per variant (cycled if more than the split).")
 @max_tokens_option()
 @native_tools_option
-@click.option("--temperature", type=click.FloatRange(0), default=None,
-              help="Sampling temperature sent with every call and kept on every record (default: the endpoint's).")
+@temperature_option
+@program_option
 @click.option("--seed", type=int, default=None, help="Sampling seed sent with every call and kept on every record.")
 @click.option("--concurrency", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Requests in flight at once (for endpoints that serve several); records keep task order.")
@@ -124,8 +126,8 @@ def traces_simulate(
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False))
 def traces_record(
     model: str, lm_spec: str | None, api_base: str | None, variant: str, split: str, n: int | None,
-    max_tokens: int | None, native_tools: bool | None, temperature: float | None, seed: int | None, concurrency: int,
-    timeout_s: float | None,
+    max_tokens: int | None, native_tools: bool | None, temperature: float | None, program: str | None,
+    seed: int | None, concurrency: int, timeout_s: float | None,
     retries: int | None, resume: bool | None, progress: bool | None, budgets_path: str | None, out: str,
 ) -> None:
     """Plan gold tasks with a real (or replayed, or simulated) model and record every exchange.
@@ -143,7 +145,7 @@ def traces_record(
         written = record(model, lm_spec, tasks, out, variants=variants, n=n, max_tokens=max_tokens, api_base=api_base,
                          budgets=budgets_path, progress=bar.update, temperature=temperature, seed=seed,
                          concurrency=concurrency, resume=resume is not False, notify=to_stderr, retry=retry,
-                         native_tools=native_tools)
+                         native_tools=native_tools, program=program)
     click.echo(f"wrote {written} plan records ({model} x {', '.join(variants)}) to {out}")
 
 

@@ -1,24 +1,53 @@
-"""``compiled/manifest.json``: one entry per compiled (tier, variant) program.
+"""``compiled/manifest.json``: one entry per compiled program (a tier's, or one model's).
 
-An entry (:class:`CompileResult`) records the optimizer, the LM, hashes of the train and dev
-tasks, the dev score before and after, the demos, the prompt size, the LM calls and tokens, the
-time taken, and two hashes that make resuming safe: ``inputs_sha256`` (everything the compile
-depended on) and ``program_sha256`` (the saved file). The manifest is rewritten atomically.
+An entry (:class:`CompileResult`) records the target, the optimizer and its settings, the task
+and teacher LMs, hashes of the train and valset tasks, the valset score before and after, the
+demos, the prompt size, the estimated and actual LM calls (live and cached apart) and tokens,
+the time taken, two hashes that make resuming safe: ``inputs_sha256`` (everything the compile
+depended on) and ``program_sha256`` (the saved file), and for a shipped model program its
+held-out test scores (:class:`HeldOut`). The manifest is rewritten atomically.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field, PrivateAttr
 
-from helmdeck_dspy.errors import CompiledProgramError
 from helmdeck_dspy.io.atomic import atomic_write_text
-from helmdeck_dspy.io.datafiles import read_json
-from helmdeck_dspy.io.resources import compiled_dir
+from helmdeck_dspy.program.store import (
+    manifest_path,
+    model_key,
+    read_manifest,
+    tier_key,
+)
+
+
+class HeldOutScore(BaseModel):
+    """One program's scores on the held-out test split (95% intervals)."""
+
+    program: str = Field(description="Which program: a manifest key, or `bare` for the instructions alone.")
+    n: int
+    strict_rate: float
+    strict_ci: tuple[float, float]
+    plan_score: float
+    plan_score_ci: tuple[float, float]
+
+
+class HeldOut(BaseModel):
+    """A model program's test-split scores before (the program ``for_model`` would use without it)
+    and after, measured on the live model; ``diff`` is after − before in plan score, paired by task."""
+
+    split: str
+    tasks_sha256: str
+    lm: str
+    traces: list[str] = Field(description="The scoring runs' trace files, which `eval` re-scores without the model.")
+    before: HeldOutScore
+    after: HeldOutScore
+    diff: float
+    diff_ci: tuple[float, float]
 
 
 class CompileResult(BaseModel):
@@ -26,8 +55,12 @@ class CompileResult(BaseModel):
 
     tier: str
     variant: str
+    model: str | None = Field(default=None, description="The model id a model program was compiled for (None: a tier program).")
     optimizer: str
+    optimizer_settings: dict[str, Any] = Field(default_factory=dict, description="The optimizer's settings (settings.py).")
     lm: str | None
+    teacher_lm: str | None = Field(default=None, description="The teacher / prompt / reflection LM, when not the task LM.")
+    temperature: float | None = Field(default=None, description="The task LM's sampling temperature, when one was set.")
     budget_model: str
     train_sha256: str
     dev_sha256: str
@@ -37,7 +70,10 @@ class CompileResult(BaseModel):
     dev_score_after: float | None
     demos: int
     prompt_tokens: int = Field(description="Tokens of the rendered prompt for the tier's typical intent.")
-    lm_calls: int
+    estimated_calls: int = Field(default=0, description="The calls estimated before the run (estimate.py).")
+    lm_calls: int = Field(description="Calls the models answered in this run (task and teacher).")
+    cached_calls: int = Field(default=0, description="Calls answered from DSPy's response cache (a resumed run).")
+    teacher_calls: int = Field(default=0, description="Of all calls, the teacher's.")
     prompt_tokens_used: int
     completion_tokens_used: int
     cost_usd: float | None = Field(
@@ -50,6 +86,7 @@ class CompileResult(BaseModel):
     compiled_at: str
     path: str
     inputs_sha256: str | None = Field(default=None, description="Hash of everything the compile depends on.")
+    test: HeldOut | None = Field(default=None, description="Held-out scores, for a model program shipped on them.")
     program_sha256: str | None = Field(default=None, description="Hash of the saved program file.")
     _skipped: bool = PrivateAttr(default=False)
 
@@ -58,46 +95,21 @@ class CompileResult(BaseModel):
         """True when ``compile_program(resume=True)`` found this program already compiled from the same inputs."""
         return self._skipped
 
+    @property
+    def key(self) -> str:
+        """The manifest key: ``tier_T/V`` or ``models/SLUG/V``."""
+        return model_key(self.model, self.variant) if self.model else tier_key(self.tier, self.variant)
+
     def mark_skipped(self) -> CompileResult:
         """Flag this entry as found already compiled (see :attr:`skipped`); returns it."""
         self._skipped = True
         return self
 
 
-def entry_key(tier: str, variant: str) -> str:
-    """The manifest key of a program: ``tier_T/V``."""
-    return f"tier_{tier}/{variant}"
-
-
-def file_sha256(path: Path) -> str:
-    """The sha256 of a file's bytes."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def manifest_path(root: Path | None = None) -> Path:
-    """Where the manifest lives (``root`` or the bundled ``compiled/``)."""
-    return (root or compiled_dir()) / "manifest.json"
-
-
-def read_manifest(root: Path | None = None) -> dict[str, Any]:
-    """The manifest (an empty one when absent).
-
-    Raises:
-        CompiledProgramError: it is not JSON, or not ``{"programs": {...}}``.
-    """
-    path = manifest_path(root)
-    if not path.exists():
-        return {"schema_version": 1, "programs": {}}
-    data = read_json(path, CompiledProgramError)
-    if not isinstance(data, dict) or not isinstance(data.setdefault("programs", {}), dict):
-        raise CompiledProgramError(str(path), 'expected {"schema_version": 1, "programs": {...}}')
-    return data
-
-
 def update_manifest(result: CompileResult, root: Path | None = None) -> None:
     """Put ``result`` in the manifest (replacing the program's previous entry), entries sorted."""
     path = manifest_path(root)
     data = read_manifest(root)
-    data["programs"][entry_key(result.tier, result.variant)] = result.model_dump()
+    data["programs"][result.key] = result.model_dump(exclude_none=False)
     data["programs"] = dict(sorted(data["programs"].items()))
     atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")

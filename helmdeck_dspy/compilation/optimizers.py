@@ -12,10 +12,10 @@ from typing import Any, Literal
 
 import dspy
 
+from helmdeck_dspy.compilation.settings import OptimizerSettings
 from helmdeck_dspy.compilation.tier_setup import TierSetup
 from helmdeck_dspy.errors import InputError
 from helmdeck_dspy.evaluation.scoring import score_prediction
-from helmdeck_dspy.planning.lm import make_lm
 from helmdeck_dspy.program.adapter import PlanParseError
 from helmdeck_dspy.tasks import PlanTask
 
@@ -68,39 +68,37 @@ def dev_score(setup: TierSetup, program: Any, lm: Any, dev: list[PlanTask]) -> f
     return total / len(dev) if dev else 0.0
 
 
-def lm_usage(tracker: Any) -> tuple[int, int, int]:
-    """(real LM calls, prompt tokens, completion tokens) from a ``dspy.track_usage()`` tracker.
-
-    The tracker sees every LM copy an optimizer makes; a cache hit has empty usage and is not
-    recorded, so a fully cached compile counts 0 calls.
-    """
-    calls = prompt = completion = 0
-    for entries in tracker.usage_data.values():
-        for usage in entries:
-            calls += 1
-            prompt += int(usage.get("prompt_tokens") or 0)
-            completion += int(usage.get("completion_tokens") or 0)
-    return calls, prompt, completion
-
-
 def optimize(optimizer: str, program: Any, trainset: list, valset: list, metric: Any, setup: TierSetup,
-             lm: Any, reflection_lm_spec: str | None, seed: int) -> Any:
-    """Run DSPy's ``bootstrap``, ``mipro`` or ``gepa`` optimizer on ``program``; returns the optimised program."""
+             teacher: Any, seed: int, settings: OptimizerSettings) -> Any:
+    """Run DSPy's ``bootstrap``, ``mipro`` or ``gepa`` optimizer on ``program`` with the task LM of
+    the current DSPy context; returns the optimised program.
+
+    ``teacher`` (a ``dspy.LM``, or None for the task LM itself) answers the bootstrapping tasks,
+    proposes MIPROv2's instructions and makes GEPA's reflections.
+    """
     k = max(1, setup.config.max_demos)
+    teach = {"lm": teacher} if teacher is not None else {}
     if optimizer == "bootstrap":
-        opt = dspy.BootstrapFewShot(metric=metric, max_bootstrapped_demos=k, max_labeled_demos=k, max_errors=len(trainset))
+        opt = dspy.BootstrapFewShot(metric=metric, max_bootstrapped_demos=k, max_labeled_demos=k, max_errors=len(trainset),
+                                    max_rounds=settings.bootstrap.max_rounds, teacher_settings=teach)
         return opt.compile(program, trainset=trainset)
     if optimizer == "mipro":
-        opt = dspy.MIPROv2(metric=metric, auto=None, num_candidates=3, max_bootstrapped_demos=min(k, 2),
-                           max_labeled_demos=min(k, 2), num_threads=1, seed=seed, max_errors=len(trainset),
-                           verbose=False)
-        return opt.compile(program, trainset=trainset, valset=valset, num_trials=4, minibatch=False)
-    reflection = make_lm(reflection_lm_spec, seed=seed) if reflection_lm_spec else lm
+        m = settings.mipro
+        demos = min(k, m.max_demos)
+        opt = dspy.MIPROv2(metric=metric, prompt_model=teacher, teacher_settings=teach, auto=None,
+                           num_candidates=m.num_candidates, max_bootstrapped_demos=demos, max_labeled_demos=demos,
+                           num_threads=1, seed=seed, max_errors=len(trainset), verbose=False)
+        return opt.compile(program, trainset=trainset, valset=valset, num_trials=m.num_trials, minibatch=m.minibatch,
+                           minibatch_size=min(m.minibatch_size, len(valset)),
+                           minibatch_full_eval_steps=m.minibatch_full_eval_steps, program_aware_proposer=m.program_aware,
+                           data_aware_proposer=m.data_aware, fewshot_aware_proposer=m.fewshot_aware,
+                           tip_aware_proposer=m.tip_aware)
+    g = settings.gepa
 
     def gepa_metric(gold: Any, pred: Any, trace: Any = None, pred_name: Any = None, pred_trace: Any = None) -> Any:
         score = metric(gold, pred, None, "gepa")
         return dspy.Prediction(score=score, feedback=f"plan score {score:.2f}; use exact catalog ids and prefer pipelines")
 
-    opt = dspy.GEPA(metric=gepa_metric, max_metric_calls=4 * len(valset) + 2 * len(trainset), reflection_lm=reflection,
-                    num_threads=1, seed=seed)
+    opt = dspy.GEPA(metric=gepa_metric, max_metric_calls=g.max_metric_calls, reflection_lm=teacher or dspy.settings.lm,
+                    reflection_minibatch_size=g.reflection_minibatch_size, num_threads=1, seed=seed)
     return opt.compile(program, trainset=trainset, valset=valset)

@@ -13,7 +13,7 @@ from typing import Any
 import dspy
 from pydantic import BaseModel, Field
 
-from helmdeck_dspy.budgets import Budget, budget_for
+from helmdeck_dspy.budgets import Budget, BudgetTable, budget_for
 from helmdeck_dspy.catalog.models import RoutingGuide, load_catalog
 from helmdeck_dspy.catalog.select import select_catalog
 from helmdeck_dspy.domain import PIPELINE_RUN_TOOL, TIERS, VARIANTS, complexity_for
@@ -64,28 +64,38 @@ def demo_steps(task: PlanTask, variant: str) -> tuple[list[PlanStep], bool]:
 
 
 class TierSetup:
-    """Everything a tier's compile needs: budget, render options, catalog selection, examples.
+    """Everything a compile needs: budget, render options, catalog selection, examples.
+
+    A tier program is compiled under the budget row of the tier's ``budget_model``; a model's own
+    program (:meth:`for_model`) under that model's row, with its tier's demo and prompt settings.
 
     Args:
         tier: ``A``, ``B`` or ``C``.
         variant: ``full_steps`` or ``single_pick``.
         catalog: The catalog to select from (default: the bundled one).
+        budget: The budget every call runs under (default: the tier's ``budget_model`` row).
 
     Raises:
         InputError: an unknown tier or variant.
         DataFileError: the tier's settings or budget row do not fit together.
     """
 
-    def __init__(self, tier: str, variant: str, catalog: RoutingGuide | None = None) -> None:
+    def __init__(self, tier: str, variant: str, catalog: RoutingGuide | None = None, budget: Budget | None = None) -> None:
         if tier not in TIERS or variant not in VARIANTS:
             raise InputError(f"unknown tier/variant {tier}/{variant}")
         self.tier, self.variant = tier, variant
         self.config = load_tier_config(tier)
-        self.budget: Budget = budget_for(self.config.budget_model)
+        self.budget: Budget = budget or budget_for(self.config.budget_model)
         if self.budget.tier != tier:
-            raise DataFileError("compile.toml", f"budget_model {self.config.budget_model} is tier {self.budget.tier}, not {tier}")
+            raise DataFileError("compile.toml", f"budget row {self.budget.model} is tier {self.budget.tier}, not {tier}")
         self.catalog = catalog or load_catalog()
         self.render = RenderOptions.for_budget(self.budget, variant)
+
+    @classmethod
+    def for_model(cls, model_id: str, variant: str, budgets: BudgetTable | None = None) -> TierSetup:
+        """The setup for compiling ``model_id``'s own program: its budget row and its tier's settings."""
+        budget = budget_for(model_id, budgets)
+        return cls(budget.tier, variant, budget=budget)
 
     def catalog_for(self, intent: str) -> str:
         """The catalog as the planner would offer it for ``intent`` under the tier's byte cap."""

@@ -58,6 +58,25 @@ def newcombe_paired_diff(both: int, first_only: int, second_only: int, neither: 
     return d, max(-1.0, d - delta), min(1.0, d + epsilon)
 
 
+
+BOOTSTRAP_RESAMPLES = 10_000
+
+
+def bootstrap_mean_ci(values: list[float], *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0,
+                      level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of ``values`` (seeded, so a report reproduces).
+
+    For a paired difference pass the per-item differences. (0, 0) for no values; a single value
+    (or identical ones) gives a zero-width interval.
+    """
+    n = len(values)
+    if n == 0:
+        return 0.0, 0.0
+    rng = random.Random(seed)
+    means = sorted(sum(values[rng.randrange(n)] for _ in range(n)) / n for _ in range(resamples))
+    tail = (1 - level) / 2
+    return means[int(tail * (resamples - 1))], means[int(math.ceil((1 - tail) * (resamples - 1)))]
+
 @dataclass
 class Reservoir:
     """Values for percentiles with bounded memory.

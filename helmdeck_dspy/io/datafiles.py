@@ -3,6 +3,7 @@ programs, reports) — with ``file:line: what was expected`` errors of the calle
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import tomllib
@@ -64,3 +65,14 @@ def parse_json(text: str, path: str | Path, error: type[DataFileError] = DataFil
         raise error(str(path), f"{prefix}not valid JSON: nested too deeply to decode") from None
     except ValueError as exc:
         raise error(str(path), f"{prefix}not valid JSON: {json_error_text(exc)}", line=getattr(exc, "lineno", None)) from None
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file, or of every file under a directory (sorted by path), read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for f in files:
+        with f.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()

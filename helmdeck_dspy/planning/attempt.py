@@ -32,6 +32,7 @@ from helmdeck_dspy.planning.resilience.classify import (
 )
 from helmdeck_dspy.planning.resilience.deadline import call_with_deadline, warm_up
 from helmdeck_dspy.planning.result import Attempt, PlanResult, build_result
+from helmdeck_dspy.program.store import ProgramRef
 from helmdeck_dspy.signatures.types import ExecutedStep
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -48,6 +49,7 @@ class PlannerParts(Protocol):
     catalog: RoutingGuide
     history: HistoryStore | None
     options: PlannerOptions
+    program_ref: ProgramRef
 
 
 def select_for(planner: PlannerParts, intent: str) -> tuple[RoutingGuide, Trim]:
@@ -152,7 +154,14 @@ def _result(
         result.error = redact(result.error, secrets)
         result = scrub(result, secrets)  # model output that repeats a credential (an echoing proxy)
     result.catalog_in = "system" if budget.supports_prefix_cache else "user"
+    result.program = planner.program_ref
     return result
+
+
+def recorded_run(planner: PlannerParts) -> dict[str, Any]:
+    """What a trace record of this planner keeps in ``run``: the options' ``record_run`` (a local
+    model's settings) and which program planned (``program``)."""
+    return {**(planner.options.record_run or {}), "program": planner.program_ref.stamp()}
 
 
 def run_attempt(
@@ -209,7 +218,7 @@ def run_attempt(
         record_exchanges(
             options.record_path, calls, source=options.record_source or trace_source(options.lm_spec),
             budget=planner.budget, variant=planner.variant, intent=intent, task_id=task_id, secrets=secrets,
-            error=error_text, http_status=status, max_tokens=cap, run=options.record_run,
+            error=error_text, http_status=status, max_tokens=cap, run=recorded_run(planner),
             sampling=getattr(planner.lm, "kwargs", None), native_tools=wants_native(planner),
         )
     return result, attempt, info

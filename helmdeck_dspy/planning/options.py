@@ -43,6 +43,10 @@ class PlannerOptions(BaseModel):
         retry: Attempts, backoff and per-attempt deadline.
         fallback: What runs after a model's attempts fail.
         compiled_root: Where compiled programs live (None: the bundled ``compiled/``).
+        program: Which program to plan with: None or ``auto`` (the model's own compiled program
+            when the manifest lists one for its exact id and variant, else the tier's), ``tier``,
+            ``bare`` (the instructions alone) or a program file
+            (:func:`helmdeck_dspy.program.store.resolve_program`).
         budgets: The budget table fallback models are looked up in (None: the bundled one).
         api_base: API base URL for live LMs.
         api_key: API key for live LMs; never serialised or shown.
@@ -66,6 +70,7 @@ class PlannerOptions(BaseModel):
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     fallback: FallbackChain = Field(default_factory=FallbackChain)
     compiled_root: Path | None = None
+    program: str | None = None
     budgets: BudgetTable | None = Field(default=None, repr=False)
     api_base: str | None = None
     api_key: SecretStr | None = Field(default=None, exclude=True, repr=False)

@@ -35,7 +35,7 @@ from helmdeck_dspy.planning.resilience.policy import (
     RetryPolicy,
 )
 from helmdeck_dspy.planning.result import Attempt, PlanResult
-from helmdeck_dspy.program.store import load_program
+from helmdeck_dspy.program.store import PROGRAM_CHOICES, ProgramRef, resolve_program
 from helmdeck_dspy.signatures.types import ExecutedStep
 
 
@@ -46,6 +46,7 @@ class Planner:
         budget: The model's budget (tier, caps, prompt variant).
         program: The compiled module for the budget's (tier, variant).
         lm: The ``dspy.LM`` to call.
+        program_ref: Which program ``program`` is (reported on every result and trace record).
         catalog: The full catalog.
         history: Where audit rows go (and the history prior comes from); None for neither.
         options: Selection, recording, retry and fallback settings.
@@ -54,10 +55,12 @@ class Planner:
     def __init__(
         self, *, budget: Budget, program: Any, lm: Any, catalog: RoutingGuide,
         history: HistoryStore | None = None, options: PlannerOptions | None = None,
+        program_ref: ProgramRef | None = None,
     ) -> None:
         self.budget = budget
         self.variant = budget.resolved_prompt_variant
         self.program = program
+        self.program_ref = program_ref or ProgramRef(kind="file")
         self.lm = lm
         self.catalog = catalog
         self.history = history
@@ -73,6 +76,9 @@ class Planner:
         fallback: FallbackChain | None = None, history: HistoryStore | None = None, **options: Any,
     ) -> Planner:
         """Everything a model needs: budget lookup, variant, compiled program, catalog, LM.
+
+        The program is the model's own (compiled for this exact id and variant, listed in the
+        manifest) when one exists, else its tier's; ``program=`` in ``options`` chooses otherwise.
 
         Args:
             model_id: The model id to plan for (the budget lookup key).
@@ -123,8 +129,9 @@ class Planner:
             options = options.model_copy(update={"lm_spec": spec})
         elif getattr(lm, "num_retries", 0) and callable(getattr(lm, "copy", None)):
             lm = lm.copy(num_retries=0)  # a given LM's own retries would hide under (and multiply) the policy's
-        program = load_program(budget.tier, budget.resolved_prompt_variant, options.compiled_root)
-        return cls(budget=budget, program=program, lm=lm, catalog=guide, history=history, options=options)
+        program, ref = _program_for(budget, options)
+        return cls(budget=budget, program=program, lm=lm, catalog=guide, history=history, options=options,
+                   program_ref=ref)
 
     def derive(self, *, variant: str | None = None, max_tokens: int | None = None) -> Planner:
         """This planner with another prompt variant (its compiled program) and/or output cap."""
@@ -134,7 +141,7 @@ class Planner:
             new.variant = new.budget.resolved_prompt_variant
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # an uncompiled fallback variant is still a plan
-                new.program = load_program(new.budget.tier, new.variant, self.options.compiled_root)
+                new.program, new.program_ref = _program_for(new.budget, self.options, switched=True)
         if max_tokens is not None:
             new.options = self.options.model_copy(update={"max_tokens": max_tokens})
         return new
@@ -198,3 +205,15 @@ class Planner:
     ) -> LoopResult:
         """Plan, execute, re-plan until the model expects no more (see :func:`.execution.run_loop`)."""
         return run_loop(self, intent, execute, max_steps=max_steps, context=context)
+
+
+def _program_for(budget: Budget, options: PlannerOptions, switched: bool = False) -> tuple[Any, ProgramRef]:
+    """The module and program reference for ``budget``'s model, tier and variant.
+
+    A program file chosen for one variant does not fit another: after a variant switch
+    (``switched``) the lookup is ``auto`` again.
+    """
+    choice = options.program
+    if switched and choice not in (None, *PROGRAM_CHOICES):
+        choice = "auto"
+    return resolve_program(budget.model, budget.tier, budget.resolved_prompt_variant, options.compiled_root, choice)

@@ -22,6 +22,7 @@ from helmdeck_dspy.planning.guards import (
     guard_steps,
     render_rewritten_prompt,
 )
+from helmdeck_dspy.program.store import ProgramRef
 from helmdeck_dspy.signatures.types import PlanOutput, PlanStep
 
 
@@ -63,6 +64,7 @@ class PlanResult(BaseModel):
         answered_by: The model id whose answer this is (a fallback model's, after a fallback);
             None when no attempt produced a plan.
         attempts: Every attempt made, in order (retries and fallbacks included).
+        program: Which program planned: the model's own or the tier's (path and SHA-256), bare, or a file.
     """
 
     steps: list[GuardedStep] = Field(default_factory=list)
@@ -86,6 +88,7 @@ class PlanResult(BaseModel):
     )
     answered_by: str | None = None
     attempts: list[Attempt] = Field(default_factory=list)
+    program: ProgramRef | None = None
 
     @property
     def ok(self) -> bool:

@@ -1,4 +1,12 @@
-"""Compiled programs on disk: where each (tier, variant) program lives and how it is loaded.
+"""Compiled programs on disk: where each program lives, the manifest that indexes them, and which
+program a model gets.
+
+Layout under a compiled root (the bundled ``compiled/`` by default):
+
+- ``tier_T/V.json`` — the tier program for tier T, variant V (the default for every model of the tier);
+- ``models/SLUG/V.json`` — a program compiled for one model id (:func:`model_slug` names its folder);
+- ``manifest.json`` — one entry per program, keyed ``tier_T/V`` or ``models/SLUG/V``; a model
+  program's entry names its exact ``model`` id, which is what :func:`resolve_program` matches.
 
 Loading checks the file's shape first, so a corrupt or foreign file is a
 :class:`~helmdeck_dspy.errors.CompiledProgramError` naming the file and the field, not an error
@@ -7,13 +15,63 @@ from deep inside DSPy.
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel
 
 from helmdeck_dspy.errors import CompiledProgramError
-from helmdeck_dspy.io.datafiles import read_json
+from helmdeck_dspy.io.datafiles import file_sha256, read_json
 from helmdeck_dspy.io.resources import compiled_dir
+
+ProgramKind = Literal["model", "tier", "bare", "file"]
+PROGRAM_CHOICES = ("auto", "tier", "bare")
+"""What ``program=`` may name besides a file: the model's own program when one exists, else the
+tier's (``auto``); the tier program (``tier``); the uncompiled module, instructions only (``bare``)."""
+
+
+class ProgramRef(BaseModel):
+    """Which program a planner uses: what ``PlanResult.program`` and trace records report.
+
+    Attributes:
+        kind: ``model`` (compiled for this model id), ``tier`` (the tier's), ``bare`` (uncompiled:
+            instructions, no demos) or ``file`` (a program file given explicitly).
+        path: The program file (relative to the compiled root for ``model`` and ``tier``); None for ``bare``.
+        sha256: The file's SHA-256 (the manifest entry's ``program_sha256`` unless the file was
+            changed after compiling, which warns).
+        optimizer: The optimizer that made it, from the manifest.
+    """
+
+    kind: ProgramKind
+    path: str | None = None
+    sha256: str | None = None
+    optimizer: str | None = None
+
+    def stamp(self) -> dict[str, Any]:
+        """The reference as a trace record's ``run.program`` (None fields left out)."""
+        return self.model_dump(exclude_none=True)
+
+
+def tier_key(tier: str, variant: str) -> str:
+    """The manifest key of a tier program: ``tier_T/V``."""
+    return f"tier_{tier}/{variant}"
+
+
+def model_slug(model_id: str) -> str:
+    """The folder name of a model's programs: the id lower-cased, runs of other characters than
+    letters, digits, ``.``, ``_`` and ``-`` made one ``-`` (``local/qwen2.5-coder-0.5b-instruct`` →
+    ``local-qwen2.5-coder-0.5b-instruct``)."""
+    slug = re.sub(r"[^a-z0-9._-]+", "-", model_id.strip().lower()).strip("-.")
+    if not slug:
+        raise CompiledProgramError(model_id, "a model id needs a letter or digit to name its program folder")
+    return slug
+
+
+def model_key(model_id: str, variant: str) -> str:
+    """The manifest key of a model's program: ``models/SLUG/V``."""
+    return f"models/{model_slug(model_id)}/{variant}"
 
 
 def program_path(tier: str, variant: str, root: Path | None = None) -> Path:
@@ -21,20 +79,87 @@ def program_path(tier: str, variant: str, root: Path | None = None) -> Path:
     return (root or compiled_dir()) / f"tier_{tier}" / f"{variant}.json"
 
 
+def model_program_path(model_id: str, variant: str, root: Path | None = None) -> Path:
+    """Where the program compiled for ``model_id`` and ``variant`` lives."""
+    return (root or compiled_dir()) / f"{model_key(model_id, variant)}.json"
+
+
+def manifest_path(root: Path | None = None) -> Path:
+    """Where the manifest lives (``root`` or the bundled ``compiled/``)."""
+    return (root or compiled_dir()) / "manifest.json"
+
+
+def read_manifest(root: Path | None = None) -> dict[str, Any]:
+    """The manifest (an empty one when absent).
+
+    Raises:
+        CompiledProgramError: it is not JSON, or not ``{"programs": {...}}``.
+    """
+    path = manifest_path(root)
+    if not path.exists():
+        return {"schema_version": 1, "programs": {}}
+    data = read_json(path, CompiledProgramError)
+    if not isinstance(data, dict) or not isinstance(data.setdefault("programs", {}), dict):
+        raise CompiledProgramError(str(path), 'expected {"schema_version": 1, "programs": {...}}')
+    return data
+
+
 def load_program(tier: str, variant: str, root: Path | None = None) -> Any:
     """The compiled module for (tier, variant), or the uncompiled one (with a warning) if none exists."""
-    from helmdeck_dspy.program.modules import MODULES
+    return resolve_program(None, tier, variant, root, "tier")[0]
+
+
+def resolve_program(
+    model_id: str | None, tier: str, variant: str, root: Path | None = None, choice: str | None = None,
+) -> tuple[Any, ProgramRef]:
+    """The module a model plans with, and which program it is.
+
+    Args:
+        model_id: The model (its own program is looked up by this exact id).
+        tier / variant: The tier program used when the model has none.
+        root: The compiled root (default: the bundled ``compiled/``).
+        choice: ``auto`` or None (the model's program for this exact id and variant when the
+            manifest lists one and its file exists, else the tier's), ``tier``, ``bare``, or a path
+            to a program file.
+
+    Raises:
+        CompiledProgramError: the chosen file is missing, corrupt or not a program for ``variant``.
+    """
+    from helmdeck_dspy.program.modules import MODULES  # imports dspy
 
     module = MODULES[variant]()
-    path = program_path(tier, variant, root)
-    if path.is_file():
+    choice = choice or "auto"
+    if choice == "bare":
+        return module, ProgramRef(kind="bare")
+    if choice not in PROGRAM_CHOICES:
+        path = Path(choice)
+        if not path.is_file():
+            raise CompiledProgramError(str(path), "no such program file")
         load_compiled_state(module, path)
-    else:
-        warnings.warn(
-            f"no compiled program for tier {tier} {variant} ({path}); using the uncompiled module",
-            stacklevel=2,
-        )
-    return module
+        return module, ProgramRef(kind="file", path=str(path), sha256=file_sha256(path))
+    entries = read_manifest(root)["programs"]
+    if choice == "auto" and model_id:
+        key = model_key(model_id, variant)
+        entry = entries.get(key)
+        path = model_program_path(model_id, variant, root)
+        if isinstance(entry, dict) and entry.get("model") == model_id and path.is_file():
+            return module, _load_listed(module, path, key, entry)
+    key, path = tier_key(tier, variant), program_path(tier, variant, root)
+    if not path.is_file():
+        warnings.warn(f"no compiled program for tier {tier} {variant} ({path}); using the uncompiled module", stacklevel=2)
+        return module, ProgramRef(kind="bare")
+    entry = entries.get(key)
+    return module, _load_listed(module, path, key, entry if isinstance(entry, dict) else {})
+
+
+def _load_listed(module: Any, path: Path, key: str, entry: dict[str, Any]) -> ProgramRef:
+    """Load a program the manifest lists under ``key``; warn when the file is not the one it lists."""
+    load_compiled_state(module, path)
+    sha = file_sha256(path)
+    if entry.get("program_sha256") not in (None, sha):
+        warnings.warn(f"{path} differs from the file its manifest entry {key} was compiled to", stacklevel=3)
+    kind: ProgramKind = "model" if key.startswith("models/") else "tier"
+    return ProgramRef(kind=kind, path=f"{key}.json", sha256=sha, optimizer=entry.get("optimizer"))
 
 
 def load_compiled_state(module: Any, path: str | Path) -> Any:

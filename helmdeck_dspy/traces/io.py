@@ -8,7 +8,6 @@ evaluator's workers all use it, so a bad line reads ``file:line: <the same detai
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import tempfile
@@ -21,6 +20,7 @@ from pydantic import ValidationError
 from helmdeck_dspy.domain import MAX_JSON_DEPTH
 from helmdeck_dspy.errors import DataFileError, TraceFileError, validation_message
 from helmdeck_dspy.io.atomic import atomic_writer
+from helmdeck_dspy.io.datafiles import file_sha256  # noqa: F401  (re-exported: trace readers hash their files)
 from helmdeck_dspy.io.jsonl import (
     BadRow,
     OnError,
@@ -65,17 +65,6 @@ def check_not_empty(path: Path) -> None:
             if block.strip():
                 return
     raise TraceFileError(str(path), "empty: no trace records (expected one JSON object per line)")
-
-
-def file_sha256(path: Path) -> str:
-    """The sha256 of a file, or of every file under a directory (sorted by path)."""
-    h = hashlib.sha256()
-    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-    for f in files:
-        with f.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                h.update(block)
-    return h.hexdigest()
 
 
 def iter_raw_rows(path: Path, fmt: str) -> Iterator[tuple[int, Any]]:

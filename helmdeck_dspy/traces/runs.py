@@ -23,6 +23,7 @@ from typing import Any
 
 from helmdeck_dspy.domain import VARIANTS
 from helmdeck_dspy.engines.profile import SimProfile, list_profiles, load_profile
+from helmdeck_dspy.planning.attempt import recorded_run
 from helmdeck_dspy.planning.lm import make_lm, run_settings, trace_source
 from helmdeck_dspy.planning.resilience.policy import RetryPolicy
 from helmdeck_dspy.tasks import PlanTask
@@ -85,6 +86,7 @@ def _run(
     notify: Callable[[str], None] | None = None,
     retry: RetryPolicy | None = None,
     native_tools: bool | None = None,
+    program: str | None = None,
 ) -> int:
     """Plan every (run, variant, task) once, ``concurrency`` requests at a time, and write the
     records in that order (however the requests interleaved)."""
@@ -112,15 +114,15 @@ def _run(
                 planner = Planner.for_model(
                     model, lm=lm, variant=variant, max_tokens=max_tokens, record_path=scratch,
                     budgets=budgets, record_source=source, record_run=run, retry=retry,
-                    native_tool_calls=native_tools,
+                    native_tool_calls=native_tools, program=program,
                 )
             cap = max_tokens or planner.budget.output_tokens
             native = planner.budget.native_tool_calls if native_tools is None else native_tools
             for i, task in enumerate(chosen):
                 # Repeated tasks (n > len(tasks)) get a distinct request so the model is asked anew.
                 intent = task.intent if i < len(tasks) else f"{task.intent} (again, #{i // len(tasks)})"
-                key = _key(source, planner.budget.model, planner.variant, task.id, intent, cap, temperature, seed, run,
-                           native)
+                key = _key(source, planner.budget.model, planner.variant, task.id, intent, cap, temperature, seed,
+                           recorded_run(planner), native)
                 order.setdefault(key, len(order))
                 if key in done:
                     skipped += 1
@@ -203,6 +205,7 @@ def record(
     notify: Callable[[str], None] | None = None,
     retry: RetryPolicy | None = None,
     native_tools: bool | None = None,
+    program: str | None = None,
 ) -> int:
     """Plan the tasks with ``lm_spec`` (default: ``model`` itself, live); returns the plan records written.
 
@@ -213,7 +216,9 @@ def record(
     again (``resume``) sends only the requests not answered yet. ``retry`` sets the attempts and
     the per-attempt deadline (default :class:`RetryPolicy`: 3 attempts of 120 s). ``native_tools``
     offers the selected catalog as native tools (True), never does (False), or follows the budget
-    row's ``native_tool_calls`` (None); records say which way each request was made.
+    row's ``native_tool_calls`` (None); records say which way each request was made. ``program``
+    chooses the program (see :class:`~helmdeck_dspy.planning.options.PlannerOptions`); every record
+    names the one used in ``run.program``.
     """
     spec = lm_spec or model
     sampling = {k: v for k, v in (("temperature", temperature), ("seed", seed)) if v is not None}
@@ -222,5 +227,5 @@ def record(
     return _run(
         [(lm, model, trace_source(spec), run_settings(spec))], tasks, out, variants=variants, n=n,
         max_tokens=max_tokens, budgets=budgets, progress=progress, sampling=sampling, concurrency=concurrency,
-        resume=resume, notify=notify, retry=retry, native_tools=native_tools,
+        resume=resume, notify=notify, retry=retry, native_tools=native_tools, program=program,
     )

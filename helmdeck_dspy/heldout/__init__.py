@@ -1,0 +1,1 @@
+"""Held-out comparisons: compile per-model programs and score them on a split the compile never saw (``bench heldout``)."""

@@ -11,8 +11,9 @@ The counts follow what DSPy's optimizers do (read in DSPy 3.4):
   instruction proposals by the teacher (3 calls each when program-aware: describe the program,
   describe the module, propose), then the default program and ``num_trials`` trials on the valset
   (or on minibatches, with a full pass every ``minibatch_full_eval_steps`` trials);
-- GEPA: ``max_metric_calls`` task-model calls in all; each reflection (a teacher call) follows two
-  minibatches of ``reflection_minibatch_size`` tasks.
+- GEPA: ``max_metric_calls`` task-model calls in all (it checks the budget before each round, so
+  the last round may overrun it by two minibatches and a valset pass); each reflection (a teacher
+  call) follows two minibatches of ``reflection_minibatch_size`` tasks.
 
 Bootstrapping stops as soon as it has its demos, so its count is a range: the expected figure
 assumes half the attempts succeed (:data:`ASSUMED_KEEP_RATE`), the maximum that none do until
@@ -99,8 +100,10 @@ def estimate_calls(optimizer: str, settings: OptimizerSettings, *, train_n: int,
         est.task_max = est.task + 2 * val_n
         return est
     g = settings.gepa
+    r = g.reflection_minibatch_size
     est.task = g.max_metric_calls
-    est.task_max = g.max_metric_calls + 2 * val_n
-    rounds = max(0, g.max_metric_calls - val_n) // (2 * g.reflection_minibatch_size)
-    est.teacher = est.teacher_max = max(1, rounds)
+    # GEPA checks its budget before a round, and a round may spend 2 minibatches and a valset pass
+    est.task_max = g.max_metric_calls + 2 * r + 3 * val_n
+    est.teacher = max(1, max(0, g.max_metric_calls - val_n) // (2 * r))
+    est.teacher_max = math.ceil(g.max_metric_calls / r)
     return est

@@ -1,0 +1,77 @@
+"""Compiling a per-model program against the real model: Qwen2.5 Coder 0.5B served by llama.cpp.
+
+A small bootstrap run (4 training tasks, 1 valset task) compiles the model's own single_pick
+program; ``Planner.for_model`` then plans with it. Run again, the same compile is answered from
+DSPy's response cache and says so: no cached answer is counted as a call the model made. Needs
+the ``local`` extra and the installed model; skips, saying which is missing, otherwise.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+
+import pytest
+
+from helmdeck_dspy.compilation.compiler import compile_program
+from helmdeck_dspy.compilation.settings import load_optimizer_settings
+from helmdeck_dspy.io.resources import compiled_dir
+from helmdeck_dspy.local import endpoint
+from helmdeck_dspy.local.install import state_of
+from helmdeck_dspy.local.registry import get_model
+from helmdeck_dspy.local.server import stop_all
+from helmdeck_dspy.planning.planner import Planner
+from helmdeck_dspy.program.store import manifest_path, model_key, read_manifest
+from helmdeck_dspy.tasks import load_tasks
+
+NAME = "qwen2.5-coder-0.5b"
+MODEL = get_model(NAME)
+
+
+def _missing() -> str | None:
+    if importlib.util.find_spec("llama_cpp") is None:
+        return "the 'local' extra is not installed: pip install 'helmdeck-dspy[local]'"
+    if state_of(MODEL) != "installed":
+        return f"{NAME} is not installed: helmdeck-dspy models install {NAME}"
+    return None
+
+
+pytestmark = [pytest.mark.local_model, pytest.mark.skipif(_missing() is not None, reason=str(_missing()))]
+
+
+@pytest.fixture(autouse=True)
+def _stop_servers():
+    yield
+    stop_all()
+    endpoint._SERVERS.clear()
+
+
+def test_a_bootstrap_compile_on_the_real_model_is_picked_up_by_for_model_and_replays_from_the_cache(tmp_path):
+    import dspy
+
+    dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=False, disk_cache_dir=str(tmp_path / "cache"))
+    root = tmp_path / "compiled"
+    shutil.copytree(compiled_dir() / "tier_B", root / "tier_B")
+    shutil.copytree(compiled_dir() / "tier_C", root / "tier_C")
+    shutil.copy(manifest_path(compiled_dir()), manifest_path(root))
+    settings = load_optimizer_settings().model_copy(update={"valset": 1})
+    kw = {"model": MODEL.model_id, "optimizer": "bootstrap", "lm_spec": f"local:{NAME}", "train": load_tasks("train")[:4],
+          "dev": load_tasks("dev")[:1], "out_root": root, "seed": 7, "temperature": 0.0, "settings": settings}
+    try:
+        first = compile_program(None, "single_pick", **kw)
+        assert first.lm_calls >= 3 and first.cached_calls == 0  # before, 1-4 bootstrap attempts, after
+        assert first.prompt_tokens_used > 0 and first.completion_tokens_used > 0
+        assert first.lm_calls <= first.estimated_calls + 2
+        entry = read_manifest(root)["programs"][model_key(MODEL.model_id, "single_pick")]
+        assert entry["lm"] == f"local:{NAME}" and entry["temperature"] == 0.0 and entry["model"] == MODEL.model_id
+
+        planner = Planner.for_model(MODEL.model_id, lm=f"local:{NAME}", compiled_root=root, variant="single_pick")
+        assert planner.program_ref.kind == "model" and planner.program_ref.sha256 == entry["program_sha256"]
+        result = planner.plan("take a screenshot of https://example.com")
+        assert result.program == planner.program_ref
+
+        again = compile_program(None, "single_pick", **kw)  # not resumed from the manifest: every call is re-sent
+        assert again.lm_calls == 0 and again.cached_calls == first.lm_calls
+        assert again.program_sha256 == first.program_sha256
+    finally:
+        dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=True)

@@ -145,3 +145,19 @@ def test_model_slugs_name_a_folder_and_refuse_an_id_without_letters():
     assert model_slug(" Local/Qwen2.5 ") == "local-qwen2.5"
     with pytest.raises(CompiledProgramError):
         model_slug("///")
+
+
+def test_mlflow_logs_a_model_compile_with_its_estimate_and_call_counts(tmp_path, monkeypatch):
+    from helmdeck_dspy.compilation import runs
+
+    logged = []
+    monkeypatch.setattr(runs, "log_compile_run", lambda params, metrics, path, **kw: logged.append((params, metrics, path)))
+    (r,) = runs.compile_programs([(None, "single_pick")], model=MODEL, optimizer="bootstrap", lm_spec="sim:mid-tier",
+                                 teacher_lm="sim:frontier-like", out_root=tmp_path, mlflow=True,
+                                 settings=runs.OptimizerSettings(valset=2))
+    (params, metrics, path), = logged
+    assert path == model_program_path(MODEL, "single_pick", tmp_path)
+    assert params["model"] == MODEL and params["teacher_lm"] == "sim:frontier-like"
+    assert params["optimizer_settings"]["valset"] == 2
+    assert metrics["estimated_calls"] == r.estimated_calls > 0
+    assert metrics["lm_calls"] == r.lm_calls > 0 and metrics["teacher_calls"] == r.teacher_calls > 0

@@ -89,6 +89,7 @@ def test_mlflow_logs_compiled_programs_not_skipped_ones(tmp_path, monkeypatch):
     params, metrics, program_file, uri = logged[0]
     assert program_file == program_path("C", "single_pick", tmp_path) and uri == "sqlite:///m.db"
     assert metrics["lm_calls"] == 0 and "demos" in metrics and "dev_score_before" not in metrics
+    assert metrics["estimated_calls"] == 0 and metrics["cached_calls"] == 0
     assert params["optimizer"] == "fit" and "lm_calls" not in params
     logged.clear()
     compile_programs(TARGETS[:2], out_root=tmp_path, mlflow=True, resume=True)

@@ -181,9 +181,10 @@ temperature_option = click.option(
 )
 
 program_option = click.option(
-    "--program", "program", default=None, metavar="auto|tier|bare|FILE",
+    "--program", "program", default=None, metavar="auto|tier|tier:T|bare|FILE",
     help="The program to plan with: the model's own compiled program when one exists, else the tier's (auto, "
-         "default); the tier program (tier); the instructions alone, no demos (bare); or a program file.",
+         "default); the tier program (tier; tier:C for tier C's); the instructions alone, no demos (bare); or a "
+         "program file.",
 )
 
 

@@ -34,7 +34,7 @@ def pending_steps(spec: HeldOutSpec, only: list[str] | None = None) -> list[Step
                     steps.append(("compile", config.id, v))
         files = spec.trace_files(config)
         todo = sorted({v for v, p in files.items() if not p.is_file() or partial_path(p).exists()})
-        if config.program is not None and todo:
+        if not config.per_variant and todo:
             steps.append(("record", config.id, "both" if len(todo) > 1 else todo[0]))
         else:
             steps += [("record", config.id, v) for v in todo]
@@ -57,14 +57,13 @@ def record_config(spec: HeldOutSpec, config: HeldOutConfig, variant: str, *, not
                   progress: Callable[[int], None] | None = None) -> Path:
     """Record ``config``'s scoring run for ``variant`` (or ``both``) on the spec's split; returns the file."""
     from helmdeck_dspy.planning.resilience.policy import RetryPolicy
-    from helmdeck_dspy.program.store import model_program_path
     from helmdeck_dspy.tasks import load_tasks
     from helmdeck_dspy.traces.runs import record
 
     variants = spec.variants if variant == "both" else [variant]
     out = spec.trace_files(config)[variants[0]]
-    program = config.program or str(model_program_path(spec.model, variants[0], spec.compile_root(config)))
     record(spec.model, spec.lm, load_tasks(spec.split), out, variants=variants, temperature=spec.temperature,
-           seed=spec.seed, retry=RetryPolicy(max_attempts=2, timeout_s=spec.timeout_s), program=program,
+           seed=spec.seed, retry=RetryPolicy(max_attempts=2, timeout_s=spec.timeout_s),
+           program=spec.program_for(config, variants[0]),
            progress=progress, notify=notify)
     return out

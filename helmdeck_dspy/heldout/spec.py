@@ -25,7 +25,8 @@ class HeldOutConfig(BaseModel):
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
     label: str
-    program: str | None = Field(default=None, description="auto, tier, bare or a program file.")
+    program: str | None = Field(
+        default=None, description="auto, tier, bare or a program file ({variant} in the path: one file per variant).")
     optimizer: Literal["bootstrap", "mipro", "gepa"] | None = None
 
     @model_validator(mode="after")
@@ -33,6 +34,11 @@ class HeldOutConfig(BaseModel):
         if (self.program is None) == (self.optimizer is None):
             raise ValueError(f"config {self.id}: give program or optimizer (one of them)")
         return self
+
+    @property
+    def per_variant(self) -> bool:
+        """Each variant plans with its own program file, so each gets its own scoring run."""
+        return self.optimizer is not None or "{variant}" in (self.program or "")
 
 
 class HeldOutSpec(BaseModel):
@@ -73,10 +79,19 @@ class HeldOutSpec(BaseModel):
         return self.folder / "programs" / config.id
 
     def trace_files(self, config: HeldOutConfig) -> dict[str, Path]:
-        """The scoring run files of ``config`` by variant (a ``program`` config shares one file)."""
-        if config.program is not None:
+        """The scoring run files of ``config`` by variant (one shared file unless :attr:`~HeldOutConfig.per_variant`)."""
+        if not config.per_variant:
             return dict.fromkeys(self.variants, self.folder / f"{config.id}.jsonl")
         return {v: self.folder / f"{config.id}-{v}.jsonl" for v in self.variants}
+
+    def program_for(self, config: HeldOutConfig, variant: str) -> str:
+        """What ``config`` plans with under ``variant``: its ``program`` (``{variant}`` filled in), or
+        the program its optimizer compiled for the model."""
+        if config.program is not None:
+            return config.program.replace("{variant}", variant)
+        from helmdeck_dspy.program.store import model_program_path
+
+        return str(model_program_path(self.model, variant, self.compile_root(config)))
 
 
 def load_spec(path: str | Path) -> HeldOutSpec:

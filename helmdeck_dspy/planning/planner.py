@@ -214,6 +214,6 @@ def _program_for(budget: Budget, options: PlannerOptions, switched: bool = False
     (``switched``) the lookup is ``auto`` again.
     """
     choice = options.program
-    if switched and choice not in (None, *PROGRAM_CHOICES):
+    if switched and choice not in (None, *PROGRAM_CHOICES) and not choice.startswith("tier:"):
         choice = "auto"
     return resolve_program(budget.model, budget.tier, budget.resolved_prompt_variant, options.compiled_root, choice)

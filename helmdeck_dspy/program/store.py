@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from helmdeck_dspy.domain import TIERS
 from helmdeck_dspy.errors import CompiledProgramError
 from helmdeck_dspy.io.datafiles import file_sha256, read_json
 from helmdeck_dspy.io.resources import compiled_dir
@@ -29,7 +30,8 @@ from helmdeck_dspy.io.resources import compiled_dir
 ProgramKind = Literal["model", "tier", "bare", "file"]
 PROGRAM_CHOICES = ("auto", "tier", "bare")
 """What ``program=`` may name besides a file: the model's own program when one exists, else the
-tier's (``auto``); the tier program (``tier``); the uncompiled module, instructions only (``bare``)."""
+tier's (``auto``); the tier program (``tier``, or another tier's: ``tier:C``); the uncompiled
+module, instructions only (``bare``)."""
 
 
 class ProgramRef(BaseModel):
@@ -119,8 +121,8 @@ def resolve_program(
         tier / variant: The tier program used when the model has none.
         root: The compiled root (default: the bundled ``compiled/``).
         choice: ``auto`` or None (the model's program for this exact id and variant when the
-            manifest lists one and its file exists, else the tier's), ``tier``, ``bare``, or a path
-            to a program file.
+            manifest lists one and its file exists, else the tier's), ``tier`` (``tier:T``: tier
+            T's instead of the model's tier's), ``bare``, or a path to a program file.
 
     Raises:
         CompiledProgramError: the chosen file is missing, corrupt or not a program for ``variant``.
@@ -131,6 +133,8 @@ def resolve_program(
     choice = choice or "auto"
     if choice == "bare":
         return module, ProgramRef(kind="bare")
+    if choice.startswith("tier:") and choice[5:] in TIERS:
+        choice, tier = "tier", choice[5:]
     if choice not in PROGRAM_CHOICES:
         path = Path(choice)
         if not path.is_file():

@@ -161,3 +161,13 @@ def test_mlflow_logs_a_model_compile_with_its_estimate_and_call_counts(tmp_path,
     assert params["optimizer_settings"]["valset"] == 2
     assert metrics["estimated_calls"] == r.estimated_calls > 0
     assert metrics["lm_calls"] == r.lm_calls > 0 and metrics["teacher_calls"] == r.teacher_calls > 0
+
+
+def test_another_tiers_program_can_be_chosen_and_survives_a_variant_switch(root):
+    planner = Planner.for_model(MODEL, lm="sim:mid-tier", compiled_root=root, variant="single_pick", program="tier:C")
+    assert planner.program_ref.kind == "tier" and planner.program_ref.path == "tier_C/single_pick.json"
+    switched = planner.derive(variant="full_steps")
+    assert switched.program_ref.path == "tier_C/full_steps.json"
+    filed = Planner.for_model(MODEL, lm="sim:mid-tier", compiled_root=root, variant="single_pick",
+                              program=str(model_program_path(MODEL, "single_pick", root)))
+    assert filed.derive(variant="full_steps").program_ref.kind == "tier"  # a file fits one variant: back to auto

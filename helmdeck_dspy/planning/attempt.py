@@ -49,7 +49,7 @@ class PlannerParts(Protocol):
     catalog: RoutingGuide
     history: HistoryStore | None
     options: PlannerOptions
-    program_ref: ProgramRef
+    program_ref: ProgramRef | None
 
 
 def select_for(planner: PlannerParts, intent: str) -> tuple[RoutingGuide, Trim]:
@@ -160,8 +160,9 @@ def _result(
 
 def recorded_run(planner: PlannerParts) -> dict[str, Any]:
     """What a trace record of this planner keeps in ``run``: the options' ``record_run`` (a local
-    model's settings) and which program planned (``program``)."""
-    return {**(planner.options.record_run or {}), "program": planner.program_ref.stamp()}
+    model's settings) and which program planned (``program``, when the planner knows)."""
+    ref = planner.program_ref
+    return {**(planner.options.record_run or {}), **({"program": ref.stamp()} if ref is not None else {})}
 
 
 def run_attempt(

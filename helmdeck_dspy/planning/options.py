@@ -44,8 +44,8 @@ class PlannerOptions(BaseModel):
         fallback: What runs after a model's attempts fail.
         compiled_root: Where compiled programs live (None: the bundled ``compiled/``).
         program: Which program to plan with: None or ``auto`` (the model's own compiled program
-            when the manifest lists one for its exact id and variant, else the tier's), ``tier``,
-            ``bare`` (the instructions alone) or a program file
+            when the manifest lists one for its exact id and variant, else the tier's), ``tier``
+            (``tier:T``: tier T's), ``bare`` (the instructions alone) or a program file
             (:func:`helmdeck_dspy.program.store.resolve_program`).
         budgets: The budget table fallback models are looked up in (None: the bundled one).
         api_base: API base URL for live LMs.

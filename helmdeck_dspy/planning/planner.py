@@ -46,7 +46,8 @@ class Planner:
         budget: The model's budget (tier, caps, prompt variant).
         program: The compiled module for the budget's (tier, variant).
         lm: The ``dspy.LM`` to call.
-        program_ref: Which program ``program`` is (reported on every result and trace record).
+        program_ref: Which program ``program`` is (reported on every result and trace record; None
+            when the caller built the module itself).
         catalog: The full catalog.
         history: Where audit rows go (and the history prior comes from); None for neither.
         options: Selection, recording, retry and fallback settings.
@@ -60,7 +61,7 @@ class Planner:
         self.budget = budget
         self.variant = budget.resolved_prompt_variant
         self.program = program
-        self.program_ref = program_ref or ProgramRef(kind="file")
+        self.program_ref = program_ref
         self.lm = lm
         self.catalog = catalog
         self.history = history

@@ -41,7 +41,7 @@ class MiproSettings(_Strict):
 
 class GepaSettings(_Strict):
     max_metric_calls: int = Field(default=60, ge=1)
-    reflection_minibatch_size: int = Field(default=3, ge=1)
+    reflection_minibatch_size: int = Field(default=2, ge=1)
 
 
 class OptimizerSettings(_Strict):

@@ -47,6 +47,13 @@ _EXPORTS: dict[str, str] = {
     # compile
     "compile_program": "helmdeck_dspy.compilation.compiler",
     "compile_programs": "helmdeck_dspy.compilation.runs",
+    "OptimizerSettings": "helmdeck_dspy.compilation.settings",
+    "estimate_calls": "helmdeck_dspy.compilation.estimate",
+    "ProgramRef": "helmdeck_dspy.program.store",
+    "resolve_program": "helmdeck_dspy.program.store",
+    # held-out comparison
+    "load_spec": "helmdeck_dspy.heldout.spec",
+    "score_spec": "helmdeck_dspy.heldout.table",
     # errors
     "HelmdeckError": "helmdeck_dspy.errors",
     "InputError": "helmdeck_dspy.errors",

@@ -19,6 +19,41 @@ from helmdeck_dspy.local.registry import LocalModel
 FAKE_SERVER = Path(__file__).with_name("fake_server.py")
 
 
+REAL_MODEL = "qwen2.5-coder-0.5b"
+"""The model the real-model tests run (the one CI installs)."""
+
+
+def real_model_missing(name: str = REAL_MODEL) -> str | None:
+    """Why a real-model test cannot run here (the ``local`` extra or the model is missing), or None."""
+    import importlib.util
+
+    from helmdeck_dspy.local.install import state_of
+    from helmdeck_dspy.local.registry import get_model
+
+    if importlib.util.find_spec("llama_cpp") is None:
+        return "the 'local' extra is not installed: pip install 'helmdeck-dspy[local]'"
+    if state_of(get_model(name)) != "installed":
+        return f"{name} is not installed: helmdeck-dspy models install {name}"
+    return None
+
+
+def real_model_marks(name: str = REAL_MODEL) -> list:
+    """``pytestmark`` for a module of real-model tests: marked ``local_model``, skipped with the reason when it cannot run."""
+    why = real_model_missing(name)
+    return [pytest.mark.local_model, pytest.mark.skipif(why is not None, reason=str(why))]
+
+
+@pytest.fixture
+def stop_local_servers():
+    """Stop every local server the test started (use with ``autouse`` in a real-model module)."""
+    from helmdeck_dspy.local import endpoint
+    from helmdeck_dspy.local.server import stop_all
+
+    yield
+    stop_all()
+    endpoint._SERVERS.clear()
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "local_model: needs the 'local' extra and an installed local model")
 

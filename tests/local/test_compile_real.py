@@ -8,7 +8,6 @@ the ``local`` extra and the installed model; skips, saying which is missing, oth
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 
 import pytest
@@ -16,34 +15,21 @@ import pytest
 from helmdeck_dspy.compilation.compiler import compile_program
 from helmdeck_dspy.compilation.settings import load_optimizer_settings
 from helmdeck_dspy.io.resources import compiled_dir
-from helmdeck_dspy.local import endpoint
-from helmdeck_dspy.local.install import state_of
 from helmdeck_dspy.local.registry import get_model
-from helmdeck_dspy.local.server import stop_all
 from helmdeck_dspy.planning.planner import Planner
 from helmdeck_dspy.program.store import manifest_path, model_key, read_manifest
 from helmdeck_dspy.tasks import load_tasks
+from tests.local.conftest import REAL_MODEL, real_model_marks
 
-NAME = "qwen2.5-coder-0.5b"
+NAME = REAL_MODEL
 MODEL = get_model(NAME)
 
-
-def _missing() -> str | None:
-    if importlib.util.find_spec("llama_cpp") is None:
-        return "the 'local' extra is not installed: pip install 'helmdeck-dspy[local]'"
-    if state_of(MODEL) != "installed":
-        return f"{NAME} is not installed: helmdeck-dspy models install {NAME}"
-    return None
-
-
-pytestmark = [pytest.mark.local_model, pytest.mark.skipif(_missing() is not None, reason=str(_missing()))]
+pytestmark = real_model_marks()
 
 
 @pytest.fixture(autouse=True)
-def _stop_servers():
+def _stop_servers(stop_local_servers):
     yield
-    stop_all()
-    endpoint._SERVERS.clear()
 
 
 def test_a_bootstrap_compile_on_the_real_model_is_picked_up_by_for_model_and_replays_from_the_cache(tmp_path):

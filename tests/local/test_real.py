@@ -7,7 +7,6 @@ cache) and skip, saying which is missing, otherwise. CI installs both.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -17,31 +16,20 @@ import urllib.request
 
 import pytest
 
-from helmdeck_dspy.local import endpoint
-from helmdeck_dspy.local.install import require_installed, state_of
+from helmdeck_dspy.local.install import require_installed
 from helmdeck_dspy.local.registry import get_model
-from helmdeck_dspy.local.server import LocalServer, ServerOptions, stop_all
+from helmdeck_dspy.local.server import LocalServer, ServerOptions
+from tests.local.conftest import REAL_MODEL, real_model_marks
 
-NAME = "qwen2.5-coder-0.5b"
+NAME = REAL_MODEL
 MODEL = get_model(NAME)
 
-
-def _missing() -> str | None:
-    if importlib.util.find_spec("llama_cpp") is None:
-        return "the 'local' extra is not installed: pip install 'helmdeck-dspy[local]'"
-    if state_of(MODEL) != "installed":
-        return f"{NAME} is not installed: helmdeck-dspy models install {NAME}"
-    return None
-
-
-pytestmark = [pytest.mark.local_model, pytest.mark.skipif(_missing() is not None, reason=str(_missing()))]
+pytestmark = real_model_marks()
 
 
 @pytest.fixture(autouse=True)
-def _stop_servers():
+def _stop_servers(stop_local_servers):
     yield
-    stop_all()
-    endpoint._SERVERS.clear()
 
 
 def test_serve_answers_one_chat_completion_and_stops(tmp_path):

@@ -36,7 +36,8 @@ def heldout_cmd(spec_path: str, only: tuple[str, ...], score_only: bool, ship_to
     Missing compiles and scoring runs are done first, in SPEC's order (each resumes where it was cut
     off; before each compile its LM calls are estimated and a progress bar counts them). Then every
     trace file there is is scored through the evaluator's path, and table.md / table.json are written
-    beside SPEC. Scoring records are live calls; nothing is answered from a cache.
+    beside SPEC; each compiled program's manifest entry gets its test scores before and after.
+    Scoring records are live calls; nothing is answered from a cache.
     """
     from helmdeck_dspy.heldout.runs import pending_steps, record_config
     from helmdeck_dspy.heldout.spec import load_spec
@@ -63,9 +64,12 @@ def heldout_cmd(spec_path: str, only: tuple[str, ...], score_only: bool, ship_to
     atomic_write_text(folder / "table.md", render_markdown(spec, rows))
     atomic_write_text(folder / "table.json", json.dumps(table_json(spec, rows), indent=2) + "\n")
     to_stderr(f"wrote {folder / 'table.md'} and table.json")
-    if ship_to:
-        from helmdeck_dspy.heldout.ship import ship
+    from helmdeck_dspy.heldout.ship import record_test_scores, ship
 
+    recorded = record_test_scores(spec, rows)
+    if recorded:
+        to_stderr("test scores in the compiled programs' manifests: " + ", ".join(recorded))
+    if ship_to:
         written = ship(spec, rows, Path(compiled_root) if compiled_root else None)
         to_stderr("shipped: " + (", ".join(written) if written else
                                  f"nothing: no compiled program beats ({spec.baseline}) beyond its interval"))

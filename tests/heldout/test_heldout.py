@@ -1,5 +1,6 @@
 """``bench heldout``: the spec, running a comparison (compile + scoring runs, resumable), the
-table's statistics, and shipping a winner as the model's own program. The LMs are simulated."""
+table's statistics, test scores in the compiled programs' manifests, and shipping a winner as
+the model's own program. The LMs are simulated."""
 
 from __future__ import annotations
 
@@ -70,6 +71,14 @@ def test_a_run_compiles_records_and_writes_the_table(ran):
     assert rows["c"]["program"].endswith("models/local-qwen2.5-coder-0.5b-instruct/single_pick.json")
     md = (folder / "table.md").read_text()
     assert "SIMULATED" in md and "| (c) bootstrap |" in md
+
+
+def test_each_compiled_program_gets_its_test_scores_whether_it_wins_or_not(ran):
+    rows = {r.config: r for r in score_spec(load_spec(ran))}
+    test = read_manifest(ran.parent / "programs" / "c")["programs"][model_key(MODEL, "single_pick")]["test"]
+    assert test["after"]["plan_score"] == rows["c"].score and test["before"]["plan_score"] == rows["b"].score
+    assert test["diff"] == rows["c"].diff and test["after"]["n"] == 49
+    assert test["traces"] == sorted([str((ran.parent / f).resolve()) for f in ("b.jsonl", "c-single_pick.jsonl")])
 
 
 def test_the_same_program_scored_twice_differs_by_exactly_nothing(ran):

@@ -3,7 +3,8 @@
 ``helmdeck.plan``'s result is the wire shape of helmdeck's planner guide: ``steps`` (order, tool,
 args, rationale), ``rewritten_prompt``, ``complexity``, ``reasoning``, ``model``,
 ``prompt_variant_used``, ``more_steps_likely`` (present only when true) and ``compaction``
-(present only when the catalog was trimmed). A call that yields no plan is a tool error whose
+(present only when the catalog was trimmed), and beyond it ``program``: which compiled program
+planned. A call that yields no plan is a tool error whose
 structured content is a :class:`ToolErrorWire`. Each request model is the one definition of its
 tool's input: the published JSON schema and the validation both come from it.
 """
@@ -22,6 +23,7 @@ from helmdeck_dspy.local.endpoint import SPEC_PREFIX as LOCAL_PREFIX
 from helmdeck_dspy.planning.execution import OUTPUT_CHARS
 from helmdeck_dspy.planning.lm import lm_kind
 from helmdeck_dspy.planning.result import PlanResult
+from helmdeck_dspy.program.store import ProgramRef
 from helmdeck_dspy.signatures.types import ExecutedStep
 
 M = TypeVar("M", bound=BaseModel)
@@ -171,10 +173,16 @@ class PlanWire(BaseModel):
                                   "then call helmdeck.plan again with prior_steps.")
     compaction: CompactionWire | None = Field(
         default=None, description="Present only when the catalog was trimmed to fit the model's budget.")
+    program: ProgramRef | None = Field(
+        default=None, description="The program that planned: kind (model: compiled for this model id; tier: its "
+                                  "tier's; bare; file), its path and SHA-256, and the optimizer that made it.")
 
     def dump(self) -> dict[str, Any]:
         """The wire object: optional fields left out when unset (``more_steps_likely`` when false)."""
-        return {k: v for k, v in self.model_dump(mode="json").items() if v is not None}
+        out = {k: v for k, v in self.model_dump(mode="json", exclude={"program"}).items() if v is not None}
+        if self.program is not None:
+            out["program"] = self.program.stamp()
+        return out
 
 
 def plan_wire(result: PlanResult) -> PlanWire:
@@ -189,6 +197,7 @@ def plan_wire(result: PlanResult) -> PlanWire:
         prompt_variant_used=result.prompt_variant_used,
         more_steps_likely=True if result.more_steps_likely else None,
         compaction=CompactionWire(**compaction.model_dump()) if compaction is not None else None,
+        program=result.program,
     )
 
 

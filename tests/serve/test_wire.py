@@ -10,6 +10,7 @@ from helmdeck_dspy.errors import ArgumentError
 from helmdeck_dspy.planning.execution import OUTPUT_CHARS
 from helmdeck_dspy.planning.guards import GuardedStep
 from helmdeck_dspy.planning.result import PlanResult
+from helmdeck_dspy.program.store import ProgramRef
 from helmdeck_dspy.serve.route import margin
 from helmdeck_dspy.serve.wire import (
     PlanRequest,
@@ -70,6 +71,8 @@ def test_wire_omits_false_more_steps_and_absent_compaction():
                             compaction=Trim(before_bytes=10, after_bytes=5, dropped=["lexical.top_n"]))).dump()
     assert pick["more_steps_likely"] is True
     assert pick["compaction"] == {"before_bytes": 10, "after_bytes": 5, "dropped": ["lexical.top_n"]}
+    bare = plan_wire(result(steps=steps, program=ProgramRef(kind="bare"))).dump()
+    assert bare["program"] == {"kind": "bare"}  # no path or hash for the instructions alone
     text = plan_text(plan_wire(result(steps=[], prompt_variant_used="single_pick")), tier="C", step_cap=4)
     assert "no steps" in text and "step cap reached" in text and "its 4 steps" in text
 

@@ -104,6 +104,7 @@ async def tour(client: Any, tmp_path: Path, caller: str) -> None:
     assert got == expected_wire(tmp_path, SONNET, TIER_A_ANSWER)
     assert "more_steps_likely" not in got and "compaction" not in got  # omitted when false / untrimmed
     assert got["prompt_variant_used"] == "full_steps" and got["complexity"] == "pack-chain"
+    assert got["program"]["kind"] == "tier" and got["program"]["path"] == "tier_A/full_steps.json"
     assert [(s["order"], s["tool"]) for s in got["steps"]] == [
         (1, "helmdeck.memory_store"), (2, "blog.rewrite_for_audience"), (3, "image.generate")]
     assert got["steps"][1]["args"] == {"audience": "engineers"} and got["reasoning"] == "because"

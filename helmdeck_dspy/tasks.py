@@ -8,6 +8,7 @@ Each split is one JSONL file (``train.jsonl``, ``dev.jsonl``, ``test.jsonl``), o
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -120,6 +121,11 @@ def load_tasks(split: Split | str | None = None, path: str | Path | None = None)
             seen.add(task.id)
             tasks.append(task)
     return tasks
+
+
+def tasks_sha256(tasks: list[PlanTask]) -> str:
+    """A hash of tasks, in order: what a compile was trained or validated on, what a test split holds."""
+    return hashlib.sha256("\n".join(t.model_dump_json() for t in tasks).encode()).hexdigest()
 
 
 def load_tasks_dataset(split: Split | None = None) -> Any:

@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
@@ -70,7 +71,7 @@ from helmdeck_dspy.program.store import (
     read_manifest,
     tier_key,
 )
-from helmdeck_dspy.tasks import PlanTask, load_tasks
+from helmdeck_dspy.tasks import PlanTask, load_tasks, tasks_sha256
 
 
 def compile_program(
@@ -122,29 +123,16 @@ def compile_program(
     """
     check_optimizer(optimizer, lm_spec)
     t0 = time.perf_counter()
-    settings = settings or load_optimizer_settings()
-    train = train if train is not None else load_tasks("train")
-    dev = dev if dev is not None else load_tasks("dev")
-    valset_tasks = dev[: settings.valset] if settings.valset else dev
-    if model is not None:
-        setup = TierSetup.for_model(model, variant, budgets)
-        tier = setup.tier
-    elif tier is None:
-        raise InputError("give a tier or a model to compile for")
-    else:
-        setup = TierSetup(tier, variant)
-    if lm_spec == "sim:auto":
-        lm_spec = f"sim:{setup.config.sim_profile}"
-    teacher_spec = teacher_lm_spec if teacher_lm_spec and teacher_lm_spec != lm_spec else None
-    program = MODULES[variant](setup.render)
-    path = model_program_path(model, variant, out_root) if model else program_path(tier, variant, out_root)
-    key = model_key(model, variant) if model else tier_key(tier, variant)
-    inputs_sha = _inputs_sha(setup, program, optimizer, lm_spec, teacher_spec, seed, train, valset_tasks, model,
-                             {**settings.recorded(optimizer), "temperature": temperature})
+    target = _target(tier, variant, model=model, optimizer=optimizer, lm_spec=lm_spec, train=train, dev=dev,
+                     out_root=out_root, teacher_lm_spec=teacher_lm_spec, seed=seed, temperature=temperature,
+                     settings=settings, budgets=budgets)
     if resume:
-        done = _unchanged_entry(key, path, variant, inputs_sha, out_root)
+        done = _unchanged_entry(target.key, target.path, variant, target.inputs_sha, out_root)
         if done is not None:
             return done
+    setup, program, path, key, settings = target.setup, target.program, target.path, target.key, target.settings
+    tier, lm_spec, teacher_spec = setup.tier, target.lm_spec, target.teacher_spec
+    train, dev, valset_tasks = target.train, target.dev, target.valset
     estimate = estimate_calls(optimizer, settings, train_n=len(train), val_n=len(valset_tasks),
                               max_demos=setup.config.max_demos, scored=lm_spec is not None)
     if notify is not None and lm_spec is not None:
@@ -157,7 +145,7 @@ def compile_program(
                       timeout=timeout, num_retries=1) if teacher_spec else None
 
     with dspy.track_usage() as tracker:
-        meter = CallMeter(tracker, teacher.model if teacher is not None else None, on_call, estimate.total)
+        meter = CallMeter(tracker, teacher.model if teacher is not None else None, on_call, estimate.requests)
         with dspy.context(callbacks=[*dspy.settings.get("callbacks", []), meter]):
             before = dev_score(setup, program, lm, valset_tasks) if lm is not None else None
             if optimizer == "fit":
@@ -177,9 +165,9 @@ def compile_program(
     result = CompileResult(
         tier=tier, variant=variant, model=model, optimizer=optimizer, lm=lm_spec, teacher_lm=teacher_spec, temperature=temperature,
         budget_model=setup.budget.model, optimizer_settings=settings.recorded(optimizer) if optimizer != "fit" else {},
-        train_sha256=_tasks_sha(train), dev_sha256=_tasks_sha(valset_tasks), train_n=len(train), dev_n=len(valset_tasks),
+        train_sha256=tasks_sha256(train), dev_sha256=tasks_sha256(valset_tasks), train_n=len(train), dev_n=len(valset_tasks),
         dev_score_before=before, dev_score_after=after, demos=len(program.plan.demos),
-        prompt_tokens=setup.prompt_tokens(program), estimated_calls=estimate.total if lm is not None else 0,
+        prompt_tokens=setup.prompt_tokens(program), estimated_calls=estimate.total,
         lm_calls=meter.live, cached_calls=meter.cached,
         teacher_calls=roles["teacher"].live + roles["teacher"].cached,
         prompt_tokens_used=sum(r.prompt_tokens for r in roles.values()),
@@ -188,10 +176,63 @@ def compile_program(
         seconds=round(time.perf_counter() - t0, 2), dspy_version=dspy.__version__,
         compiled_at=datetime.now(UTC).isoformat(timespec="seconds"),
         path=str(path.relative_to(manifest_path(out_root).parent)),
-        inputs_sha256=inputs_sha, program_sha256=file_sha256(path),
+        inputs_sha256=target.inputs_sha, program_sha256=file_sha256(path),
     )
     update_manifest(result, out_root)
     return result
+
+
+@dataclass
+class _Target:
+    """What a compile is of and from: its setup, LMs, uncompiled program, file, manifest key,
+    tasks, settings and the hash of all of it."""
+
+    setup: TierSetup
+    lm_spec: str | None
+    teacher_spec: str | None
+    program: Any
+    path: Path
+    key: str
+    train: list[PlanTask]
+    dev: list[PlanTask]
+    valset: list[PlanTask]
+    settings: OptimizerSettings
+    inputs_sha: str
+
+
+def _target(tier: str | None, variant: str, *, model: str | None = None, optimizer: Optimizer = "fit",
+            lm_spec: str | None = None, train: list[PlanTask] | None = None, dev: list[PlanTask] | None = None,
+            out_root: Path | None = None, teacher_lm_spec: str | None = None, seed: int = 0,
+            temperature: float | None = None, settings: OptimizerSettings | None = None,
+            budgets: BudgetTable | None = None) -> _Target:
+    settings = settings or load_optimizer_settings()
+    train = train if train is not None else load_tasks("train")
+    dev = dev if dev is not None else load_tasks("dev")
+    valset = dev[: settings.valset] if settings.valset else dev
+    if model is not None:
+        setup = TierSetup.for_model(model, variant, budgets)
+    elif tier is None:
+        raise InputError("give a tier or a model to compile for")
+    else:
+        setup = TierSetup(tier, variant)
+    if lm_spec == "sim:auto":
+        lm_spec = f"sim:{setup.config.sim_profile}"
+    teacher_spec = teacher_lm_spec if teacher_lm_spec and teacher_lm_spec != lm_spec else None
+    program = MODULES[variant](setup.render)
+    path = model_program_path(model, variant, out_root) if model else program_path(setup.tier, variant, out_root)
+    key = model_key(model, variant) if model else tier_key(setup.tier, variant)
+    inputs_sha = _inputs_sha(setup, program, optimizer, lm_spec, teacher_spec, seed, train, valset, model,
+                             {**settings.recorded(optimizer), "temperature": temperature})
+    return _Target(setup, lm_spec, teacher_spec, program, path, key, train, dev, valset, settings, inputs_sha)
+
+
+def compiled_entry(tier: str | None, variant: str, **inputs: Any) -> CompileResult | None:
+    """The manifest entry of the compile :func:`compile_program` would do with these arguments (all
+    but ``resume``, ``notify`` and ``on_call``) when it is done: made from the same inputs, its
+    file intact. None when it would compile."""
+    check_optimizer(inputs.get("optimizer", "fit"), inputs.get("lm_spec"))
+    target = _target(tier, variant, **inputs)
+    return _unchanged_entry(target.key, target.path, variant, target.inputs_sha, inputs.get("out_root"))
 
 
 def save_program(program: Any, path: Path) -> None:
@@ -208,22 +249,19 @@ def save_program(program: Any, path: Path) -> None:
         handle.write(data)
 
 
-def _tasks_sha(tasks: list[PlanTask]) -> str:
-    """A hash of tasks, in order."""
-    return hashlib.sha256("\n".join(t.model_dump_json() for t in tasks).encode()).hexdigest()
-
-
 def _inputs_sha(setup: TierSetup, program: Any, optimizer: str, lm_spec: str | None, teacher: str | None,
                 seed: int, train: list[PlanTask], valset: list[PlanTask], model: str | None,
                 settings: dict[str, Any]) -> str:
     """A hash of everything a compile's result depends on (see the module docstring)."""
+    if optimizer == "fit":  # fit has no settings, but the temperature changes the scores it measures
+        settings = {"temperature": settings["temperature"]} if settings.get("temperature") is not None else None
     parts = {
         "tier": setup.tier, "variant": setup.variant, "optimizer": optimizer, "lm": lm_spec,
         "teacher_lm": teacher if optimizer != "fit" else None, "seed": seed,
-        "train": _tasks_sha(train), "dev": _tasks_sha(valset), "budget": setup.budget.model_dump(mode="json"),
+        "train": tasks_sha256(train), "dev": tasks_sha256(valset), "budget": setup.budget.model_dump(mode="json"),
         "config": setup.config.model_dump(mode="json"), "catalog": setup.catalog.fingerprint,
         "program": program.dump_state(), "dspy": dspy.__version__, "tool": version("helmdeck-dspy"),
-        "model": model, "settings": settings if optimizer != "fit" else None,
+        "model": model, "settings": settings,
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 

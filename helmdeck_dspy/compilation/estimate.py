@@ -5,8 +5,9 @@ The counts follow what DSPy's optimizers do (read in DSPy 3.4):
 
 - scoring the program before and after on the valset: one task-model call per task each (MIPROv2
   and GEPA score the starting program and their best candidate on the same valset, so those two
-  passes come back from the response cache there and are not counted);
-- bootstrap: the teacher answers training tasks in order until ``max_demos`` plans score >= 0.8;
+  passes come back from the response cache there: counted apart, as ``replayed``);
+- bootstrap: the teacher answers training tasks in order until enough of its plans score >= 0.8
+  to fill the demo cap (:meth:`~.settings.OptimizerSettings.demo_cap`);
 - MIPROv2: ``num_candidates - 2`` bootstrapped demo sets (as above), ``num_candidates``
   instruction proposals by the teacher (3 calls each when program-aware: describe the program,
   describe the module, propose), then the default program and ``num_trials`` trials on the valset
@@ -17,8 +18,8 @@ The counts follow what DSPy's optimizers do (read in DSPy 3.4):
 
 Bootstrapping stops as soon as it has its demos, so its count is a range: the expected figure
 assumes half the attempts succeed (:data:`ASSUMED_KEEP_RATE`), the maximum that none do until
-the training set runs out. Calls answered from the response cache (a resumed run) are counted
-here too; the progress bar tells them apart.
+the training set runs out. The counts are of requests, whoever answers them: on a resumed run
+some come from the response cache, and the progress bar tells those apart.
 """
 
 from __future__ import annotations
@@ -41,10 +42,18 @@ class CallEstimate(BaseModel):
     task_max: int = 0
     teacher: int = 0
     teacher_max: int = 0
+    replayed: int = 0
+    """Task-model requests answered from the response cache even on a fresh run (repeated passes)."""
 
     @property
     def total(self) -> int:
+        """The calls expected to reach a model on a fresh run."""
         return self.task + self.teacher
+
+    @property
+    def requests(self) -> int:
+        """Every LM request expected, the replayed ones too: what a progress bar counts."""
+        return self.total + self.replayed
 
     @property
     def total_max(self) -> int:
@@ -73,22 +82,23 @@ def estimate_calls(optimizer: str, settings: OptimizerSettings, *, train_n: int,
         optimizer: ``fit``, ``bootstrap``, ``mipro`` or ``gepa``.
         settings: The optimizer settings.
         train_n / val_n: Training tasks and valset tasks.
-        max_demos: The tier's demo cap (bootstrap's demo target).
+        max_demos: The tier's demo cap (see :meth:`OptimizerSettings.demo_cap`).
         scored: An LM scores the program before and after (no LM: ``fit`` makes no calls).
     """
     est = CallEstimate()
+    demos = settings.demo_cap(optimizer, max_demos)
     if optimizer == "fit":
         est.task = est.task_max = 2 * val_n if scored else 0
         return est
     if optimizer == "bootstrap":
-        est.teacher, est.teacher_max = _bootstrap_calls(max_demos, train_n, settings.bootstrap.max_rounds)
+        est.teacher, est.teacher_max = _bootstrap_calls(demos, train_n, settings.bootstrap.max_rounds)
         est.task = est.task_max = 2 * val_n
         return est
     if optimizer == "mipro":
         m = settings.mipro
         shuffled = m.num_candidates - 3
-        one, top = _bootstrap_calls(m.max_demos, train_n, 1)
-        some, _ = _bootstrap_calls(math.ceil((1 + m.max_demos) / 2), train_n, 1)
+        one, top = _bootstrap_calls(demos, train_n, 1)
+        some, _ = _bootstrap_calls(math.ceil((1 + demos) / 2), train_n, 1)
         proposals = m.num_candidates * (3 if m.program_aware else 1)
         est.teacher = one + shuffled * some + proposals
         est.teacher_max = top * (1 + shuffled) + proposals
@@ -98,6 +108,7 @@ def estimate_calls(optimizer: str, settings: OptimizerSettings, *, train_n: int,
             trials = m.num_trials * val_n
         est.task = val_n + trials
         est.task_max = est.task + 2 * val_n
+        est.replayed = 2 * val_n
         return est
     g = settings.gepa
     r = g.reflection_minibatch_size
@@ -106,4 +117,5 @@ def estimate_calls(optimizer: str, settings: OptimizerSettings, *, train_n: int,
     est.task_max = g.max_metric_calls + 2 * r + 3 * val_n
     est.teacher = max(1, max(0, g.max_metric_calls - val_n) // (2 * r))
     est.teacher_max = math.ceil(g.max_metric_calls / r)
+    est.replayed = 2 * val_n
     return est

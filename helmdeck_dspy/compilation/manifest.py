@@ -4,8 +4,8 @@ An entry (:class:`CompileResult`) records the target, the optimizer and its sett
 and teacher LMs, hashes of the train and valset tasks, the valset score before and after, the
 demos, the prompt size, the estimated and actual LM calls (live and cached apart) and tokens,
 the time taken, two hashes that make resuming safe: ``inputs_sha256`` (everything the compile
-depended on) and ``program_sha256`` (the saved file), and for a shipped model program its
-held-out test scores (:class:`HeldOut`). The manifest is rewritten atomically.
+depended on) and ``program_sha256`` (the saved file), and for a model program scored in a
+held-out comparison its test scores (:class:`HeldOut`). The manifest is rewritten atomically.
 """
 
 from __future__ import annotations
@@ -37,8 +37,9 @@ class HeldOutScore(BaseModel):
 
 
 class HeldOut(BaseModel):
-    """A model program's test-split scores before (the program ``for_model`` would use without it)
-    and after, measured on the live model; ``diff`` is after − before in plan score, paired by task."""
+    """A model program's test-split scores: ``before`` is the comparison's baseline (in the bundled
+    comparison, the program ``for_model`` uses without it), ``after`` the program's own, both
+    measured on the live model; ``diff`` is after − before in plan score, paired by task."""
 
     split: str
     tasks_sha256: str
@@ -78,15 +79,15 @@ class CompileResult(BaseModel):
     completion_tokens_used: int
     cost_usd: float | None = Field(
         default=None,
-        description="Summed from the cost the LM reports in its history (copies an optimizer makes are not seen); "
-        "None when it reports none (simulated, replayed).",
+        description="Summed from the cost the task LM reports in its history (the teacher's calls and copies an "
+        "optimizer makes are not seen); None when it reports none (simulated, replayed, local).",
     )
     seconds: float
     dspy_version: str
     compiled_at: str
     path: str
     inputs_sha256: str | None = Field(default=None, description="Hash of everything the compile depends on.")
-    test: HeldOut | None = Field(default=None, description="Held-out scores, for a model program shipped on them.")
+    test: HeldOut | None = Field(default=None, description="Held-out test scores, for a model program scored in a held-out comparison.")
     program_sha256: str | None = Field(default=None, description="Hash of the saved program file.")
     _skipped: bool = PrivateAttr(default=False)
 

@@ -9,7 +9,6 @@ Calls are split by role: the ``teacher`` LM's, and the task model's (everything 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -18,14 +17,13 @@ from pydantic import BaseModel
 
 
 class RoleCalls(BaseModel):
-    """One role's calls: answered by the model, from the cache, or failed; live tokens and time."""
+    """One role's calls: answered by the model, from the cache, or failed; live tokens."""
 
     live: int = 0
     cached: int = 0
     failed: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    live_seconds: float = 0.0
 
 
 class CallMeter(BaseCallback):
@@ -35,7 +33,7 @@ class CallMeter(BaseCallback):
         tracker: The ``dspy.track_usage()`` tracker active around the compile.
         teacher_model: The teacher LM's model name (its ``.model``), or None without one.
         on_call: Called after every call, e.g. to move a progress bar.
-        estimate: The calls expected in all (a progress bar's total).
+        estimate: The requests expected in all (a progress bar's total).
     """
 
     def __init__(self, tracker: Any, teacher_model: str | None = None,
@@ -46,27 +44,26 @@ class CallMeter(BaseCallback):
         self.teacher_model = teacher_model
         self.on_call = on_call
         self.roles: dict[str, RoleCalls] = {"task": RoleCalls(), "teacher": RoleCalls()}
-        self._open: dict[str, tuple[str, int, float]] = {}
+        self._open: dict[str, tuple[str, int]] = {}
 
     def _entries(self, model: str) -> list[dict[str, Any]]:
         return self.tracker.usage_data.get(model, []) if self.tracker is not None else []
 
     def on_lm_start(self, call_id: str, instance: Any, inputs: dict[str, Any]) -> None:
         model = str(getattr(instance, "model", ""))
-        self._open[call_id] = (model, len(self._entries(model)), time.perf_counter())
+        self._open[call_id] = (model, len(self._entries(model)))
 
     def on_lm_end(self, call_id: str, outputs: Any, exception: Exception | None = None) -> None:
         opened = self._open.pop(call_id, None)
         if opened is None:
             return
-        model, before, t0 = opened
+        model, before = opened
         role = self.roles["teacher" if self.teacher_model and model == self.teacher_model else "task"]
         entries = self._entries(model)
         if exception is not None:
             role.failed += 1
         elif len(entries) > before:
             role.live += 1
-            role.live_seconds += time.perf_counter() - t0
             usage = entries[-1]
             role.prompt_tokens += int(usage.get("prompt_tokens") or 0)
             role.completion_tokens += int(usage.get("completion_tokens") or 0)

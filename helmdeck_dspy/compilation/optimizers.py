@@ -76,7 +76,7 @@ def optimize(optimizer: str, program: Any, trainset: list, valset: list, metric:
     ``teacher`` (a ``dspy.LM``, or None for the task LM itself) answers the bootstrapping tasks,
     proposes MIPROv2's instructions and makes GEPA's reflections.
     """
-    k = max(1, setup.config.max_demos)
+    k = settings.demo_cap(optimizer, setup.config.max_demos)
     teach = {"lm": teacher} if teacher is not None else {}
     if optimizer == "bootstrap":
         opt = dspy.BootstrapFewShot(metric=metric, max_bootstrapped_demos=k, max_labeled_demos=k, max_errors=len(trainset),
@@ -84,9 +84,8 @@ def optimize(optimizer: str, program: Any, trainset: list, valset: list, metric:
         return opt.compile(program, trainset=trainset)
     if optimizer == "mipro":
         m = settings.mipro
-        demos = min(k, m.max_demos)
         opt = dspy.MIPROv2(metric=metric, prompt_model=teacher, teacher_settings=teach, auto=None,
-                           num_candidates=m.num_candidates, max_bootstrapped_demos=demos, max_labeled_demos=demos,
+                           num_candidates=m.num_candidates, max_bootstrapped_demos=k, max_labeled_demos=k,
                            num_threads=1, seed=seed, max_errors=len(trainset), verbose=False)
         return opt.compile(program, trainset=trainset, valset=valset, num_trials=m.num_trials, minibatch=m.minibatch,
                            minibatch_size=min(m.minibatch_size, len(valset)),

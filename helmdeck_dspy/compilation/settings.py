@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from helmdeck_dspy.errors import DataFileError
+from helmdeck_dspy.errors import DataFileError, validation_message
 from helmdeck_dspy.io.datafiles import read_toml
 from helmdeck_dspy.io.resources import bundled_dir
 
@@ -54,8 +54,15 @@ class OptimizerSettings(_Strict):
     mipro: MiproSettings = Field(default_factory=MiproSettings)
     gepa: GepaSettings = Field(default_factory=GepaSettings)
 
+    def demo_cap(self, optimizer: str, tier_max_demos: int) -> int:
+        """The demos ``optimizer`` bootstraps at most: the tier's cap (at least 1), for MIPROv2 no
+        more than its own ``max_demos``."""
+        cap = max(1, tier_max_demos)
+        return min(cap, self.mipro.max_demos) if optimizer == "mipro" else cap
+
     def recorded(self, optimizer: str) -> dict[str, Any]:
-        """What a manifest entry records: the valset size and the optimizer's own table."""
+        """What a manifest entry records: the valset size, the teacher's output cap and the
+        optimizer's own table."""
         table = getattr(self, optimizer, None)
         own = table.model_dump() if isinstance(table, BaseModel) else {}
         return {"valset": self.valset, "teacher_max_tokens": self.teacher_max_tokens, **own}
@@ -77,6 +84,4 @@ def load_optimizer_settings(path: str | Path | None = None) -> OptimizerSettings
     try:
         return OptimizerSettings.model_validate(merged)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise DataFileError(str(source), f"[optimizer] {where}: {first['msg']}") from None
+        raise DataFileError(str(source), f"[optimizer] {validation_message(exc, subject='optimizer')}") from None

@@ -20,9 +20,10 @@ from helmdeck_dspy.errors import InputError
 from helmdeck_dspy.evaluation.metric import expected_plans, step_key
 from helmdeck_dspy.evaluation.replay import ReplayContext, replay_record
 from helmdeck_dspy.evaluation.scoring import guard_completion
+from helmdeck_dspy.io.datafiles import file_sha256
 from helmdeck_dspy.planning.guards import GuardedStep
 from helmdeck_dspy.tasks import PlanTask
-from helmdeck_dspy.traces.io import file_sha256, load_traces
+from helmdeck_dspy.traces.io import load_traces
 from helmdeck_dspy.traces.record import TraceRecord, write_traces
 
 TRANSPORT_CAUSES = frozenset({"transport_error", "rate_limited"})

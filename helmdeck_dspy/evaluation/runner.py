@@ -45,13 +45,13 @@ from helmdeck_dspy.evaluation.report import (
     mode_comparisons,
     tier_rollups,
 )
+from helmdeck_dspy.io.datafiles import file_sha256
 from helmdeck_dspy.io.jsonl import BadRow, OnError, line_ranges, range_lines
 from helmdeck_dspy.tasks import PlanTask, load_tasks
 from helmdeck_dspy.traces.io import (
     check_not_empty,
     decode_record,
     detect_format,
-    file_sha256,
     iter_raw_rows,
 )
 

@@ -5,12 +5,12 @@ Every compiled config's manifest entry gets its test scores before (the baseline
 or not. A program that beats the baseline (the paired plan-score difference's 95% interval above
 0) is copied with that entry into the compiled root as the model's own program. When several
 configs beat the baseline for a variant, the largest difference wins. Nothing else is touched:
-without a winner, ``Planner.for_model`` keeps using the tier program.
+without a winner, ``Planner.for_model`` keeps using what the compiled root already holds.
 """
 
 from __future__ import annotations
 
-import hashlib
+import os
 from pathlib import Path
 
 from helmdeck_dspy.compilation.manifest import (
@@ -23,8 +23,9 @@ from helmdeck_dspy.heldout.spec import HeldOutSpec
 from helmdeck_dspy.heldout.table import RowScore
 from helmdeck_dspy.io.atomic import atomic_writer
 from helmdeck_dspy.io.datafiles import file_sha256
+from helmdeck_dspy.io.resources import compiled_dir
 from helmdeck_dspy.program.store import model_key, model_program_path, read_manifest
-from helmdeck_dspy.tasks import load_tasks
+from helmdeck_dspy.tasks import load_tasks, tasks_sha256
 
 
 def winners(spec: HeldOutSpec, rows: list[RowScore]) -> dict[str, RowScore]:
@@ -44,29 +45,20 @@ def _score(row: RowScore) -> HeldOutScore:
                         plan_score=row.score, plan_score_ci=row.score_ci)
 
 
-def _held_out(spec: HeldOutSpec, rows: list[RowScore], row: RowScore, split_sha: str) -> HeldOut:
+def _held_out(spec: HeldOutSpec, rows: list[RowScore], row: RowScore, root: Path) -> HeldOut:
+    """``row``'s test scores against the baseline's, its trace files named relative to ``root`` (the
+    compiled root whose manifest holds them)."""
     base = next(r for r in rows if r.variant == row.variant and r.config == spec.baseline)
-    files = sorted({_shown(spec.trace_files(spec.get(r.config))[row.variant]) for r in (base, row)})
-    return HeldOut(split=spec.split, tasks_sha256=split_sha, lm=spec.lm, traces=files, before=_score(base),
-                   after=_score(row), diff=row.diff or 0.0, diff_ci=row.diff_ci or (0.0, 0.0))
-
-
-def _shown(path: Path) -> str:
-    """A trace file as the manifest names it: relative to the working directory when under it (the
-    repository root, for the committed comparisons), else absolute."""
-    path = path.resolve()
-    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
-
-
-def _split_sha(spec: HeldOutSpec) -> str:
-    return hashlib.sha256("\n".join(t.model_dump_json() for t in load_tasks(spec.split)).encode()).hexdigest()
+    files = sorted({os.path.relpath(spec.trace_files(spec.get(r.config))[row.variant].resolve(), root.resolve())
+                    for r in (base, row)})
+    return HeldOut(split=spec.split, tasks_sha256=tasks_sha256(load_tasks(spec.split)), lm=spec.lm, traces=files,
+                   before=_score(base), after=_score(row), diff=row.diff or 0.0, diff_ci=row.diff_ci or (0.0, 0.0))
 
 
 def record_test_scores(spec: HeldOutSpec, rows: list[RowScore]) -> list[str]:
     """Write each scored compiled config's test scores into its own manifest entry; returns
     ``config id/variant`` for each entry written."""
     written = []
-    split_sha = None
     for row in rows:
         config = spec.get(row.config)
         if config.optimizer is None or row.diff is None or row.score is None:
@@ -76,9 +68,8 @@ def record_test_scores(spec: HeldOutSpec, rows: list[RowScore]) -> list[str]:
         key = model_key(spec.model, row.variant)
         if key not in listed:
             continue
-        split_sha = split_sha or _split_sha(spec)
         entry = CompileResult.model_validate(listed[key])
-        test = _held_out(spec, rows, row, split_sha)
+        test = _held_out(spec, rows, row, root)
         if entry.test != test:
             entry.test = test
             update_manifest(entry, root)
@@ -89,12 +80,12 @@ def record_test_scores(spec: HeldOutSpec, rows: list[RowScore]) -> list[str]:
 def ship(spec: HeldOutSpec, rows: list[RowScore], root: Path | None = None) -> list[str]:
     """Copy each variant's winner into ``root`` (default: the bundled ``compiled/``); returns the keys written."""
     written = []
-    split_sha = _split_sha(spec)
+    root = root or compiled_dir()
     for variant, row in winners(spec, rows).items():
         source_root = spec.compile_root(spec.get(row.config))
         key = model_key(spec.model, variant)
         entry = CompileResult.model_validate(read_manifest(source_root)["programs"][key])
-        entry.test = _held_out(spec, rows, row, split_sha)
+        entry.test = _held_out(spec, rows, row, root)
         target = model_program_path(spec.model, variant, root)
         with atomic_writer(target, "wb") as handle:
             handle.write(model_program_path(spec.model, variant, source_root).read_bytes())

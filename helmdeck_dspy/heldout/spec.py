@@ -1,9 +1,10 @@
 """The held-out comparison's spec: ``heldout.toml`` (what to compare, on which model and split).
 
 Everything a comparison produces lives in the spec's folder: ``programs/ID/`` (a compiled
-config's compile root), ``ID.jsonl`` (a scoring run over both variants, for a ``program`` config)
-or ``ID-VARIANT.jsonl`` (one per variant, for a compiled config: each variant has its own program
-file), and ``table.md`` / ``table.json``.
+config's compile root), ``ID.jsonl`` (a scoring run over both variants, for a ``program`` config
+that names one program for both) or ``ID-VARIANT.jsonl`` (one per variant, for a compiled config
+or a ``program`` with ``{variant}`` in it: each variant has its own program file), and
+``table.md`` / ``table.json``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from helmdeck_dspy.domain import VARIANTS
-from helmdeck_dspy.errors import DataFileError
+from helmdeck_dspy.errors import DataFileError, validation_message
 from helmdeck_dspy.io.datafiles import read_toml
 
 
@@ -105,8 +106,6 @@ def load_spec(path: str | Path) -> HeldOutSpec:
     try:
         spec = HeldOutSpec.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(x) for x in first["loc"]) or "(top level)"
-        raise DataFileError(str(p), f"{where}: {first['msg']}") from None
+        raise DataFileError(str(p), validation_message(exc, subject="(top level)")) from None
     spec.folder = p.parent
     return spec

@@ -26,9 +26,9 @@ from helmdeck_dspy.evaluation.stats import (
     wilson,
 )
 from helmdeck_dspy.heldout.spec import HeldOutConfig, HeldOutSpec
+from helmdeck_dspy.planning.lm import trace_source
 from helmdeck_dspy.tasks import load_tasks
 from helmdeck_dspy.traces.io import read_traces
-from helmdeck_dspy.planning.lm import trace_source
 from helmdeck_dspy.traces.record import TraceRecord, is_simulated, source_kind
 
 
@@ -106,15 +106,16 @@ def compile_cost(spec: HeldOutSpec, config: HeldOutConfig, variant: str) -> Cost
     """The compile's calls, tokens and time from its manifest entry (None: nothing compiled)."""
     if config.optimizer is None:
         return None
+    from helmdeck_dspy.compilation.manifest import CompileResult
     from helmdeck_dspy.program.store import model_key, read_manifest
 
     entry = read_manifest(spec.compile_root(config))["programs"].get(model_key(spec.model, variant))
     if not isinstance(entry, dict):
         return None
-    return Cost(calls=entry.get("lm_calls", 0), cached_calls=entry.get("cached_calls", 0),
-                teacher_calls=entry.get("teacher_calls", 0), prompt_tokens=entry.get("prompt_tokens_used", 0),
-                completion_tokens=entry.get("completion_tokens_used", 0), seconds=entry.get("seconds", 0.0),
-                estimated_calls=entry.get("estimated_calls"))
+    r = CompileResult.model_validate(entry)
+    return Cost(calls=r.lm_calls, cached_calls=r.cached_calls, teacher_calls=r.teacher_calls,
+                prompt_tokens=r.prompt_tokens_used, completion_tokens=r.completion_tokens_used, seconds=r.seconds,
+                estimated_calls=r.estimated_calls)
 
 
 def score_spec(spec: HeldOutSpec) -> list[RowScore]:

@@ -44,7 +44,8 @@ class Planner:
 
     Args:
         budget: The model's budget (tier, caps, prompt variant).
-        program: The compiled module for the budget's (tier, variant).
+        program: The module it plans with: the model's own program, its tier's, a file, or bare
+            instructions (see :func:`~helmdeck_dspy.program.store.resolve_program`).
         lm: The ``dspy.LM`` to call.
         program_ref: Which program ``program`` is (reported on every result and trace record; None
             when the caller built the module itself).
@@ -149,9 +150,14 @@ class Planner:
 
     def for_fallback(self, target: FallbackModel) -> Planner:
         """The planner for a fallback model: same catalog, history, options, policy and chain as this
-        one; its own LM (built alike) and budget, without this planner's output cap override."""
+        one; its own LM (built alike), budget and program (``auto``, ``tier`` and ``bare`` carry
+        over; a file or ``tier:T``, chosen for this model, does not), without this planner's output
+        cap override."""
         api_base = self.options.api_base if target.api_base is None else (target.api_base or None)
-        options = self.options.model_copy(update={"api_base": api_base, "max_tokens": None, "lm_spec": None})
+        # a program file or another tier's program was chosen for this model, not for the fallback
+        program = self.options.program if self.options.program in (None, *PROGRAM_CHOICES) else None
+        options = self.options.model_copy(update={"api_base": api_base, "max_tokens": None, "lm_spec": None,
+                                                  "program": program})
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return Planner.from_options(target.model, target.lm or target.model, self.catalog, options,

@@ -20,7 +20,6 @@ from pydantic import ValidationError
 from helmdeck_dspy.domain import MAX_JSON_DEPTH
 from helmdeck_dspy.errors import DataFileError, TraceFileError, validation_message
 from helmdeck_dspy.io.atomic import atomic_writer
-from helmdeck_dspy.io.datafiles import file_sha256  # noqa: F401  (re-exported: trace readers hash their files)
 from helmdeck_dspy.io.jsonl import (
     BadRow,
     OnError,

@@ -48,6 +48,9 @@ def _key(source: str, model: str, variant: str | None, task_id: str | None, inte
          native: bool = False) -> str:
     """What makes two exchanges the same request: a resumed run skips a request whose key it has.
     A request that offered native tools is another request than the same one asking for JSON text."""
+    program = (run or {}).get("program")
+    if isinstance(program, dict) and program.get("sha256"):  # the same file however its path was spelled
+        run = {**(run or {}), "program": {k: v for k, v in program.items() if k != "path"}}
     parts: list[Any] = [source, model, variant, task_id, intent, max_tokens, temperature, seed, run]
     if native:
         parts.append("native")

@@ -40,8 +40,17 @@ def test_the_calls_made_stay_within_the_estimates_maximum(tmp_path, optimizer):
     est = estimate_calls(optimizer, settings, train_n=len(TRAIN), val_n=4, max_demos=4, scored=True)
     assert r.estimated_calls == est.total > 0
     assert seen == list(range(1, len(seen) + 1))  # on_call after every call
-    assert r.lm_calls + r.cached_calls == seen[-1] <= est.total_max
+    assert r.lm_calls + r.cached_calls == seen[-1] <= est.total_max + est.replayed
     assert 0 < r.teacher_calls <= est.teacher_max
+
+
+def test_the_estimate_bootstraps_as_many_demos_as_the_optimizer_does():
+    s = load_optimizer_settings()
+    assert s.demo_cap("bootstrap", 0) == 1 and s.demo_cap("bootstrap", 4) == 4
+    assert s.demo_cap("mipro", 4) == min(4, s.mipro.max_demos) and s.demo_cap("mipro", 1) == 1
+    one = estimate_calls("mipro", s, train_n=50, val_n=4, max_demos=1, scored=True)
+    four = estimate_calls("mipro", s, train_n=50, val_n=4, max_demos=4, scored=True)
+    assert one.teacher < four.teacher and one.replayed == four.replayed == 8
 
 
 def test_an_interrupted_compile_run_again_replays_its_calls_from_the_cache(tmp_path, cache_dir):

@@ -171,3 +171,17 @@ def test_another_tiers_program_can_be_chosen_and_survives_a_variant_switch(root)
     filed = Planner.for_model(MODEL, lm="sim:mid-tier", compiled_root=root, variant="single_pick",
                               program=str(model_program_path(MODEL, "single_pick", root)))
     assert filed.derive(variant="full_steps").program_ref.kind == "tier"  # a file fits one variant: back to auto
+
+
+def test_a_fallback_model_keeps_a_general_choice_but_not_a_program_chosen_for_the_first(root):
+    from helmdeck_dspy.planning.resilience.policy import FallbackModel
+
+    other = FallbackModel(model=OTHER, lm="sim:mid-tier")
+    filed = Planner.for_model(MODEL, lm="sim:mid-tier", compiled_root=root, variant="single_pick",
+                              program=str(model_program_path(MODEL, "single_pick", root)))
+    assert filed.for_fallback(other).program_ref.kind == "tier"
+    tier_c = Planner.for_model(MODEL, lm="sim:mid-tier", compiled_root=root, program="tier:C")
+    assert tier_c.for_fallback(other).program_ref.path == Planner.for_model(
+        OTHER, lm="sim:mid-tier", compiled_root=root).program_ref.path
+    bare = Planner.for_model(MODEL, lm="sim:mid-tier", compiled_root=root, program="bare")
+    assert bare.for_fallback(other).program_ref.kind == "bare"

@@ -17,8 +17,8 @@ from helmdeck_dspy.engines.fit_check import check_profile
 from helmdeck_dspy.engines.fit_toml import render_profile, write_profile
 from helmdeck_dspy.engines.profile import SimProfile, load_profile
 from helmdeck_dspy.errors import InputError
+from helmdeck_dspy.io.datafiles import file_sha256
 from helmdeck_dspy.tasks import load_tasks
-from helmdeck_dspy.traces.io import file_sha256
 from helmdeck_dspy.traces.record import TraceRecord, write_traces
 
 MODEL = "local/qwen2.5-coder-0.5b-instruct"

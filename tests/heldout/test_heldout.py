@@ -78,7 +78,7 @@ def test_each_compiled_program_gets_its_test_scores_whether_it_wins_or_not(ran):
     test = read_manifest(ran.parent / "programs" / "c")["programs"][model_key(MODEL, "single_pick")]["test"]
     assert test["after"]["plan_score"] == rows["c"].score and test["before"]["plan_score"] == rows["b"].score
     assert test["diff"] == rows["c"].diff and test["after"]["n"] == 49
-    assert test["traces"] == sorted([str((ran.parent / f).resolve()) for f in ("b.jsonl", "c-single_pick.jsonl")])
+    assert test["traces"] == ["../../b.jsonl", "../../c-single_pick.jsonl"]  # beside the spec, from programs/c/
 
 
 def test_the_same_program_scored_twice_differs_by_exactly_nothing(ran):
@@ -103,6 +103,26 @@ def test_a_scoring_run_cut_off_is_pending_again(ran, tmp_path):
     shutil.copytree(ran.parent, copy)
     (copy / "b2.jsonl").rename(copy / "b2.jsonl.partial.jsonl")
     assert pending_steps(load_spec(copy / "heldout.toml")) == [("record", "b2", "single_pick")]
+
+
+def test_a_scoring_run_by_another_program_is_stale(ran, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(ran.parent, copy)
+    trace = copy / "c-single_pick.jsonl"
+    records = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert {r["run"]["program"]["kind"] for r in records} == {"file"}
+    for r in records:
+        r["run"]["program"]["sha256"] = "0" * 64
+    trace.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert pending_steps(load_spec(copy / "heldout.toml")) == [("record", "c", "single_pick")]
+
+
+def test_a_changed_compile_input_compiles_and_scores_again(ran, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(ran.parent, copy)
+    spec = copy / "heldout.toml"
+    spec.write_text(spec.read_text().replace("valset = 3", "valset = 2"))
+    assert pending_steps(load_spec(spec)) == [("compile", "c", "single_pick"), ("record", "c", "single_pick")]
 
 
 def test_shipping_copies_only_a_program_that_beats_the_baseline(ran, tmp_path):

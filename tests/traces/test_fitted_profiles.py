@@ -13,8 +13,8 @@ from helmdeck_dspy.engines.fit_check import (
     fitted_traces_path,
 )
 from helmdeck_dspy.engines.profile import list_profiles, load_profile
+from helmdeck_dspy.io.datafiles import file_sha256
 from helmdeck_dspy.io.resources import bundled_dir
-from helmdeck_dspy.traces.io import file_sha256
 
 REAL_SETS = ("qwen2.5-coder-0.5b", "gemma-3-270m", "qwen2.5-coder-1.5b")  # eval/traces/local-NAME.jsonl
 FITTED = list_profiles(fitted=True)

@@ -109,6 +109,29 @@ def test_a_changed_setting_is_a_new_request_on_resume(tmp_path, api_key):
         assert len(server.requests) - before >= 2  # other settings: asked again
 
 
+def test_a_program_file_is_the_same_request_however_its_path_is_spelled(tmp_path, api_key, monkeypatch):
+    import shutil
+
+    from helmdeck_dspy.io.resources import compiled_dir
+
+    tasks = load_tasks("dev")[:2]
+    out = tmp_path / "r.jsonl"
+    shutil.copy(compiled_dir() / "tier_C" / "single_pick.json", tmp_path / "prog.json")
+    monkeypatch.chdir(tmp_path)
+    with FaultServer(ok(LIVE_PLAN)) as server:
+        _record_live(server, tasks, out, temperature=0.0, program="prog.json")
+        out.rename(out.with_name("r.jsonl.partial.jsonl"))
+        before = len(server.requests)
+        _record_live(server, tasks, out, temperature=0.0, program=str(tmp_path / "prog.json"))
+        assert len(server.requests) == before  # the same file: nothing asked again
+        out.rename(out.with_name("r.jsonl.partial.jsonl"))
+        state = json.loads((tmp_path / "prog.json").read_text())
+        state["plan"]["demos"] = state["plan"]["demos"][:1]
+        (tmp_path / "prog.json").write_text(json.dumps(state))
+        _record_live(server, tasks, out, temperature=0.0, program="prog.json")
+        assert len(server.requests) - before >= 2  # another program: asked again
+
+
 def test_concurrent_requests_are_written_in_task_order(tmp_path, api_key):
     tasks = load_tasks("dev")[:6]
     out = tmp_path / "r.jsonl"

@@ -77,6 +77,8 @@ def compile_cmd(
         if not lm_spec:
             raise click.UsageError("--model needs --lm: the model that answers while compiling")
         targets: list[tuple[str | None, str]] = [(None, v) for v in ([variant] if variant else VARIANTS)]
+    elif budgets_path:
+        raise click.UsageError("--budgets gives a --model's budget row; tier programs use their tier's budget_model")
     elif compile_all == bool(tier or variant):
         raise click.UsageError("give --tier and --variant, or --all, or --model")
     elif not compile_all and not (tier and variant):

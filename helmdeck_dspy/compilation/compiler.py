@@ -130,6 +130,10 @@ def compile_program(
         done = _unchanged_entry(target.key, target.path, variant, target.inputs_sha, out_root)
         if done is not None:
             return done
+    listed = read_manifest(out_root)["programs"].get(target.key)
+    if model is not None and isinstance(listed, dict) and listed.get("model") not in (None, model):
+        raise InputError(f"{model} and {listed['model']} share the program folder {target.path.parent}: "
+                         "compile one of them into another --out root")
     setup, program, path, key, settings = target.setup, target.program, target.path, target.key, target.settings
     tier, lm_spec, teacher_spec = setup.tier, target.lm_spec, target.teacher_spec
     train, dev, valset_tasks = target.train, target.dev, target.valset

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from helmdeck_dspy.budgets import budget_for
 from helmdeck_dspy.cli.app import cli
 from helmdeck_dspy.compilation.compiler import compile_program
-from helmdeck_dspy.errors import CompiledProgramError
+from helmdeck_dspy.errors import CompiledProgramError, InputError
 from helmdeck_dspy.io.resources import compiled_dir
 from helmdeck_dspy.planning.planner import Planner
 from helmdeck_dspy.program.store import (
@@ -134,10 +134,21 @@ def test_compile_model_cli_writes_the_program_and_says_what_it_will_cost(tmp_pat
 @pytest.mark.parametrize(("args", "says"), [
     (["--model", MODEL, "--variant", "full_steps", "--optimizer", "bootstrap"], "--model needs --lm"),
     (["--model", MODEL, "--tier", "C", "--lm", "sim:mid-tier"], "not with --tier or --all"),
+    (["--tier", "C", "--variant", "full_steps", "--budgets", "eval/budgets.toml"], "--budgets gives a --model's"),
 ])
 def test_compile_model_usage_errors(tmp_path, args, says):
     result = CliRunner().invoke(cli, ["compile", *args, "--out", str(tmp_path)])
     assert result.exit_code == 2 and says in result.output
+
+
+def test_two_model_ids_with_one_slug_do_not_overwrite_each_others_program(tmp_path, root):
+    copy = tmp_path / "root"
+    shutil.copytree(root, copy)
+    twin = MODEL.replace("/", "-")  # local-qwen2.5-coder-0.5b-instruct: the same folder name
+    with pytest.raises(InputError, match="share the program folder"):
+        compile_program(None, "single_pick", model=twin, optimizer="bootstrap", lm_spec="sim:mid-tier",
+                        train=TRAIN, dev=DEV, out_root=copy)
+    assert read_manifest(copy)["programs"][model_key(MODEL, "single_pick")]["model"] == MODEL
 
 
 def test_model_slugs_name_a_folder_and_refuse_an_id_without_letters():

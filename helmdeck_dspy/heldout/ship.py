@@ -14,7 +14,6 @@ import os
 from pathlib import Path
 
 from helmdeck_dspy.compilation.manifest import (
-    CompileResult,
     HeldOut,
     HeldOutScore,
     update_manifest,
@@ -24,7 +23,7 @@ from helmdeck_dspy.heldout.table import RowScore
 from helmdeck_dspy.io.atomic import atomic_writer
 from helmdeck_dspy.io.datafiles import file_sha256
 from helmdeck_dspy.io.resources import compiled_dir
-from helmdeck_dspy.program.store import model_key, model_program_path, read_manifest
+from helmdeck_dspy.program.store import model_program_path
 from helmdeck_dspy.tasks import load_tasks, tasks_sha256
 
 
@@ -61,14 +60,10 @@ def record_test_scores(spec: HeldOutSpec, rows: list[RowScore]) -> list[str]:
     written = []
     for row in rows:
         config = spec.get(row.config)
-        if config.optimizer is None or row.diff is None or row.score is None:
+        entry = spec.manifest_entry(config, row.variant)
+        if entry is None or row.diff is None or row.score is None:
             continue
         root = spec.compile_root(config)
-        listed = read_manifest(root)["programs"]
-        key = model_key(spec.model, row.variant)
-        if key not in listed:
-            continue
-        entry = CompileResult.model_validate(listed[key])
         test = _held_out(spec, rows, row, root)
         if entry.test != test:
             entry.test = test
@@ -82,14 +77,15 @@ def ship(spec: HeldOutSpec, rows: list[RowScore], root: Path | None = None) -> l
     written = []
     root = root or compiled_dir()
     for variant, row in winners(spec, rows).items():
-        source_root = spec.compile_root(spec.get(row.config))
-        key = model_key(spec.model, variant)
-        entry = CompileResult.model_validate(read_manifest(source_root)["programs"][key])
+        config = spec.get(row.config)
+        source_root = spec.compile_root(config)
+        entry = spec.manifest_entry(config, variant)
+        assert entry is not None  # a scored compiled config has its entry
         entry.test = _held_out(spec, rows, row, root)
         target = model_program_path(spec.model, variant, root)
         with atomic_writer(target, "wb") as handle:
             handle.write(model_program_path(spec.model, variant, source_root).read_bytes())
         entry.program_sha256 = file_sha256(target)
         update_manifest(entry, root)
-        written.append(key)
+        written.append(entry.key)
     return written

@@ -10,13 +10,16 @@ or a ``program`` with ``{variant}`` in it: each variant has its own program file
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from helmdeck_dspy.domain import VARIANTS
 from helmdeck_dspy.errors import DataFileError, validation_message
 from helmdeck_dspy.io.datafiles import read_toml
+
+if TYPE_CHECKING:
+    from helmdeck_dspy.compilation.manifest import CompileResult
 
 
 class HeldOutConfig(BaseModel):
@@ -78,6 +81,17 @@ class HeldOutSpec(BaseModel):
     def compile_root(self, config: HeldOutConfig) -> Path:
         """Where a compiled config's programs and manifest go."""
         return self.folder / "programs" / config.id
+
+    def manifest_entry(self, config: HeldOutConfig, variant: str) -> CompileResult | None:
+        """The manifest entry of the program ``config`` compiled for ``variant`` (None: none yet, or
+        not a compiled config)."""
+        from helmdeck_dspy.compilation.manifest import CompileResult
+        from helmdeck_dspy.program.store import model_key, read_manifest
+
+        if config.optimizer is None:
+            return None
+        entry = read_manifest(self.compile_root(config))["programs"].get(model_key(self.model, variant))
+        return CompileResult.model_validate(entry) if isinstance(entry, dict) else None
 
     def trace_files(self, config: HeldOutConfig) -> dict[str, Path]:
         """The scoring run files of ``config`` by variant (one shared file unless :attr:`~HeldOutConfig.per_variant`)."""

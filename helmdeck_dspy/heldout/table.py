@@ -70,27 +70,22 @@ class RowScore(BaseModel):
         return self.diff_ci is not None and self.diff_ci[0] > 0
 
 
-def _outcomes(path: Path, variant: str, ctx: ReplayContext) -> tuple[dict[str, RecordOutcome], list[TraceRecord]]:
-    """The last plan record per task of ``variant`` in ``path``, replayed; and those records."""
-    last: dict[str, TraceRecord] = {}
-    for rec in read_traces(path):
-        if rec.call == "plan" and rec.prompt_variant == variant and rec.task_id:
-            last[rec.task_id] = rec
+def _plan_records(path: Path, variant: str) -> list[TraceRecord]:
+    """Every plan record of ``variant`` in ``path`` (retries included)."""
+    return [r for r in read_traces(path) if r.call == "plan" and r.prompt_variant == variant]
+
+
+def _outcomes(records: list[TraceRecord], ctx: ReplayContext) -> tuple[dict[str, RecordOutcome], list[TraceRecord]]:
+    """The last record per task, replayed; and those records."""
+    last = {r.task_id: r for r in records if r.task_id}
     return {t: replay_record(r, ctx) for t, r in last.items()}, list(last.values())
 
 
-def _scoring_cost(path: Path, variant: str) -> Cost:
-    """Every plan record of ``variant`` (retries included): calls, tokens and summed latency."""
-    cost = Cost()
-    for rec in read_traces(path):
-        if rec.call != "plan" or rec.prompt_variant != variant:
-            continue
-        cost.calls += 1
-        cost.prompt_tokens += rec.prompt_tokens or 0
-        cost.completion_tokens += rec.completion_tokens or 0
-        cost.seconds += (rec.latency_ms or 0) / 1000
-    cost.seconds = round(cost.seconds, 1)
-    return cost
+def _scoring_cost(records: list[TraceRecord]) -> Cost:
+    """Calls, tokens and summed latency of every record."""
+    return Cost(calls=len(records), prompt_tokens=sum(r.prompt_tokens or 0 for r in records),
+                completion_tokens=sum(r.completion_tokens or 0 for r in records),
+                seconds=round(sum((r.latency_ms or 0) / 1000 for r in records), 1))
 
 
 def _program_name(records: list[TraceRecord], config: HeldOutConfig) -> str:
@@ -104,15 +99,9 @@ def _program_name(records: list[TraceRecord], config: HeldOutConfig) -> str:
 
 def compile_cost(spec: HeldOutSpec, config: HeldOutConfig, variant: str) -> Cost | None:
     """The compile's calls, tokens and time from its manifest entry (None: nothing compiled)."""
-    if config.optimizer is None:
+    r = spec.manifest_entry(config, variant)
+    if r is None:
         return None
-    from helmdeck_dspy.compilation.manifest import CompileResult
-    from helmdeck_dspy.program.store import model_key, read_manifest
-
-    entry = read_manifest(spec.compile_root(config))["programs"].get(model_key(spec.model, variant))
-    if not isinstance(entry, dict):
-        return None
-    r = CompileResult.model_validate(entry)
     return Cost(calls=r.lm_calls, cached_calls=r.cached_calls, teacher_calls=r.teacher_calls,
                 prompt_tokens=r.prompt_tokens_used, completion_tokens=r.completion_tokens_used, seconds=r.seconds,
                 estimated_calls=r.estimated_calls)
@@ -133,10 +122,11 @@ def score_spec(spec: HeldOutSpec) -> list[RowScore]:
             path = spec.trace_files(config)[variant]
             outs: dict[str, RecordOutcome] = {}
             if path.is_file():
-                outs, records = _outcomes(path, variant, ctx)
+                every = _plan_records(path, variant)
+                outs, records = _outcomes(every, ctx)
                 outs = {t: o for t, o in outs.items() if t in tasks}
                 row.program = _program_name(records, config)
-                row.scoring = _scoring_cost(path, variant)
+                row.scoring = _scoring_cost(every)
             if outs:
                 _fill(row, outs)
             if config.id == spec.baseline:

@@ -16,11 +16,14 @@ from helmdeck_dspy.cli.options import (
     progress_option,
     to_stderr,
 )
+from helmdeck_dspy.domain import VARIANTS
 
 
 @click.command("heldout")
 @click.argument("spec_path", metavar="SPEC", type=click.Path(dir_okay=False, exists=True))
 @click.option("--only", "only", multiple=True, metavar="ID[,ID]", help="Run only these configs (default: all).")
+@click.option("--variant", "variants", multiple=True, type=click.Choice(VARIANTS),
+              help="Run only this variant's compiles and scoring runs (repeatable; default: the spec's).")
 @click.option("--score-only", is_flag=True, help="Run nothing: score the trace files there are and write the table.")
 @click.option("--ship", "ship_to", is_flag=True,
               help="Copy every compiled program that beats the baseline beyond its interval into compiled/ "
@@ -29,7 +32,7 @@ from helmdeck_dspy.cli.options import (
               help="Where --ship writes (default: the bundled compiled/).")
 @progress_option
 @json_option("Print table.json.")
-def heldout_cmd(spec_path: str, only: tuple[str, ...], score_only: bool, ship_to: bool, compiled_root: str | None,
+def heldout_cmd(spec_path: str, only: tuple[str, ...], variants: tuple[str, ...], score_only: bool, ship_to: bool, compiled_root: str | None,
                 progress: bool | None, as_json: bool) -> None:
     """Compile and score the programs SPEC (a heldout.toml) lists, on its model and held-out split.
 
@@ -49,7 +52,7 @@ def heldout_cmd(spec_path: str, only: tuple[str, ...], score_only: bool, ship_to
     unknown = sorted(set(chosen or []) - {c.id for c in spec.config})
     if unknown:
         raise click.UsageError(f"--only: no config {', '.join(unknown)} in {spec_path}")
-    steps = [] if score_only else pending_steps(spec, chosen)
+    steps = [] if score_only else pending_steps(spec, chosen, list(variants) or None)
     for i, (kind, config_id, variant) in enumerate(steps, 1):
         config = spec.get(config_id)
         to_stderr(f"[{i}/{len(steps)}] {kind} ({config_id}) {config.label}: {variant}")

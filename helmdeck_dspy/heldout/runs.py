@@ -24,18 +24,20 @@ Step = tuple[str, str, str]
 """(kind, config id, variant or "both"): ``compile`` or ``record``."""
 
 
-def pending_steps(spec: HeldOutSpec, only: list[str] | None = None) -> list[Step]:
-    """The steps still to do for the configs ``only`` names (default: all), in spec order."""
+def pending_steps(spec: HeldOutSpec, only: list[str] | None = None, variants: list[str] | None = None) -> list[Step]:
+    """The steps still to do for the configs ``only`` names and the ``variants`` (default: all),
+    in spec order."""
     from helmdeck_dspy.compilation.compiler import compiled_entry
 
     steps: list[Step] = []
     for config in spec.config:
         if only and config.id not in only:
             continue
-        compiling = [v for v in (spec.variants if config.optimizer is not None else [])
+        chosen = [v for v in spec.variants if not variants or v in variants]
+        compiling = [v for v in (chosen if config.optimizer is not None else [])
                      if compiled_entry(None, v, **_compile_inputs(spec, config)) is None]
         steps += [("compile", config.id, v) for v in compiling]
-        todo = sorted(v for v in spec.variants if v in compiling or needs_record(spec, config, v))
+        todo = sorted(v for v in chosen if v in compiling or needs_record(spec, config, v))
         if not config.per_variant and todo:
             steps.append(("record", config.id, "both" if len(todo) > 1 else todo[0]))
         else:

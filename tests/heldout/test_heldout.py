@@ -123,6 +123,7 @@ def test_a_changed_compile_input_compiles_and_scores_again(ran, tmp_path):
     spec = copy / "heldout.toml"
     spec.write_text(spec.read_text().replace("valset = 3", "valset = 2"))
     assert pending_steps(load_spec(spec)) == [("compile", "c", "single_pick"), ("record", "c", "single_pick")]
+    assert pending_steps(load_spec(spec), variants=["full_steps"]) == []  # not a variant of this spec
 
 
 def test_shipping_copies_only_a_program_that_beats_the_baseline(ran, tmp_path):

@@ -53,6 +53,12 @@ class BudgetFields(BaseModel):
         description="Also offer the selected catalog as native function tools: the model may answer with "
         "tool calls instead of JSON text (for models with function calling; off by default).",
     )
+    constrained_decoding: bool | None = Field(
+        default=None,
+        description="Decode plan answers under a JSON Schema of the selected catalog (tool ids as an enum, each "
+        "tool's argument schema): true, false, or unset = the endpoint's default (on for llama.cpp servers, "
+        "off elsewhere; program.answer_schema.constrained_wire).",
+    )
     cached_input_cost_usd_per_mtok: float = Field(default=0.0, ge=0.0)
     prompt_variant: Literal["", "full_steps", "single_pick"] = Field(
         default="", description='"" = the tier default; otherwise forces a variant.'

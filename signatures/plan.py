@@ -33,11 +33,13 @@ class PlanSignature(dspy.Signature):
 
 
 @lru_cache(maxsize=None)
-def variant_instructions(variant: Variant) -> str:
-    """The bundled instruction text for a variant."""
+def variant_instructions(variant: Variant, tools_only: bool = False) -> str:
+    """The bundled instruction text for a variant: helmdeck's (packs and pipelines), or with
+    ``tools_only`` the text for a plain list of tools (``instructions/tools_<variant>.md``)."""
     if variant not in VARIANTS:
         raise InputError(f"unknown prompt variant {variant!r}; expected one of {VARIANTS}")
-    return resources.files("helmdeck_dspy.signatures").joinpath(f"instructions/{variant}.md").read_text("utf-8").strip()
+    name = f"tools_{variant}" if tools_only else variant
+    return resources.files("helmdeck_dspy.signatures").joinpath(f"instructions/{name}.md").read_text("utf-8").strip()
 
 
 def signature_for(variant: Variant) -> type[dspy.Signature]:

@@ -44,6 +44,11 @@ class PlanOutput(BaseModel):
         default=None, description="single_pick only: whether more calls will follow this one."
     )
     reasoning: str | None = Field(default=None, description="One to three sentences on the choice.")
+    tool_fits: bool | None = Field(
+        default=None,
+        description="Constrained answers: whether any catalog tool fits the request; false means no steps "
+        "(the guards keep none).",
+    )
 
 
 def coerce_plan_dict(value: Any) -> dict[str, Any] | None:

@@ -148,6 +148,12 @@ def _echo(text: str | None, headers: dict[str, str]) -> str | None:
     return text.replace("{authorization}", auth)
 
 
+def _canonical(items: Any) -> dict[str, str]:
+    """Headers under their canonical spelling (``authorization`` → ``Authorization``): clients differ
+    in case (the OpenAI SDK 3.x sends lower case), and HTTP header names are case-insensitive."""
+    return {"-".join(part.capitalize() for part in name.split("-")): value for name, value in items}
+
+
 def completion_body(reply: Reply, model: str, headers: dict[str, str] | None = None) -> dict[str, Any]:
     headers = headers or {}
     message: dict[str, Any] = {"role": "assistant", "content": _echo(reply.content, headers)}
@@ -184,7 +190,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/") not in CHAT_PATHS:
             self._send_json(404, {"error": {"message": f"no route {self.path}"}})
             return
-        reply = owner._take(Received("POST", self.path, dict(self.headers.items()), body, raw, time.monotonic()))
+        reply = owner._take(Received("POST", self.path, _canonical(self.headers.items()), body, raw, time.monotonic()))
         if reply is None:
             self._send_json(503, {"error": {"message": "fault server request cap reached"}})
             return

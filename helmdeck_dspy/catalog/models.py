@@ -193,6 +193,11 @@ class RoutingGuide(_CachingModel):
     def pipeline_ids(self) -> frozenset[str]:
         return frozenset(p.id for p in self.pipelines)
 
+    @cached_property
+    def arg_schemas(self) -> dict[str, dict[str, Any]]:
+        """Pack name → its argument schema, for the packs that carry one."""
+        return {p.name: p.parameters for p in self.packs if p.parameters}
+
     def to_wire(self) -> dict[str, Any]:
         """The JSON object sent to models (empty optional fields omitted)."""
         return {"packs": [p.to_wire() for p in self.packs], "pipelines": [p.to_wire() for p in self.pipelines]}

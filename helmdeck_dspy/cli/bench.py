@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from helmdeck_dspy.cli.heldout import heldout_cmd
+from helmdeck_dspy.cli.levers import levers_cmd
 from helmdeck_dspy.cli.options import (
     api_base_option,
     budgets_option,
@@ -193,3 +194,4 @@ def bench_bfcl(
 
 
 bench.add_command(heldout_cmd)
+bench.add_command(levers_cmd)

@@ -13,7 +13,7 @@ A DSPy prediction (compile's metric) has no completion text left, only its parse
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any, NamedTuple
 
 from helmdeck_dspy.decoding.parsing import ParseResult, parse_completion
@@ -45,6 +45,7 @@ def guard_completion(
     pipeline_ids: Collection[str],
     tool_calls: Any = None,
     refusal: str | None = None,
+    schemas: Mapping[str, dict[str, Any]] | None = None,
 ) -> GuardedCompletion:
     """Decode a completion and guard its plan as the planner does for ``variant``.
 
@@ -57,12 +58,14 @@ def guard_completion(
         pipeline_ids: The pipeline ids a pipeline run may name.
         tool_calls: Native tool calls the completion carried, any provider's shape.
         refusal: A refusal the provider sent apart from the content.
+        schemas: Tool id → argument schema: the guards check and coerce args against it, as a
+            planner that coerces does.
     """
     parse = parse_completion(content, finish_reason, reasoning_content, tool_calls=tool_calls,
                              tool_ids=catalog_ids, refusal=refusal)
     if parse.plan is None:
         return GuardedCompletion(parse, None)
-    steps, _dropped, _more = guard_plan(parse.plan, variant, catalog_ids, pipeline_ids)
+    steps, _dropped, _more = guard_plan(parse.plan, variant, catalog_ids, pipeline_ids, schemas)
     return GuardedCompletion(parse, steps)
 
 

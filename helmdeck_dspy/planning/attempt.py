@@ -19,7 +19,9 @@ from helmdeck_dspy.catalog.models import RoutingGuide
 from helmdeck_dspy.catalog.ranking.embedding import encoder
 from helmdeck_dspy.catalog.select import select_catalog
 from helmdeck_dspy.decoding.parsing import ParseResult
+from helmdeck_dspy.domain import PIPELINE_RUN_TOOL
 from helmdeck_dspy.errors import DeadlineExceeded
+from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY
 from helmdeck_dspy.planning.history import HistoryStore
 from helmdeck_dspy.planning.lm import trace_source
 from helmdeck_dspy.planning.options import PlannerOptions
@@ -32,7 +34,9 @@ from helmdeck_dspy.planning.resilience.classify import (
 )
 from helmdeck_dspy.planning.resilience.deadline import call_with_deadline, warm_up
 from helmdeck_dspy.planning.result import Attempt, PlanResult, build_result
+from helmdeck_dspy.program.answer_schema import SchemaWire, constrained_wire
 from helmdeck_dspy.program.store import ProgramRef
+from helmdeck_dspy.signatures.plan import variant_instructions
 from helmdeck_dspy.signatures.types import ExecutedStep
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -77,13 +81,29 @@ def wants_native(planner: PlannerParts) -> bool:
     return planner.budget.native_tool_calls if chosen is None else chosen
 
 
+def constrained_for(planner: PlannerParts) -> SchemaWire | None:
+    """How the planner's answers are constrained by a schema, if at all: the options' choice, else
+    the budget row's, else the endpoint's default (:func:`constrained_wire`)."""
+    chosen = planner.options.constrained_decoding
+    flag = planner.budget.constrained_decoding if chosen is None else chosen
+    return constrained_wire(str(getattr(planner.lm, "model", "")), flag)
+
+
 def render_options_for(planner: PlannerParts, selected: RoutingGuide | None = None) -> RenderOptions:
-    """The request shape of the planner's calls (catalog placement, output cap, JSON mode, and the
-    selected catalog as native tools when the budget or the options ask for them)."""
+    """The request shape of the planner's calls (catalog placement, output cap, JSON mode, the
+    selected catalog's answer schema when decoding is constrained, or the selected catalog as
+    native tools when the budget or the options ask for them)."""
     from helmdeck_dspy.program.adapter import RenderOptions  # imports dspy
 
-    return RenderOptions.for_budget(planner.budget, planner.variant, planner.options.max_tokens, catalog=selected,
-                                    native=wants_native(planner))
+    render = RenderOptions.for_budget(planner.budget, planner.variant, planner.options.max_tokens, catalog=selected,
+                                      native=wants_native(planner), constrained=constrained_for(planner))
+    if not planner.options.catalog_fitting:
+        return render
+    full = planner.catalog
+    if full.pipelines:
+        return render.model_copy(update={"demo_tools": full.id_set | {PIPELINE_RUN_TOOL}})
+    return render.model_copy(update={"demo_tools": full.id_set,
+                                     "instructions": variant_instructions(planner.variant, tools_only=True)})
 
 
 def _warm_embedding(planner: PlannerParts) -> None:
@@ -149,7 +169,7 @@ def _result(
             parse, intent=intent, variant=planner.variant, model=budget.model, tier=budget.tier,
             catalog_ids=planner.catalog.id_set, pipeline_ids=planner.catalog.pipeline_ids, trim=trim,
             raw_completion=completion.content if completion is not None and parse.plan is None else None,
-            usage=usage,
+            usage=usage, schemas=planner.catalog.arg_schemas if planner.options.coerce_args else None,
         )
         result.error = redact(result.error, secrets)
         result = scrub(result, secrets)  # model output that repeats a credential (an echoing proxy)
@@ -160,9 +180,12 @@ def _result(
 
 def recorded_run(planner: PlannerParts) -> dict[str, Any]:
     """What a trace record of this planner keeps in ``run``: the options' ``record_run`` (a local
-    model's settings) and which program planned (``program``, when the planner knows)."""
+    model's settings), which program planned (``program``, when the planner knows) and whether
+    args were coerced (:data:`COERCE_ARGS_KEY`)."""
     ref = planner.program_ref
-    return {**(planner.options.record_run or {}), **({"program": ref.stamp()} if ref is not None else {})}
+    return {**(planner.options.record_run or {}), **({"program": ref.stamp()} if ref is not None else {}),
+            **({COERCE_ARGS_KEY: True} if planner.options.coerce_args and planner.catalog.arg_schemas else {}),
+            **({"constrained": wire} if (wire := constrained_for(planner)) else {})}
 
 
 def run_attempt(

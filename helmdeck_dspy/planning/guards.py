@@ -10,7 +10,7 @@ model, and ``rewritten_prompt`` is rendered from the steps.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -22,6 +22,7 @@ from helmdeck_dspy.domain import (
     Complexity,
     complexity_for,
 )
+from helmdeck_dspy.planning.arguments import check_arguments
 from helmdeck_dspy.signatures.types import PlanStep
 
 REASON_NO_TOOL = "step had no tool id"
@@ -38,6 +39,11 @@ class GuardedStep(BaseModel):
     rationale: str = ""
     demoted: bool = Field(default=False, description="The model's tool was replaced by 'unknown'.")
     model_tool: str | None = Field(default=None, description="The tool the model named, when demoted.")
+    arg_notes: list[str] = Field(
+        default_factory=list,
+        description="What checking the args against the tool's schema did or found (coerced, dropped, missing, "
+                    "enum, type: planning.arguments).",
+    )
 
 
 def _reason(step: PlanStep, catalog_ids: Collection[str], pipeline_ids: Collection[str]) -> str | None:
@@ -55,15 +61,19 @@ def _reason(step: PlanStep, catalog_ids: Collection[str], pipeline_ids: Collecti
 
 
 def guard_steps(
-    steps: list[PlanStep], catalog_ids: Collection[str], pipeline_ids: Collection[str]
+    steps: list[PlanStep], catalog_ids: Collection[str], pipeline_ids: Collection[str],
+    schemas: Mapping[str, dict[str, Any]] | None = None,
 ) -> list[GuardedStep]:
-    """Renumber and validate ``steps`` against the full catalog's ids."""
+    """Renumber and validate ``steps`` against the full catalog's ids; with ``schemas`` (tool id →
+    argument schema), check and coerce each kept step's args (:func:`check_arguments`)."""
     out = []
     for i, step in enumerate(steps, start=1):
         rationale = step.rationale.strip()
         reason = _reason(step, catalog_ids, pipeline_ids)
         if reason is None:
-            out.append(GuardedStep(order=i, tool=step.tool.strip(), args=step.args, rationale=rationale))
+            tool = step.tool.strip()
+            args, notes = check_arguments(step.args, schemas.get(tool)) if schemas else (step.args, [])
+            out.append(GuardedStep(order=i, tool=tool, args=args, rationale=rationale, arg_notes=notes))
         else:
             said = f" — model said: {rationale}" if rationale else ""
             out.append(

@@ -35,6 +35,13 @@ class PlannerOptions(BaseModel):
         max_tokens: Output cap instead of the budget's ``output_tokens``.
         native_tool_calls: Offer the selected catalog as native tools (True), never (False), or
             as the budget's ``native_tool_calls`` says (None, the default).
+        constrained_decoding: Decode answers under the selected catalog's JSON Schema (True), never
+            (False), or as the budget row and the endpoint say (None, the default).
+        catalog_fitting: Fit the prompt to the catalog (the default): demos naming tools outside it
+            are left out, and a catalog without pipelines gets instructions for a plain list of
+            tools. Off reproduces the planner before this (helmdeck's instructions and demos always).
+        coerce_args: Check each step's args against its tool's schema and coerce safe type
+            mismatches (``planning.arguments``); off reproduces the planner before argument checks.
         caller: Who plans (history rows and the history prior are per caller).
         record_path: Append every exchange to this trace file.
         record_source: The trace records' ``source`` (default: from ``lm_spec``).
@@ -62,6 +69,9 @@ class PlannerOptions(BaseModel):
     use_filter: bool = True
     max_tokens: int | None = None
     native_tool_calls: bool | None = None
+    constrained_decoding: bool | None = None
+    coerce_args: bool = True
+    catalog_fitting: bool = True
     caller: str | None = None
     record_path: Path | None = None
     record_source: str | None = None

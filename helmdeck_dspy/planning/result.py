@@ -7,7 +7,7 @@ classify → guard behaviour.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -96,16 +96,17 @@ class PlanResult(BaseModel):
 
 
 def guard_plan(
-    plan: PlanOutput, variant: str, catalog_ids: Collection[str], pipeline_ids: Collection[str]
+    plan: PlanOutput, variant: str, catalog_ids: Collection[str], pipeline_ids: Collection[str],
+    schemas: Mapping[str, dict[str, Any]] | None = None,
 ) -> tuple[list[GuardedStep], list[PlanStep], bool]:
     """The guard stage shared by the planner and the evaluator: single_pick keeps one step (the
-    rest are returned as dropped), every kept step is guarded; returns (steps, dropped,
-    more_steps_likely)."""
-    steps = list(plan.steps)
+    rest are returned as dropped), every kept step is guarded (its args checked against
+    ``schemas`` when given); returns (steps, dropped, more_steps_likely)."""
+    steps = list(plan.steps) if plan.tool_fits is not False else []  # the model said nothing fits
     dropped: list[PlanStep] = []
     if variant == "single_pick" and len(steps) > 1:
         steps, dropped = steps[:1], steps[1:]
-    guarded = guard_steps(steps, catalog_ids, pipeline_ids)
+    guarded = guard_steps(steps, catalog_ids, pipeline_ids, schemas)
     more = variant == "single_pick" and (bool(plan.more_steps_likely) or bool(dropped))
     return guarded, dropped, more
 
@@ -122,6 +123,7 @@ def build_result(
     trim: Trim | None = None,
     raw_completion: str | None = None,
     usage: dict[str, Any] | None = None,
+    schemas: Mapping[str, dict[str, Any]] | None = None,
 ) -> PlanResult:
     """Turn a parsed completion into a :class:`PlanResult` (guards, single-step rule, rendering)."""
     compaction = trim if trim is not None and trim.dropped else None
@@ -131,7 +133,7 @@ def build_result(
     )
     if parse.plan is None:
         return PlanResult(failure_cause=parse.cause, error=parse.error, raw_completion=raw_completion, **common)
-    guarded, dropped, more = guard_plan(parse.plan, variant, catalog_ids, pipeline_ids)
+    guarded, dropped, more = guard_plan(parse.plan, variant, catalog_ids, pipeline_ids, schemas)
     return PlanResult(
         steps=guarded,
         complexity=derive_complexity(guarded),

@@ -37,6 +37,7 @@ from helmdeck_dspy.program.calls import (
     completion_from_response,
     log_completion,
 )
+from helmdeck_dspy.program.answer_schema import CONSTRAINED_FORMAT, SchemaWire, plan_schema
 from helmdeck_dspy.program.native_tools import NativeTool, native_tools
 from helmdeck_dspy.program.sections import (
     ANSWER_FORMAT_MARK,
@@ -66,6 +67,12 @@ FORMAT_SINGLE_PICK = ANSWER_FORMAT_MARK + """: one JSON object and nothing else 
  "reasoning": "<one or two sentences>"}"""
 
 
+NO_FIT_CONSTRAINED = "If none of the catalog's tools does what the request asks, set tool_fits to false."
+NO_FIT_FREE = "If none of the catalog's tools does what the request asks, return an empty steps list."
+"""The last words of a request under the plain tool-list instructions or a schema: the no-fit
+decision is put next to the request, where a small model still sees it."""
+
+
 class RenderOptions(BaseModel):
     """How one model's budget shapes the request."""
 
@@ -74,11 +81,19 @@ class RenderOptions(BaseModel):
     max_tokens: int | None = None
     json_object: bool = False
     tools: tuple[NativeTool, ...] = ()
+    answer_schema: dict[str, Any] | None = None
+    schema_wire: SchemaWire = "json_schema"
+    demo_tools: frozenset[str] | None = None
+    """When set, a demo is shown only if every tool its steps name is among these (the planner's
+    catalog): demos compiled over another catalog are left out."""
+    instructions: str | None = None
+    """Instructions to use instead of the program's (a catalog without pipelines gets the plain
+    tool-list instructions)."""
 
     @classmethod
     def for_budget(
         cls, budget: Any, variant: str, max_tokens: int | None = None, *, catalog: Any = None,
-        native: bool | None = None,
+        native: bool | None = None, constrained: SchemaWire | None = None,
     ) -> RenderOptions:
         """The request a budget asks for: the catalog in the system message when the model caches
         prefixes, the budget's output cap unless overridden, and a JSON-object response format
@@ -86,7 +101,14 @@ class RenderOptions(BaseModel):
 
         With native tool calls on (``native``, default the budget's ``native_tool_calls``) no
         JSON-object format is asked for (providers may refuse tools and JSON mode together), and the
-        selected ``catalog``, when given, is also offered as native tools."""
+        selected ``catalog``, when given, is also offered as native tools.
+
+        With ``constrained`` (the wire of :func:`constrained_wire`) and a ``catalog``, the answer is
+        decoded under that catalog's :func:`plan_schema` instead (no native tools, no bare JSON mode)."""
+        if constrained is not None and catalog is not None:
+            return cls(variant=variant, catalog_in_system=budget.supports_prefix_cache,
+                       max_tokens=max_tokens or budget.output_tokens, answer_schema=plan_schema(catalog, variant),
+                       schema_wire=constrained)
         use_native = budget.native_tool_calls if native is None else native
         tools = native_tools(catalog) if use_native and catalog is not None else ()
         return cls(
@@ -160,9 +182,16 @@ class PlanAdapter(dspy.Adapter):
 
     # -------------------------------------------------------------- rendering
 
+    def answer_format(self) -> str:
+        """The answer-format section: the variant's, or the schema's when the answer is constrained."""
+        if self.options.answer_schema is not None:
+            more = ' It also holds "more_steps_likely": true | false.' if self.options.variant == "single_pick" else ""
+            return ANSWER_FORMAT_MARK + CONSTRAINED_FORMAT + more
+        return FORMAT_SINGLE_PICK if self.options.variant == "single_pick" else FORMAT_FULL_STEPS
+
     def system_message(self, signature: Any, catalog: str) -> str:
-        fmt = FORMAT_SINGLE_PICK if self.options.variant == "single_pick" else FORMAT_FULL_STEPS
-        text = f"{signature.instructions.strip()}\n\n{fmt}"
+        fmt = self.answer_format()
+        text = f"{(self.options.instructions or signature.instructions).strip()}\n\n{fmt}"
         if self.options.tools:
             text += f"\n{NATIVE_NOTE}"
         if self.options.catalog_in_system:
@@ -183,11 +212,16 @@ class PlanAdapter(dspy.Adapter):
             parts.append(f"{PRIOR_STEPS_HEADER}\n" + "\n".join(lines))
         return "\n\n".join(parts)
 
+    def fits_catalog(self, steps: Any) -> bool:
+        """Whether a demo's steps name only tools of the planner's catalog (always, without ``demo_tools``)."""
+        allowed = self.options.demo_tools
+        return allowed is None or all(_get(s, "tool") in allowed for s in steps)
+
     def format_demos(self, signature: Any, demos: list[Any]) -> list[dict[str, str]]:
         messages = []
         for demo in demos:
             intent, steps = _get(demo, "user_intent"), _get(demo, "steps")
-            if not intent or steps is None:
+            if not intent or steps is None or not self.fits_catalog(steps):
                 continue
             answer: dict[str, Any] = {"steps": _jsonable(steps)}
             for key in ("complexity", "more_steps_likely", "reasoning"):
@@ -204,6 +238,8 @@ class PlanAdapter(dspy.Adapter):
         if not self.options.catalog_in_system:
             user = f"{CATALOG_HEADER}\n{catalog}\n\n{user}"
         user += f"\n\n{CLOSING_LINE}"
+        if self.options.instructions is not None or self.options.answer_schema is not None:
+            user += f" {NO_FIT_CONSTRAINED if self.options.answer_schema is not None else NO_FIT_FREE}"
         return [
             {"role": "system", "content": self.system_message(signature, catalog)},
             *self.format_demos(signature, demos),
@@ -235,11 +271,17 @@ class PlanAdapter(dspy.Adapter):
         if self.options.max_tokens is not None:
             merged["max_tokens"] = self.options.max_tokens
         merged.update(lm_kwargs)
-        if self.options.json_object:
+        merged.pop("response_format", None)
+        schema = self.options.answer_schema
+        if schema is not None and self.options.schema_wire == "json_schema":
+            merged["response_format"] = {"type": "json_schema", "name": "plan", "schema": schema}
+        elif self.options.json_object:
             merged["response_format"] = {"type": "json_object"}
-        else:
-            merged.pop("response_format", None)
         config = {k: merged[k] for k in _CONFIG_KEYS if merged.get(k) is not None}
+        if schema is not None and self.options.schema_wire == "json_object":
+            # llama-cpp-python's server reads a schema only inside a json_object response_format,
+            # a form lm15's canonical response_format cannot carry: it goes verbatim as an extension.
+            config["extensions"] = {"response_format": {"type": "json_object", "schema": schema}}
         convo = tuple(
             Message.user(m["content"]) if m["role"] == "user" else Message.assistant(m["content"]) for m in messages[1:]
         )

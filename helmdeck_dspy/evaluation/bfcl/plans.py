@@ -12,6 +12,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -19,15 +20,19 @@ from helmdeck_dspy.catalog.models import RoutingGuide
 from helmdeck_dspy.evaluation.bfcl.models import BfclQuestion, BfclSet
 from helmdeck_dspy.evaluation.bfcl.score import (
     AccuracySummary,
+    Call,
     CallScore,
     calls_from_steps,
     score_calls,
     summarise,
     summarise_by_category,
 )
+from helmdeck_dspy.evaluation.bfcl.baseline import PLAIN_VARIANT, decode_plain
 from helmdeck_dspy.evaluation.scoring import guard_completion
+from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY
 from helmdeck_dspy.planning.lm import make_lm, trace_source
 from helmdeck_dspy.traces.io import load_traces
+from helmdeck_dspy.traces.record import TraceRecord
 
 
 class PlanAccuracy(BaseModel):
@@ -100,6 +105,43 @@ def plan_questions(
     )
 
 
+class DecodedRecord(NamedTuple):
+    """A recorded BFCL answer as calls: its prompt variant, how it decoded, and why it failed."""
+
+    variant: str
+    calls: list[Call]
+    outcome: str  # strict, repaired, native or failed
+    cause: str | None = None
+
+
+def decode_record(rec: TraceRecord, catalog: RoutingGuide) -> DecodedRecord:
+    """One recorded answer decoded as it was produced: a plain answer (``prompt_variant`` ``plain``)
+    by :func:`decode_plain`; a plan through the one scoring path, the guards checking args against
+    the catalog's schemas when the recording planner did (``run.coerce_args``)."""
+    variant = rec.prompt_variant or "full_steps"
+    if variant == PLAIN_VARIANT:
+        answer = decode_plain(rec.content, rec.finish_reason)
+        failed = answer.outcome == "failed"
+        return DecodedRecord(variant, answer.calls, answer.outcome, "no_json" if failed else None)
+    coerce = bool((rec.run or {}).get(COERCE_ARGS_KEY))
+    guarded = guard_completion(rec.content, rec.finish_reason, rec.reasoning_content, variant=variant,
+                               catalog_ids=catalog.id_set, pipeline_ids=catalog.pipeline_ids,
+                               tool_calls=rec.tool_calls, schemas=catalog.arg_schemas if coerce else None)
+    if guarded.steps is None:
+        return DecodedRecord(variant, [], "failed", guarded.parse.cause or "no_json")
+    return DecodedRecord(variant, calls_from_steps(guarded.steps), guarded.parse.outcome)
+
+
+def last_plan_records(path: str | Path, *, on_error: str = "fail") -> dict[str, TraceRecord]:
+    """The last plan record per task id of a trace file (a retried request's final answer), in
+    first-seen order of the task ids."""
+    out: dict[str, TraceRecord] = {}
+    for rec in load_traces(path, on_error=on_error):
+        if rec.call == "plan" and rec.task_id:
+            out[rec.task_id] = rec
+    return out
+
+
 def score_traces(
     data: BfclSet,
     path: str | Path,
@@ -109,9 +151,10 @@ def score_traces(
 ) -> PlanAccuracy:
     """Score the plan records of a trace file whose ``task_id`` is a loaded BFCL question id.
 
-    Each record goes through the one scoring path (:func:`~helmdeck_dspy.evaluation.scoring.guard_completion`:
-    the same decoder and guards as a live call, with its own prompt variant; tools outside the
-    question's catalog, or the pool with ``pool``, are demoted).
+    Each plan record is decoded by :func:`decode_record` (a plan goes through the one
+    scoring path, :func:`~helmdeck_dspy.evaluation.scoring.guard_completion`: the same decoder and
+    guards as a live call, with its own prompt variant; tools outside the question's catalog, or
+    the pool with ``pool``, are demoted; a plain answer through the plain decoder).
     """
     by_id = {q.id: q for q in data.questions}
     pooled = data.pool()[0] if pool else None
@@ -126,14 +169,11 @@ def score_traces(
         if q is None:
             unscored += 1
             continue
-        variant = rec.prompt_variant or "full_steps"
-        variants[variant] += 1
-        catalog = _catalog_for(q, pooled)
-        guarded = guard_completion(rec.content, rec.finish_reason, rec.reasoning_content, variant=variant,
-                                   catalog_ids=catalog.id_set, pipeline_ids=catalog.pipeline_ids)
-        if guarded.steps is None:
-            failures[guarded.parse.cause or "no_json"] += 1
-        scores.append(score_calls(q, calls_from_steps(guarded.steps or []), failed=guarded.steps is None))
+        decoded = decode_record(rec, _catalog_for(q, pooled))
+        variants[decoded.variant] += 1
+        if decoded.cause:
+            failures[decoded.cause] += 1
+        scores.append(score_calls(q, decoded.calls, failed=decoded.cause is not None))
     return PlanAccuracy(
         source=str(path), model="", variant="+".join(sorted(variants)) or "-", summary=summarise(scores),
         by_category=summarise_by_category(scores), failures=dict(failures), unscored=unscored, scores=scores,

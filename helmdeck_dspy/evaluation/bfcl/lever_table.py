@@ -1,0 +1,163 @@
+"""Scoring a lever run's trace files: one row per config, overall and per category, paired
+against the baseline row on the questions both answered.
+
+Columns: exact calls, tool-name accuracy (the plan calls exactly the gold functions, as a
+multiset; questions with gold calls), argument accuracy (calls to a gold function whose arguments
+also match / gold calls whose function was called), irrelevance accuracy (no call where none
+fits), strict parse rate, median prompt and completion tokens, median latency, and the paired
+difference in exact calls against the baseline (Newcombe's paired interval). Rates carry 95%
+Wilson intervals; argument accuracy counts calls, which are not independent across one question's
+calls, so its interval is indicative.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from helmdeck_dspy.domain import UNKNOWN_TOOL
+from helmdeck_dspy.evaluation.bfcl.levers import LeverSpec, load_questions
+from helmdeck_dspy.evaluation.bfcl.models import BfclQuestion
+from helmdeck_dspy.evaluation.bfcl.plans import decode_record, last_plan_records
+from helmdeck_dspy.evaluation.bfcl.score import score_calls
+from helmdeck_dspy.evaluation.stats import newcombe_paired_diff, wilson
+
+
+class Rate(BaseModel):
+    """k of n, the rate and its 95% Wilson interval."""
+
+    k: int
+    n: int
+    rate: float | None
+    low: float | None = None
+    high: float | None = None
+
+    @classmethod
+    def of(cls, k: int, n: int) -> Rate:
+        if n == 0:
+            return cls(k=0, n=0, rate=None)
+        low, high = wilson(k, n)
+        return cls(k=k, n=n, rate=round(k / n, 4), low=round(low, 4), high=round(high, 4))
+
+
+class Outcome(BaseModel):
+    """One question answered under one config."""
+
+    task_id: str
+    category: str
+    exact: bool
+    tool_right: bool | None = Field(description="Gold questions: the called functions are the gold ones.")
+    args_matched: int = 0
+    names_matched: int = 0
+    no_call_right: bool | None = Field(default=None, description="No-call questions: nothing was called.")
+    strict: bool
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_ms: float | None = None
+
+
+class LeverRow(BaseModel):
+    """One config's figures over a set of questions."""
+
+    config: str
+    scope: str = Field(description="'all' or a category.")
+    n: int
+    exact: Rate
+    tool_accuracy: Rate
+    argument_accuracy: Rate
+    irrelevance: Rate
+    strict: Rate
+    prompt_tokens_p50: float | None = None
+    completion_tokens_p50: float | None = None
+    latency_p50_s: float | None = None
+    paired_n: int = 0
+    exact_diff: float | None = Field(default=None, description="Exact rate minus the baseline's, paired.")
+    exact_diff_low: float | None = None
+    exact_diff_high: float | None = None
+    latency_ratio: float | None = Field(default=None, description="Median latency / the baseline's (paired questions).")
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 1) if values else None
+
+
+def outcomes_for(path: Path, questions: dict[str, BfclQuestion], catalog_for: Any) -> dict[str, Outcome]:
+    """Each answered question of a trace file scored (the last record per question)."""
+    out: dict[str, Outcome] = {}
+    if not path.exists():
+        return out
+    for task_id, rec in last_plan_records(path, on_error="skip").items():
+        q = questions.get(task_id)
+        if q is None:
+            continue
+        decoded = decode_record(rec, catalog_for(q))
+        score = score_calls(q, decoded.calls, failed=decoded.cause is not None)
+        called = Counter(c.name for c in decoded.calls if c.name != UNKNOWN_TOOL)
+        gold = Counter(g.name for g in q.gold)
+        has_gold = q.expect == "calls"
+        out[task_id] = Outcome(
+            task_id=task_id, category=q.category, exact=score.exact,
+            tool_right=(called == gold and decoded.cause is None) if has_gold else None,
+            args_matched=score.matched_calls if has_gold else 0, names_matched=score.names_matched if has_gold else 0,
+            no_call_right=score.exact if q.expect == "no_call" else None,
+            strict=decoded.outcome == "strict", prompt_tokens=rec.prompt_tokens,
+            completion_tokens=rec.completion_tokens, latency_ms=None if rec.cache_hit else rec.latency_ms,
+        )
+    return out
+
+
+def summarise_row(config: str, scope: str, outs: list[Outcome], base: dict[str, Outcome] | None) -> LeverRow:
+    """Figures of one config over ``outs``, paired against ``base`` (the baseline's outcomes by id)."""
+    gold = [o for o in outs if o.tool_right is not None]
+    no_call = [o for o in outs if o.no_call_right is not None]
+    row = LeverRow(
+        config=config, scope=scope, n=len(outs),
+        exact=Rate.of(sum(o.exact for o in outs), len(outs)),
+        tool_accuracy=Rate.of(sum(bool(o.tool_right) for o in gold), len(gold)),
+        argument_accuracy=Rate.of(sum(o.args_matched for o in gold), sum(o.names_matched for o in gold)),
+        irrelevance=Rate.of(sum(bool(o.no_call_right) for o in no_call), len(no_call)),
+        strict=Rate.of(sum(o.strict for o in outs), len(outs)),
+        prompt_tokens_p50=_median([o.prompt_tokens for o in outs if o.prompt_tokens is not None]),
+        completion_tokens_p50=_median([o.completion_tokens for o in outs if o.completion_tokens is not None]),
+        latency_p50_s=_median([o.latency_ms / 1000 for o in outs if o.latency_ms is not None]),
+    )
+    if base is None:
+        return row
+    pairs = [(o, base[o.task_id]) for o in outs if o.task_id in base]
+    if not pairs:
+        return row
+    cells = Counter((a.exact, b.exact) for a, b in pairs)
+    d, low, high = newcombe_paired_diff(cells[True, True], cells[True, False], cells[False, True], cells[False, False])
+    mine = [a.latency_ms for a, b in pairs if a.latency_ms is not None and b.latency_ms is not None]
+    theirs = [b.latency_ms for a, b in pairs if a.latency_ms is not None and b.latency_ms is not None]
+    ratio = round(statistics.median(mine) / statistics.median(theirs), 2) if mine and statistics.median(theirs) else None
+    return row.model_copy(update={"paired_n": len(pairs), "exact_diff": round(d, 4), "exact_diff_low": round(low, 4),
+                                  "exact_diff_high": round(high, 4), "latency_ratio": ratio})
+
+
+def score_levers(spec: LeverSpec) -> list[LeverRow]:
+    """Every config's rows (overall, then per category) from the trace files beside the spec."""
+    data = load_questions(spec)
+    questions = {q.id: q for q in data.questions}
+    pooled = data.pool()[0]
+    by_config = {
+        c.name: outcomes_for(spec.trace_path(c), questions, (lambda q, c=c: pooled if c.pool else q.catalog))
+        for c in spec.config
+    }
+    base = by_config.get(spec.baseline)
+    rows: list[LeverRow] = []
+    for c in spec.config:
+        outs = list(by_config[c.name].values())
+        if not outs:
+            continue
+        paired_base = None if c.name == spec.baseline else base
+        rows.append(summarise_row(c.name, "all", outs, paired_base))
+        for category in spec.categories:
+            mine = [o for o in outs if o.category == category]
+            if mine:
+                rows.append(summarise_row(c.name, category, mine, paired_base))
+    return rows

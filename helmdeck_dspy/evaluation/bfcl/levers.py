@@ -1,0 +1,215 @@
+"""Paired lever runs on BFCL: the model alone and planner configurations, in one resumable run.
+
+A spec (``levers.toml``) names the LM, the model id whose budget applies, the BFCL folders,
+categories and questions per category, the sampling, and a list of ``[[config]]`` rows: ``plain``
+(the model alone, :mod:`~helmdeck_dspy.evaluation.bfcl.baseline`) or a planner with its levers
+(constrained decoding, argument coercion, the program, demos, the pooled catalog). Relative
+paths in a spec are read from the spec's folder.
+
+:func:`run_levers` answers every (question, config) pair that has no record yet, question by
+question, every config of a question one after another, so a load change on the machine falls on
+all rows alike and a run stopped at any point resumes where it was. Each config's exchanges are
+appended to ``<config>.jsonl`` beside the spec, ``task_id`` = the BFCL id, the raw answer in
+``content``; ``bench bfcl --traces`` and :func:`~helmdeck_dspy.evaluation.bfcl.lever_table.score_levers`
+score them without a model.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from helmdeck_dspy.errors import InputError, validation_message
+from helmdeck_dspy.evaluation.bfcl.baseline import PLAIN_VARIANT, ask_plain
+from helmdeck_dspy.evaluation.bfcl.load import discover, load_bfcl
+from helmdeck_dspy.evaluation.bfcl.models import BfclQuestion, BfclSet
+from helmdeck_dspy.io.datafiles import parse_toml, read_text
+
+
+class LeverSpecError(InputError):
+    """A levers spec that cannot be used."""
+
+
+class LeverConfig(BaseModel):
+    """One row of a lever run: the model alone, or the planner with some levers on."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="Row name; also the trace file's stem.")
+    description: str = ""
+    plain: bool = Field(default=False, description="The model alone with the plain prompt (no planner).")
+    constrained: bool | None = Field(default=None, description="Planner: schema-constrained decoding (None: the budget's).")
+    coerce_args: bool = Field(default=True, description="Planner: check and coerce args against the tool schemas.")
+    catalog_fitting: bool = Field(default=True, description="Planner: instructions and demos fitted to the catalog.")
+    program: str | None = Field(default=None, description="Planner: program (None/auto, tier, tier:T, bare, or a file).")
+    variant: str = "full_steps"
+    pool: bool = Field(default=False, description="Plan against one catalog pooled from every loaded question.")
+    budget_model: str | None = Field(default=None, description="Budget lookup id for this row (default: the spec's model).")
+    categories: tuple[str, ...] | None = Field(default=None, description="Run this row on these categories only.")
+
+    def applies_to(self, q: BfclQuestion) -> bool:
+        return self.categories is None or q.category in self.categories
+
+
+class LeverSpec(BaseModel):
+    """A lever run (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = Field(min_length=1, description="Budget lookup id.")
+    lm: str = Field(min_length=1, description="LM spec (local:NAME, llamacpp/..., a LiteLLM string, replay:, sim:).")
+    data: tuple[str, ...] = Field(min_length=1, description="BFCL data folders, relative to the spec.")
+    categories: tuple[str, ...] = Field(min_length=1)
+    limit: int = Field(ge=1, description="Questions per category (the first N).")
+    temperature: float = 0.0
+    seed: int = 7
+    baseline: str = Field(default="plain", description="The config every other row is paired against.")
+    block: int = Field(default=8, ge=1, description="Questions asked under one config before the next config "
+                       "takes the same questions (a server's prompt cache keeps one config's stable prefix).")
+    config: tuple[LeverConfig, ...] = Field(min_length=1)
+    path: Path = Field(default=Path("."), exclude=True)
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
+
+    def trace_path(self, config: LeverConfig) -> Path:
+        return self.folder / f"{config.name}.jsonl"
+
+    def data_dirs(self) -> list[Path]:
+        return [(self.folder / d).resolve() for d in self.data]
+
+
+def load_lever_spec(path: str | Path) -> LeverSpec:
+    """Read and validate a levers spec.
+
+    Raises:
+        LeverSpecError: the file does not parse, a field is wrong, names repeat, or the baseline is
+            not one of the configs.
+    """
+    data = parse_toml(read_text(path, LeverSpecError), str(path), LeverSpecError)
+    try:
+        spec = LeverSpec.model_validate({**data, "path": Path(path)})
+    except ValidationError as exc:
+        raise LeverSpecError(str(path), validation_message(exc, subject="spec", all_errors=True)) from None
+    names = [c.name for c in spec.config]
+    if len(set(names)) != len(names):
+        raise LeverSpecError(str(path), f"config names repeat: {names}")
+    if spec.baseline not in names:
+        raise LeverSpecError(str(path), f"baseline {spec.baseline!r} is not a config; expected one of {names}")
+    return spec
+
+
+def load_questions(spec: LeverSpec) -> BfclSet:
+    """The spec's questions: its categories from whichever data folder holds them, first ``limit`` each,
+    in round-robin order across categories (so a partial run covers every category)."""
+    sets: list[BfclSet] = []
+    wanted = list(spec.categories)
+    for folder in spec.data_dirs():
+        here = [c.category for c in discover(folder)] if folder.is_dir() else []
+        mine = [c for c in wanted if c in here]
+        if mine:
+            sets.append(load_bfcl(folder, mine).limited(spec.limit))
+            wanted = [c for c in wanted if c not in mine]
+    if wanted:
+        raise LeverSpecError(str(spec.path), f"categories not found in {list(spec.data)}: {wanted}")
+    by_cat: dict[str, list[BfclQuestion]] = {}
+    files: dict[str, tuple[str, str]] = {}
+    notes = []
+    for s in sets:
+        files.update(s.files)
+        notes += list(s.notes)
+        for q in s.questions:
+            by_cat.setdefault(q.category, []).append(q)
+    ordered = [q for group in _round_robin([by_cat[c] for c in spec.categories]) for q in group]
+    return BfclSet(questions=tuple(ordered), files=files, notes=tuple(notes))
+
+
+def _round_robin(groups: list[list[BfclQuestion]]) -> list[list[BfclQuestion]]:
+    out = []
+    for i in range(max((len(g) for g in groups), default=0)):
+        out.append([g[i] for g in groups if i < len(g)])
+    return out
+
+
+def done_ids(path: Path) -> set[str]:
+    """Task ids that already have a plan record in a trace file (an empty set when there is none)."""
+    from helmdeck_dspy.traces.io import load_traces
+
+    if not path.exists():
+        return set()
+    return {r.task_id for r in load_traces(path, on_error="skip") if r.call == "plan" and r.task_id}
+
+
+def pending_pairs(spec: LeverSpec, data: BfclSet, only: set[str] | None = None) -> list[tuple[BfclQuestion, LeverConfig]]:
+    """The (question, config) pairs without a record yet: block by block of ``spec.block`` questions,
+    each config in turn over the block's questions."""
+    configs = [c for c in spec.config if only is None or c.name in only]
+    done = {c.name: done_ids(spec.trace_path(c)) for c in configs}
+    qs = list(data.questions)
+    blocks = [qs[i:i + spec.block] for i in range(0, len(qs), spec.block)]
+    return [(q, c) for block in blocks for c in configs for q in block if c.applies_to(q) and q.id not in done[c.name]]
+
+
+def _record_plain(spec: LeverSpec, lm: Any, q: BfclQuestion, catalog: Any, path: Path, max_tokens: int,
+                  budget: Any, run: dict[str, Any]) -> None:
+    from helmdeck_dspy.planning.lm import trace_source
+    from helmdeck_dspy.planning.recording import record_exchanges
+
+    completion = ask_plain(lm, q.intent, catalog, max_tokens=max_tokens)
+    record_exchanges(path, [completion], source=trace_source(spec.lm), budget=budget, variant=PLAIN_VARIANT,
+                     intent=q.intent, task_id=q.id, secrets=[], run=run)
+
+
+def run_levers(
+    spec: LeverSpec, *, lm: Any = None, only: set[str] | None = None,
+    progress: Callable[[str, BfclQuestion], None] | None = None,
+) -> dict[str, int]:
+    """Answer every (question, config) pair without a record; returns calls made per config.
+
+    Args:
+        spec: The run.
+        lm: A ready ``dspy.LM`` (default: built from ``spec.lm`` with the spec's sampling, cache off).
+        only: Run these configs only.
+        progress: Called before each call with the config name and the question.
+    """
+    from helmdeck_dspy.budgets import load_budget_table
+    from helmdeck_dspy.planning.lm import make_lm, run_settings
+    from helmdeck_dspy.planning.planner import Planner  # imports dspy
+
+    data = load_questions(spec)
+    configs = [c for c in spec.config if only is None or c.name in only]
+    pending = pending_pairs(spec, data, only)
+    made = {c.name: 0 for c in configs}
+    if not pending:
+        return made
+    if lm is None:
+        lm = make_lm(spec.lm, cache=False, num_retries=0, sampling={"temperature": spec.temperature, "seed": spec.seed})
+    table = load_budget_table()
+    settings = run_settings(spec.lm) or {}
+    pooled = data.pool()[0] if any(c.pool for c in configs) else None
+    for q, c in pending:
+        if progress is not None:
+            progress(c.name, q)
+        catalog = pooled if c.pool and pooled is not None else q.catalog
+        model = c.budget_model or spec.model
+        run = {**settings, "lever_config": c.name}
+        path = spec.trace_path(c)
+        if c.plain:
+            budget = table.lookup(model)
+            _record_plain(spec, lm, q, catalog, path, budget.output_tokens, budget, run)
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                planner = Planner.for_model(
+                    model, lm=lm, catalog=catalog, variant=c.variant, budgets=table, record_path=path,
+                    record_run=run, history=None, use_filter=False, cache=False, program=c.program,
+                    constrained_decoding=c.constrained, coerce_args=c.coerce_args, catalog_fitting=c.catalog_fitting,
+                )
+            planner.plan(q.intent, task_id=q.id)
+        made[c.name] += 1
+    return made

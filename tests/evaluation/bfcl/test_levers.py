@@ -1,0 +1,95 @@
+"""The model-alone baseline, lever specs and their scoring, and the answer schema on real BFCL functions."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from helmdeck_dspy.evaluation.bfcl.baseline import decode_plain, plain_prompt
+from helmdeck_dspy.evaluation.bfcl.lever_table import score_levers
+from helmdeck_dspy.evaluation.bfcl.levers import LeverSpecError, load_lever_spec, load_questions, pending_pairs
+from helmdeck_dspy.evaluation.bfcl.load import load_bfcl
+from helmdeck_dspy.evaluation.bfcl.score import example_call
+from helmdeck_dspy.program.answer_schema import plan_schema
+from helmdeck_dspy.traces.record import TraceRecord, append_trace
+
+
+@pytest.mark.parametrize(("text", "outcome", "names"), [
+    ('[{"name": "f", "arguments": {"a": 1}}]', "strict", ["f"]),
+    ('```json\n[{"name": "f", "arguments": "{\\"a\\": 1}"}]\n```', "strict", ["f"]),
+    ('Sure! Here you go: [{"name": "f", "arguments": {}}, {"name": "g", "arguments": {}}] Done.', "strict", ["f", "g"]),
+    ('{"name": "f", "arguments": {"a": 1}}', "strict", ["f"]),
+    ("[]", "strict", []),
+    ('[{"name": "f", "arguments": {"a": 1}', "repaired", ["f"]),
+    ("I cannot help with that.", "failed", []),
+    ('[{"tool": "f"}]', "failed", []),
+])
+def test_plain_answers_decode(text, outcome, names):
+    answer = decode_plain(text, "stop")
+    assert answer.outcome == outcome and [c.name for c in answer.calls] == names
+
+
+def test_a_cut_plain_answer_is_a_failure():
+    assert decode_plain('[{"name": "f", "arguments": {}}]', "length").outcome == "failed"
+
+
+def test_plain_prompt_holds_the_functions_and_the_question_only(bfcl_dir):
+    q = load_bfcl(bfcl_dir).questions[0]
+    prompt = plain_prompt(q.intent, q.catalog)
+    functions = json.loads(prompt.split("\n")[1])
+    assert [f["name"] for f in functions] == [p.name for p in q.functions]
+    assert q.intent in prompt and "CATALOG" not in prompt and "pipeline" not in prompt
+
+
+def _spec(tmp_path: Path, bfcl_dir: Path, configs: str, baseline: str = "plain") -> Path:
+    path = tmp_path / "levers.toml"
+    path.write_text(f'model = "m"\nlm = "sim:mid-tier"\ndata = ["{bfcl_dir}"]\ncategories = ["parallel"]\n'
+                    f'limit = 5\nbaseline = "{baseline}"\n{configs}', encoding="utf-8")
+    return path
+
+
+def test_spec_errors_name_the_problem(tmp_path, bfcl_dir):
+    with pytest.raises(LeverSpecError, match="baseline 'nope'"):
+        load_lever_spec(_spec(tmp_path, bfcl_dir, '[[config]]\nname = "plain"\nplain = true\n', baseline="nope"))
+    with pytest.raises(LeverSpecError, match="repeat"):
+        load_lever_spec(_spec(tmp_path, bfcl_dir, '[[config]]\nname = "plain"\n[[config]]\nname = "plain"\n'))
+    with pytest.raises(LeverSpecError, match="constrainde"):
+        load_lever_spec(_spec(tmp_path, bfcl_dir, '[[config]]\nname = "plain"\nconstrainde = true\n'))
+
+
+def test_recorded_answers_are_scored_and_paired(tmp_path, bfcl_dir):
+    spec = load_lever_spec(_spec(tmp_path, bfcl_dir, '[[config]]\nname = "plain"\nplain = true\n'
+                                 '[[config]]\nname = "planner"\n'))
+    data = load_questions(spec)
+    assert len(pending_pairs(spec, data)) == 2 * len(data.questions)
+    for i, q in enumerate(data.questions):
+        gold = [example_call(g) for g in q.gold]
+        right = json.dumps([{"name": c.name, "arguments": c.args} for c in gold])
+        wrong = json.dumps([{"name": "nothing", "arguments": {}}])
+        append_trace(TraceRecord(id=f"p{i}", task_id=q.id, prompt_variant="plain", content=wrong if i else right,
+                                 finish_reason="stop", latency_ms=1000.0), spec.trace_path(spec.config[0]))
+        plan = {"steps": [{"tool": c.name, "args": c.args} for c in gold]}
+        append_trace(TraceRecord(id=f"q{i}", task_id=q.id, prompt_variant="full_steps", content=json.dumps(plan),
+                                 finish_reason="stop", latency_ms=1500.0), spec.trace_path(spec.config[1]))
+    assert pending_pairs(spec, data) == []
+    rows = {(r.config, r.scope): r for r in score_levers(spec)}
+    n = len(data.questions)
+    plain, planner = rows["plain", "all"], rows["planner", "all"]
+    assert plain.exact.k == 1 and planner.exact.k == n and planner.strict.k == n
+    assert planner.paired_n == n and planner.exact_diff == pytest.approx((n - 1) / n, abs=1e-4)
+    assert planner.latency_ratio == 1.5 and plain.exact_diff is None
+
+
+def _shared_questions(shared_dir: Path):
+    more = load_bfcl(shared_dir / "data" / "bfcl-more", ["simple_python", "multiple", "irrelevance"])
+    return [*more.questions, *load_bfcl(shared_dir / "data" / "bfcl", ["parallel_multiple"]).questions]
+
+
+def test_every_bfcl_function_set_converts_to_a_closed_grammar(shared_dir):
+    grammar = pytest.importorskip("llama_cpp.llama_grammar", reason="llama-cpp-python (the 'local' extra) is not installed")
+    for q in _shared_questions(shared_dir)[::7]:
+        text = grammar.json_schema_to_gbnf(json.dumps(plan_schema(q.catalog, "full_steps")))
+        for p in q.functions:
+            assert f'\\"{p.name}\\"' in text, (q.id, p.name)
+        # every object with listed properties is closed: the converter's rule for free keys never appears
+        assert "additional-kv" not in text, q.id

@@ -11,7 +11,8 @@ Two kinds of failure are kept apart:
 
 Model misbehaviour (a truncated or unparseable completion) is neither: the planner returns it as
 a failure cause on the result instead of raising. The CLI maps every :class:`HelmdeckError` to
-one stderr line and exit code 1.
+one stderr line and its ``exit_code`` (1, or 2 for :class:`UsageValueError`: a value given on
+the command line that cannot be used).
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ from typing import Any
 
 
 class HelmdeckError(Exception):
-    """Base class for every error helmdeck_dspy raises on purpose."""
+    """Base class for every error helmdeck_dspy raises on purpose.
+
+    ``exit_code`` is the CLI's exit status for it: 1 (bad data, a failed run) unless a subclass
+    says 2 (a usage error: see :class:`UsageValueError`).
+    """
+
+    exit_code = 1
 
 
 class InputError(HelmdeckError, ValueError):
@@ -58,6 +65,38 @@ class BudgetTableError(DataFileError):
 
 class CatalogError(DataFileError):
     """A routing-guide catalog failed validation."""
+
+
+class ToolListError(InputError):
+    """A list of tools in none of the shapes read (an MCP ``tools/list`` result, an OpenAI ``tools``
+    array, Anthropic ``tools``), or holding a malformed tool; the message says where."""
+
+
+class ToolFileError(DataFileError):
+    """A tool-list file for ``catalog import`` that is unreadable, not JSON or in none of the shapes."""
+
+
+class ToolSourceError(InputError):
+    """A ``catalog import`` source that yields no tool list: a command that is not found, a server
+    that exits, fails or does not answer in time, an unreachable URL, a malformed source spec.
+
+    Attributes:
+        source: The source as given.
+        detail: What went wrong.
+    """
+
+    def __init__(self, source: str, detail: str) -> None:
+        self.source = source
+        self.detail = detail
+        super().__init__(f"{source}: {detail}")
+
+    def __reduce__(self):
+        return (type(self), (self.source, self.detail))
+
+
+class ToolNameClashError(InputError):
+    """Two tools of one name that prefixing by source cannot tell apart (one source listing a name
+    twice, or two sources with the same label)."""
 
 
 class TraceFileError(DataFileError):
@@ -161,3 +200,41 @@ class ServeRefusedError(InputError):
 
 class StepCapError(InputError):
     """A single_pick loop that already ran as many steps as the server allows per intent."""
+
+
+class UsageValueError(ArgumentError):
+    """A command-line value the command cannot use: an empty model id, a timeout that is not a
+    finite number, an output path whose suffix names no format, a request too large for the
+    model's budget. The CLI exits 2 for it, as for any usage error.
+
+    Attributes:
+        argument: The option or argument the value was given to, when one is known.
+    """
+
+    exit_code = 2
+
+    def __init__(self, message: str, argument: str | None = None) -> None:
+        self.argument = argument
+        super().__init__(message)
+
+    def __reduce__(self):
+        return (type(self), (str(self), self.argument))
+
+
+class OutputRefusedError(UsageValueError):
+    """An output path the command will not write: an existing file or non-empty directory without
+    ``--force``, bundled data, or a file where a directory is needed (and the reverse)."""
+
+
+class OutputUnwritableError(RunError):
+    """An output path that cannot be written (no permission, a read-only or virtual file system,
+    a parent that is a file); raised before any work starts."""
+
+
+class InputTooLargeError(UsageValueError):
+    """A request (intent and context) larger than the model's budget row allows as input."""
+
+
+class HistoryStoreError(RunError):
+    """The plan-history store cannot be opened: its folder is not a directory, the database is
+    not an SQLite file, or its secret is unreadable."""

@@ -49,8 +49,10 @@ def main(argv: list[str] | None = None) -> None:
         argv: The arguments after the program name.
 
     Raises:
-        SystemExit: 1 for bad data or a failed run (one ``error: ...`` line on stderr), 2 for bad
-            usage (one ``Error: ... (see '... --help')`` line); 0 after ``--help`` or ``--version``.
+        SystemExit: 1 for bad data, a failed run or a file that cannot be read or written (one
+            ``error: ...`` line on stderr naming the path), 2 for bad usage (one
+            ``Error: ... (see '... --help')`` line) or an unusable value (one ``error: ...`` line);
+            0 after ``--help`` or ``--version``.
     """
     apply_offline_defaults()
     try:
@@ -68,6 +70,19 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except HelmdeckError as exc:
         click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+        sys.exit(exc.exit_code)
     except BrokenPipeError:
         sys.exit(1)
+    except OSError as exc:
+        click.echo(f"error: {os_error_line(exc)}", err=True)
+        sys.exit(1)
+    except UnicodeDecodeError as exc:
+        click.echo(f"error: input is not UTF-8 text ({exc.reason} at byte {exc.start})", err=True)
+        sys.exit(1)
+
+
+def os_error_line(exc: OSError) -> str:
+    """One line for a failed file operation: the path(s) and the system's reason."""
+    paths = [str(p) for p in (exc.filename, exc.filename2) if p is not None]
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return f"{' -> '.join(paths)}: {reason}" if paths else reason

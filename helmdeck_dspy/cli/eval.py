@@ -9,6 +9,7 @@ import click
 
 from helmdeck_dspy.cli.options import (
     catalog_option,
+    force_option,
     json_option,
     mlflow_options,
     on_error_option,
@@ -25,7 +26,8 @@ if TYPE_CHECKING:
 @click.command("eval")
 @click.argument("trace_paths", nargs=-1, type=click.Path(exists=True))
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
-              help="Write report.json, report.md and PNG plots here.")
+              help="Write report.json, report.md and PNG plots here (swapped in as one set).")
+@force_option("the --out directory")
 @catalog_option
 @click.option("--tasks", "tasks_path", type=click.Path(dir_okay=False, exists=True), default=None,
               help="Gold tasks JSONL (default: the bundled train/dev/test).")
@@ -39,7 +41,7 @@ if TYPE_CHECKING:
 def eval_cmd(
     trace_paths: tuple[str, ...], out_dir: str | None, catalog_path: str | None, tasks_path: str | None,
     workers: int, use_mlflow: bool, tracking_uri: str | None, on_error: str, progress: bool | None,
-    resume: bool | None, as_json: bool,
+    resume: bool | None, as_json: bool, force: bool,
 ) -> None:
     """Replay trace sets (default: the bundled ones) through the planner's parse/guard path and report."""
     from helmdeck_dspy.evaluation.session import run_eval
@@ -49,7 +51,7 @@ def eval_cmd(
     run = run_eval(
         list(trace_paths), out_dir=Path(out_dir) if out_dir else None, catalog=catalog_path, tasks=tasks_path,
         workers=workers, on_error=on_error, progress=progress, resume=resume, notify=to_stderr,
-        mlflow=use_mlflow, tracking_uri=tracking_uri,
+        mlflow=use_mlflow, tracking_uri=tracking_uri, force=force,
     )
     if use_mlflow:
         to_stderr(f"mlflow run {run.mlflow_run_id}")

@@ -8,13 +8,14 @@ Nothing here imports a heavy library at module level: ``--help`` loads every com
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
 
-from helmdeck_dspy.domain import TIERS, VARIANTS
+from helmdeck_dspy.domain import MAX_TIMEOUT_S, TIERS, VARIANTS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -55,13 +56,32 @@ def max_tokens_option(help: str = MAX_TOKENS_HELP) -> Callable[[F], F]:
     return click.option("--max-tokens", type=click.IntRange(1), default=None, help=help)
 
 
+class FiniteFloat(click.FloatRange):
+    """A float option in a range that also refuses ``nan``, ``inf`` and ``-inf`` (a usage error, exit 2)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = click.types.FloatParamType.convert(self, value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return super().convert(number, param, ctx)
+
+
+def model_id(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A ``--model`` callback: the id trimmed; an empty one is a usage error (exit 2)."""
+    if value is None:
+        return None
+    if not value.strip():
+        raise click.BadParameter("must not be empty", ctx=ctx, param=param)
+    return value.strip()
+
+
 native_tools_option = click.option(
     "--native-tools/--no-native-tools", "native_tools", default=None,
     help="Also offer the selected catalog as native function tools, so the model may answer with tool calls "
          "(default: the budget row's native_tool_calls, off unless set).")
 
 timeout_option = click.option(
-    "--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=None,
+    "--timeout", "timeout_s", type=FiniteFloat(min=0, min_open=True, max=MAX_TIMEOUT_S), default=None,
     help="Seconds one attempt may take (default 120). A local model finishes an abandoned answer before "
          "it serves the next request, so give a slow one room rather than retries.")
 """``--timeout S`` (into ``timeout_s``): the per-attempt deadline of the retry policy."""
@@ -123,6 +143,17 @@ def mlflow_options(help: str) -> Callable[[F], F]:
     return decorate
 
 
+def force_option(what: str = "the output") -> Callable[[F], F]:
+    """``--force``: replace an existing output (a file, or a directory and everything in it).
+
+    Args:
+        what: The output this command writes, for the help text.
+    """
+    return click.option("--force", is_flag=True,
+                        help=f"Replace {what} when it exists (without it an existing file or non-empty directory "
+                             "is never replaced).")
+
+
 budgets_option = click.option(
     "--budgets", "budgets_path", type=click.Path(dir_okay=False), default=None,
     help="Budget table to read (default: the bundled compiled/budgets.toml).",
@@ -176,7 +207,7 @@ progress_option = click.option(
 seed_option = click.option("--seed", type=int, default=0, show_default=True)
 
 temperature_option = click.option(
-    "--temperature", type=click.FloatRange(0), default=None,
+    "--temperature", type=FiniteFloat(0), default=None,
     help="Sampling temperature sent with every call of the model (default: the endpoint's).",
 )
 

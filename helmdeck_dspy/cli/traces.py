@@ -11,10 +11,13 @@ import click
 
 from helmdeck_dspy.cli.options import (
     BOTH,
+    FiniteFloat,
     api_base_option,
     budgets_option,
+    force_option,
     lm_option,
     max_tokens_option,
+    model_id,
     native_tools_option,
     on_error_option,
     program_option,
@@ -49,9 +52,11 @@ def traces() -> None:
 @traces.command("import")
 @click.argument("fmt", metavar="FORMAT", type=click.Choice(IMPORT_FORMATS))
 @click.argument("path", type=click.Path(dir_okay=False, exists=True))
-@click.option("--out", "-o", required=True, type=click.Path(), help="Output: .jsonl, .parquet, or a directory (HF dataset).")
+@click.option("--out", "-o", required=True, type=click.Path(),
+              help="Output: .jsonl/.json/.ndjson, .parquet, or a path without a suffix (a saved HF dataset directory).")
+@force_option("--out")
 @on_error_option
-def traces_import(fmt: str, path: str, out: str, on_error: str) -> None:
+def traces_import(fmt: str, path: str, out: str, on_error: str, force: bool) -> None:
     """Convert PATH into trace records. FORMAT: openai (chat completions, Responses API objects),
     anthropic (Messages responses), gemini (generateContent responses), llamastack (recordings), or
     auto (told apart row by row). PATH holds one JSON object, a JSON array or JSON Lines; a row that
@@ -59,19 +64,24 @@ def traces_import(fmt: str, path: str, out: str, on_error: str) -> None:
     from helmdeck_dspy.traces.importers import import_traces
     from helmdeck_dspy.traces.io import save_traces
 
-    n = save_traces(import_traces(fmt, path, on_error=on_error, report=report_skipped), out)  # type: ignore[arg-type]
+    n = save_traces(import_traces(fmt, path, on_error=on_error, report=report_skipped), out,  # type: ignore[arg-type]
+                    force=force)
     click.echo(f"wrote {n} records to {out}")
 
 
 @traces.command("convert")
 @click.argument("src", type=click.Path(exists=True))
 @click.argument("dst", type=click.Path())
+@force_option("DST")
 @on_error_option
-def traces_convert(src: str, dst: str, on_error: str) -> None:
-    """Copy a trace set between JSONL, Parquet and a saved HF dataset (by the paths' form)."""
+def traces_convert(src: str, dst: str, on_error: str, force: bool) -> None:
+    """Copy a trace set between JSONL, Parquet and a saved HF dataset (by the paths' suffix: .jsonl,
+    .json, .ndjson, .parquet, or none for a dataset directory)."""
+    from helmdeck_dspy.io.outputs import TRACE_FORMATS, check_output
     from helmdeck_dspy.traces.io import load_traces, save_traces
 
-    n = save_traces(load_traces(src, on_error=on_error, report=report_skipped), dst)
+    check_output(dst, formats=TRACE_FORMATS, force=force, option="DST")  # before reading anything
+    n = save_traces(load_traces(src, on_error=on_error, report=report_skipped), dst, force=force)
     click.echo(f"wrote {n} records to {dst}")
 
 
@@ -83,16 +93,20 @@ def traces_convert(src: str, dst: str, on_error: str) -> None:
 @tasks_split_option
 @click.option("--n", "n", type=click.IntRange(1), default=None, help="Tasks per profile and variant (cycled if more than the split).")
 @max_tokens_option()
-@click.option("--model", default=None, help="Budget lookup id (default: the profile's model).")
+@click.option("--model", callback=model_id, default=None, help="Budget lookup id (default: the profile's model).")
 @seed_option
 @budgets_option
-@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False))
+@click.option("--out", "-o", required=True, type=click.Path(), help="The trace file to write (.jsonl).")
+@force_option("--out")
 def traces_simulate(
     profiles: tuple[str, ...], variant: str, split: str, n: int | None, max_tokens: int | None,
-    model: str | None, seed: int, budgets_path: str | None, out: str,
+    model: str | None, seed: int, budgets_path: str | None, out: str, force: bool,
 ) -> None:
     """Run the real plan modules against the simulated tier LM and record the traces."""
+    from helmdeck_dspy.io.outputs import JSONL_FORMATS, check_output
     from helmdeck_dspy.traces.runs import resolve_profiles, simulate
+
+    check_output(out, formats=JSONL_FORMATS, force=force)
 
     chosen = resolve_profiles(profiles)
     tasks = _tasks_for(split)
@@ -104,7 +118,7 @@ def traces_simulate(
 
 
 @traces.command("record")
-@click.option("--model", "-m", required=True, help="Model id to plan for (budget, tier, variant).")
+@click.option("--model", "-m", callback=model_id, required=True, help="Model id to plan for (budget, tier, variant).")
 @lm_option()
 @api_base_option()
 @variant_option(default=BOTH, both=True)
@@ -123,20 +137,32 @@ def traces_simulate(
                "--no-resume starts over.")
 @progress_option
 @budgets_option
-@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False))
+@click.option("--out", "-o", required=True, type=click.Path(), help="The trace file to write (.jsonl).")
+@force_option("a finished --out (record every request again)")
 def traces_record(
     model: str, lm_spec: str | None, api_base: str | None, variant: str, split: str, n: int | None,
     max_tokens: int | None, native_tools: bool | None, temperature: float | None, program: str | None,
     seed: int | None, concurrency: int, timeout_s: float | None,
     retries: int | None, resume: bool | None, progress: bool | None, budgets_path: str | None, out: str,
+    force: bool,
 ) -> None:
     """Plan gold tasks with a real (or replayed, or simulated) model and record every exchange.
 
     A live model is never answered from a cache here: every record is a call made in this run.
+    When OUT is already complete (a finished run wrote it), nothing is sent: the command says so
+    and exits 0 (--force records again and replaces it).
     """
+    from helmdeck_dspy.io.outputs import JSONL_FORMATS, check_output
     from helmdeck_dspy.planning.resilience.policy import resolve_resilience
-    from helmdeck_dspy.traces.runs import record
+    from helmdeck_dspy.traces.runs import finished_records, partial_path, record
 
+    done = None if force else finished_records(out)
+    if done:
+        click.echo(f"{out} is complete: {done} plan records from a finished run; nothing sent "
+                   "(--force records them again)")
+        return
+    check_output(out, formats=JSONL_FORMATS, force=force)  # anything else already there is kept
+    check_output(partial_path(out), formats=JSONL_FORMATS, append=True, option="--out (its partial file)")
     retry = resolve_resilience(timeout_s=timeout_s, retries=retries).retry
 
     tasks = _tasks_for(split)
@@ -151,10 +177,12 @@ def traces_record(
 
 @traces.command("fit")
 @click.argument("trace_file", metavar="TRACES", type=click.Path(exists=True))
-@click.option("--model", "-m", default=None, help="The model whose plan records to fit (default: the only one in TRACES).")
+@click.option("--model", "-m", callback=model_id, default=None, help="The model whose plan records to fit (default: the only one in TRACES).")
 @click.option("--name", required=True, help="The profile's name (lowercase letters, digits, dots, dashes).")
 @click.option("--out", "-o", default=None, type=click.Path(dir_okay=False),
-              help="Where to write the profile TOML (default: NAME.toml in the bundled profiles directory).")
+              help="Where to write the profile TOML (default: NAME.toml in the bundled profiles directory, "
+                   "never over a profile already there).")
+@force_option("an existing --out (never a bundled profile)")
 @click.option("--base", default=None,
               help="Profile name or .toml whose values the fit keeps for what it cannot fit (default: the simulator's defaults).")
 @click.option("--description", default=None, help="The profile's description (default: names the trace set).")
@@ -163,11 +191,11 @@ def traces_record(
               help="Then simulate the fitted profile like TRACES and compare every rate with the real one's 95% interval.")
 @click.option("--repeats", type=click.IntRange(1, 50), default=FIT_CHECK_REPEATS, show_default=True,
               help="Simulator seeds the check averages over.")
-@click.option("--tolerance", type=click.FloatRange(0, 1), default=FIT_CHECK_TOLERANCE, show_default=True,
+@click.option("--tolerance", type=FiniteFloat(0, 1), default=FIT_CHECK_TOLERANCE, show_default=True,
               help="How far the check lets a simulated p50 (completion tokens, latency) be from the real one, as a share.")
 def traces_fit(
     trace_file: str, model: str | None, name: str, out: str | None, base: str | None, description: str | None,
-    seed: int, check: bool, repeats: int, tolerance: float,
+    seed: int, check: bool, repeats: int, tolerance: float, force: bool,
 ) -> None:
     """Fit a simulator profile to the real plan records in TRACES and write it as documented TOML.
 
@@ -182,12 +210,14 @@ def traces_fit(
     from helmdeck_dspy.engines.fit_toml import write_profile
     from helmdeck_dspy.engines.profile import load_profile, profiles_dir
     from helmdeck_dspy.errors import InputError
+    from helmdeck_dspy.io.outputs import TOML_FORMATS, check_output
 
     if not re.fullmatch(r"[a-z0-9][a-z0-9.-]*", name):
         raise InputError(f"--name {name!r}: use lowercase letters, digits, dots and dashes")
+    target = check_output(out or profiles_dir() / f"{name}.toml", formats=TOML_FORMATS, force=force).path
     result = fit_profile(trace_file, name=name, model=model, base=load_profile(base) if base else None,
                          description=description, seed=seed)
-    target = write_profile(result, out or profiles_dir() / f"{name}.toml",
+    target = write_profile(result, target, force=force,
                            command=f"helmdeck-dspy traces fit {result.profile.fitted_to.traces} --name {name}")
     fitted = sum(v.how == "fitted" for v in result.notes.values())
     click.echo(f"wrote {target}: {fitted} values fitted, {len(result.notes) - fitted} assumed, from "

@@ -76,11 +76,19 @@ def render_profile(result: FitResult, command: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_profile(result: FitResult, out: str | Path, command: str | None = None) -> Path:
-    """Write the documented profile to ``out`` (atomically) and check it loads back unchanged."""
-    from helmdeck_dspy.io.datafiles import read_toml
+def write_profile(result: FitResult, out: str | Path, command: str | None = None, *, force: bool = False) -> Path:
+    """Write the documented profile to ``out`` (atomically) and check it loads back unchanged.
 
-    target = Path(out)
+    The output rule of :mod:`helmdeck_dspy.io.outputs` applies: a ``.toml`` path, an existing file
+    replaced only with ``force``, a bundled profile never.
+
+    Raises:
+        UsageValueError / OutputRefusedError / OutputUnwritableError: ``out`` may not be written.
+    """
+    from helmdeck_dspy.io.datafiles import read_toml
+    from helmdeck_dspy.io.outputs import TOML_FORMATS, check_output
+
+    target = check_output(out, formats=TOML_FORMATS, force=force).path
     text = render_profile(result, command)
     target.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(target, text)

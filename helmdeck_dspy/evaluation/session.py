@@ -15,7 +15,7 @@ from pathlib import Path
 from helmdeck_dspy.catalog.models import RoutingGuide, load_catalog
 from helmdeck_dspy.errors import InputError
 from helmdeck_dspy.evaluation.checkpoint import checkpoint_path, clear_checkpoint
-from helmdeck_dspy.evaluation.output import write_outputs
+from helmdeck_dspy.evaluation.output import check_out_dir, write_outputs
 from helmdeck_dspy.evaluation.report import EvalReport
 from helmdeck_dspy.evaluation.runner import evaluate
 from helmdeck_dspy.io.jsonl import OnError
@@ -61,6 +61,7 @@ def run_eval(
     notify: Callable[[str], None] | None = None,
     mlflow: bool = False,
     tracking_uri: str | None = None,
+    force: bool = False,
 ) -> EvalRun:
     """Evaluate trace sets, write the report and plots, and log the run to MLflow when asked.
 
@@ -79,9 +80,12 @@ def run_eval(
             progress is saved when the run is interrupted.
         mlflow: Log the report, its metrics and the plots to MLflow.
         tracking_uri: The MLflow tracking URI (None: the local SQLite store).
+        force: Replace an ``out_dir`` that holds anything but this run's checkpoint (checked
+            before any record is read; see :func:`~helmdeck_dspy.evaluation.output.check_out_dir`).
 
     Raises:
         InputError: no paths given and none bundled, or ``resume=True`` without ``out_dir``.
+        OutputRefusedError / OutputUnwritableError: ``out_dir`` may not or cannot be written.
         DataFileError: a trace, catalog or task file is bad (see :func:`~helmdeck_dspy.evaluation.runner.evaluate`).
         KeyboardInterrupt: re-raised after saying where progress is saved (when it is).
     """
@@ -90,6 +94,8 @@ def run_eval(
         raise InputError("no trace files given and none bundled")
     if resume and out_dir is None:
         raise InputError("resuming needs an output directory (the checkpoint lives there)")
+    if out_dir is not None:
+        check_out_dir(out_dir, force=force)
     tell = notify or (lambda _msg: None)
     guide = catalog if isinstance(catalog, RoutingGuide) else load_catalog(catalog)
     gold = load_tasks(path=tasks) if isinstance(tasks, (str, Path)) else tasks
@@ -105,7 +111,7 @@ def run_eval(
         raise
     run = EvalRun(report=report, checkpoint=ckpt)
     if out_dir is not None:
-        run.plots = write_outputs(report, Path(out_dir))
+        run.plots = write_outputs(report, Path(out_dir), force=force)
         clear_checkpoint(ckpt)
     if mlflow:
         out = Path(out_dir) if out_dir is not None else None

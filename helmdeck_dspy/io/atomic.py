@@ -1,5 +1,11 @@
 """Writing files atomically: a temporary file in the target's directory, renamed into place,
-with the permissions a plain ``open()`` would have given (``mkstemp`` makes files 0600)."""
+with the permissions a plain ``open()`` would have given (``mkstemp`` makes files 0600).
+
+Temporary names are ``.<name>.<pid>.tmp-<random>`` (staging directories of
+:mod:`helmdeck_dspy.io.outputs`: ``.<name>.<pid>.staging-<random>``), so a writer killed before
+its rename leaves something :func:`stale_siblings` can tell apart from a live writer's work.
+:func:`locked` serialises read-modify-write cycles on one file between processes.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
+
+TEMP_MARK = ".tmp-"
+STAGING_MARK = ".staging-"
+LOCK_WAIT_S = 60.0
 
 
 def _umask() -> int:
@@ -27,7 +37,7 @@ def atomic_writer(path: str | Path, mode: str = "w") -> Iterator[IO]:
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}{TEMP_MARK}", dir=target.parent)
     try:
         os.chmod(tmp, 0o666 & ~_umask())
         encoding = None if "b" in mode else "utf-8"
@@ -60,3 +70,68 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     """Replace ``path`` with ``text`` (UTF-8) atomically, as :func:`atomic_writer` does."""
     with atomic_writer(path) as handle:
         handle.write(text)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it exists, owned by someone else
+    return True
+
+
+def stale_siblings(target: Path) -> list[Path]:
+    """Temporary files and staging directories beside ``target`` left by writers that no longer run."""
+    prefix = f".{target.name}."
+    out = []
+    try:
+        entries = list(target.parent.iterdir()) if target.parent.is_dir() else []
+    except OSError:
+        return []
+    for entry in entries:
+        rest = entry.name[len(prefix):] if entry.name.startswith(prefix) else ""
+        pid, _, mark = rest.partition(".")
+        if pid.isdigit() and ("." + mark).startswith((TEMP_MARK, STAGING_MARK)) and not _pid_alive(int(pid)):
+            out.append(entry)
+    return out
+
+
+@contextmanager
+def locked(path: str | Path, *, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
+    """Hold an exclusive lock on the existing file ``path`` while the block runs.
+
+    The lock is taken on the file itself; as an atomic rewrite replaces the file, a lock taken on
+    a file that was replaced meanwhile is dropped and taken again on the new one, so two
+    processes doing read-modify-write under this lock never lose each other's change. Where
+    ``fcntl`` does not exist (Windows) the block runs unlocked.
+
+    Raises:
+        OSError: ``path`` cannot be opened.
+        TimeoutError: Another process held the lock for ``wait_s`` seconds.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    import time
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"{path}: locked by another process for {wait_s:g} s") from None
+                    time.sleep(0.05)
+            if os.fstat(fd).st_ino == os.stat(path).st_ino:
+                yield
+                return
+        finally:
+            os.close(fd)  # closing the descriptor releases the lock

@@ -6,20 +6,24 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
 
-from helmdeck_dspy.errors import DataFileError
+from helmdeck_dspy.errors import DataFileError, InputTooLargeError
 from helmdeck_dspy.io.jsonl import json_error_text
 
+BOM = "\ufeff"
+"""The byte-order mark some editors put at the start of a UTF-8 file; readers here ignore it."""
 _AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
 
 
 def parse_toml(text: str, path: str | Path, error: type[DataFileError] = DataFileError) -> dict[str, Any]:
-    """Decode TOML ``text``; a syntax error names the line and column."""
+    """Decode TOML ``text`` (a leading UTF-8 byte-order mark is ignored); a syntax error names the
+    line and column."""
     try:
-        return tomllib.loads(text)
+        return tomllib.loads(text.removeprefix(BOM))
     except tomllib.TOMLDecodeError as exc:
         msg = str(exc)
         at = _AT.search(msg)
@@ -34,7 +38,8 @@ def read_toml(path: str | Path, error: type[DataFileError] = DataFileError) -> d
 
 
 def read_text(path: str | Path, error: type[DataFileError] = DataFileError) -> str:
-    """A UTF-8 text file's content; unreadable or non-UTF-8 files raise ``error`` (with the line)."""
+    """A UTF-8 text file's content without a leading byte-order mark; unreadable or non-UTF-8 files
+    raise ``error`` (with the line)."""
     p = Path(path)
     try:
         raw = p.read_bytes()
@@ -45,7 +50,32 @@ def read_text(path: str | Path, error: type[DataFileError] = DataFileError) -> s
     except UnicodeDecodeError as exc:
         raise error(str(p), f"not UTF-8 text ({exc.reason} at byte {exc.start})",
                     line=raw[: exc.start].count(b"\n") + 1) from None
-    return text
+    return text.removeprefix(BOM)
+
+
+def read_text_limited(path: str | Path, max_bytes: int, option: str) -> str:
+    """A UTF-8 text file (``-``: standard input) of at most ``max_bytes`` bytes, read no further.
+
+    Raises:
+        InputTooLargeError: The file holds more than ``max_bytes`` bytes.
+        DataFileError: The file cannot be read or is not UTF-8 text (naming the line).
+    """
+    name = "<stdin>" if str(path) == "-" else str(path)
+    try:
+        if str(path) == "-":
+            raw = sys.stdin.buffer.read(max_bytes + 1)
+        else:
+            with Path(path).open("rb") as handle:
+                raw = handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise DataFileError(name, f"cannot read: {exc.strerror or exc}") from None
+    if len(raw) > max_bytes:
+        raise InputTooLargeError(f"{option} {name}: more than {max_bytes} bytes; send a shorter excerpt", option)
+    try:
+        return raw.decode("utf-8").removeprefix(BOM)
+    except UnicodeDecodeError as exc:
+        raise DataFileError(name, f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+                            line=raw[: exc.start].count(b"\n") + 1) from None
 
 
 def read_json(path: str | Path, error: type[DataFileError] = DataFileError, what: str = "") -> Any:

@@ -140,13 +140,16 @@ def import_traces(
     """Stream ``path`` in format ``fmt`` as trace records; bad rows are reported as ``file:line``.
 
     Raises:
-        DataFileError: an unknown format, an unreadable file, or (``fail``) a row that cannot be read.
+        DataFileError: an unknown format, an unreadable file, a file with no rows or with none that
+            could be imported, or (``fail``) a row that cannot be read.
     """
     if fmt not in READERS and fmt != "auto":
         raise DataFileError(str(path), f"unknown import format {fmt!r}; expected one of {IMPORT_FORMATS}")
     p = Path(path)
     seen: dict[str, int] = {}
+    rows = 0
     for line, row in _objects(p, on_error, report):
+        rows += 1
         try:
             rec = convert_row(fmt, row, line)
         except RowError as exc:
@@ -167,3 +170,6 @@ def import_traces(
             seen[unique] = 1
             rec = rec.model_copy(update={"id": unique})
         yield rec
+    if not seen:
+        raise DataFileError(str(p), "empty: no rows to import (expected one JSON object, a JSON array or JSON Lines)"
+                            if not rows else f"none of its {rows} row(s) could be imported as {fmt}")

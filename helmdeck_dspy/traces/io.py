@@ -9,8 +9,6 @@ evaluator's workers all use it, so a bad line reads ``file:line: <the same detai
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +26,7 @@ from helmdeck_dspy.io.jsonl import (
     skip_or_raise,
     text_lines,
 )
+from helmdeck_dspy.io.outputs import TRACE_FORMATS, check_output, staged_directory
 from helmdeck_dspy.traces.record import TraceRecord, write_traces
 
 FORMATS = ("jsonl", "parquet", "hf")
@@ -161,30 +160,32 @@ def _arrow_table(records: Iterable[TraceRecord]):
     return pa.Table.from_pylist([_flat(r) for r in records], schema=schema)
 
 
-def save_traces(records: Iterable[TraceRecord], out: str | Path) -> int:
-    """Write records as JSONL (``.jsonl``), Parquet (``.parquet``) or a HF dataset (any other directory path)."""
-    target = Path(out)
-    if target.suffix in (".jsonl", ".json"):
-        return write_traces(records, target)
+def save_traces(records: Iterable[TraceRecord], out: str | Path, *, force: bool = False) -> int:
+    """Write records in the format ``out``'s suffix names: JSON Lines (``.jsonl``, ``.json``,
+    ``.ndjson``), Parquet (``.parquet``) or, without a suffix, a saved HF dataset directory.
+
+    The output rule of :mod:`helmdeck_dspy.io.outputs` applies: an unknown suffix is refused, and an
+    existing file or directory is replaced only with ``force``. A file is replaced atomically; a
+    dataset (several files) is built beside the target and swapped in whole. Returns the count.
+
+    Raises:
+        UsageValueError: ``out`` has an unknown suffix.
+        OutputRefusedError / OutputUnwritableError: ``out`` may not or cannot be written.
+    """
+    target = check_output(out, formats=TRACE_FORMATS, force=force)
+    if target.format == "jsonl":
+        return write_traces(records, target.path)
     table = _arrow_table(records)
-    if target.suffix == ".parquet":
+    if target.format == "parquet":
         import pyarrow.parquet as pq
 
-        with atomic_writer(target, "wb") as handle:
+        with atomic_writer(target.path, "wb") as handle:
             pq.write_table(table, handle)
         return table.num_rows
     import datasets
 
-    # save_to_disk writes several files: build the dataset in a sibling directory, then swap it in.
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        datasets.Dataset(table).save_to_disk(str(staging / "ds"))
-        if target.exists():
-            target.rename(staging / "old")
-        (staging / "ds").rename(target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    with staged_directory(target.path) as build:
+        datasets.Dataset(table).save_to_disk(str(build))
     return table.num_rows
 
 

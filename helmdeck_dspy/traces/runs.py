@@ -156,6 +156,15 @@ def _run(
     return sum(1 for r in records if r.call == "plan")
 
 
+def finished_records(out: str | Path) -> int | None:
+    """The plan records of a finished recording at ``out`` (the file is there and no partial file
+    beside it says a run is still going); None when there is no such file."""
+    target = Path(out)
+    if not target.is_file() or partial_path(target).exists():
+        return None
+    return sum(1 for r in read_traces(target, on_error="skip") if r.call == "plan")
+
+
 def partial_path(out: str | Path) -> Path:
     """Where a run appends its exchanges until it finishes (see the module docstring)."""
     target = Path(out)

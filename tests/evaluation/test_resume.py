@@ -198,11 +198,13 @@ def test_cli_eval_resumes_by_default_and_no_resume_starts_over(tmp_path, monkeyp
             r.pop(k)
     assert mine == theirs
 
+    code, err = run("--out", str(out))  # a finished report is never replaced without --force
+    assert code == 2 and "pass --force" in err and (out / "report.json").is_file()
     with monkeypatch.context() as m:
         Interrupt(m, after=3)
-        run("--out", str(out))
+        run("--out", str(out), "--force")
     counter.n = 0
-    code, err = run("--out", str(out), "--no-resume")
+    code, err = run("--out", str(out), "--no-resume", "--force")
     assert code == 0 and "resumed" not in err and counter.n == 300
 
 

@@ -280,7 +280,7 @@ def test_eval_report_and_plots_survive_a_failed_rewrite(tmp_path, monkeypatch):
         with monkeypatch.context() as m:
             disk = _DiskFull(m, skip=skip)
             with pytest.raises(OSError, match="No space left"):
-                write_outputs(report, out)
+                write_outputs(report, out, force=True)
             assert disk.failed == 1, name
         assert {p.name: p.read_bytes() for p in out.iterdir()} == before, name
         _no_temp_files(out)
@@ -297,7 +297,7 @@ def test_trace_outputs_are_replaced_atomically(tmp_path, monkeypatch):
         with monkeypatch.context() as m:
             _DiskFull(m)
             with pytest.raises(OSError):
-                save_traces([TraceRecord(id="new", content=PLAN)], path)
+                save_traces([TraceRecord(id="new", content=PLAN)], path, force=True)
         assert path.read_bytes() == before
         assert [r.id for r in load_traces(path)] == ["r0", "r1", "r2"]
     _no_temp_files(tmp_path)

@@ -18,7 +18,9 @@ from pathlib import Path
 from helmdeck_dspy.budgets import parse_budget_table
 from helmdeck_dspy.calibration.calibrate import Calibration, Proposal, Unchanged
 from helmdeck_dspy.evaluation.report import kind_rank
-from helmdeck_dspy.io.atomic import atomic_write_text
+from helmdeck_dspy.errors import BudgetTableError
+from helmdeck_dspy.io.atomic import atomic_write_text, locked
+from helmdeck_dspy.io.datafiles import read_text
 from helmdeck_dspy.io.resources import default_budgets_path
 from helmdeck_dspy.traces.record import is_measured
 
@@ -69,15 +71,33 @@ _PROVENANCE = ("source", "trace_set_sha", "n", "rate", "interval_low", "interval
 def apply_calibration(cal: Calibration, path: str | Path | None = None, *, allow_simulated: bool = False) -> list[str]:
     """Rewrite the budget table in place (atomically) with the proposals :func:`select_proposals`
     chooses, and stamp provenance on those rows and on the rows it confirms unchanged; returns the
-    touched ``match`` keys (none: the file is not rewritten)."""
-    import tomlkit
+    touched ``match`` keys (none: the file is not rewritten).
 
+    The read, the change and the replacement happen under :func:`~helmdeck_dspy.io.atomic.locked`,
+    so concurrent applies to one table are serialised and each one's rows survive; the file's
+    line endings (LF or CRLF) are kept.
+
+    Raises:
+        BudgetTableError: The table cannot be read, or would not load after the change.
+        OSError: The table cannot be locked or replaced.
+    """
     selection = select_proposals(cal, allow_simulated=allow_simulated)
     if not selection.written:
         return []
     target = Path(path) if path is not None else default_budgets_path()
-    text = target.read_text(encoding="utf-8")
-    table = parse_budget_table(text, str(target))
+    with locked(target):
+        raw = read_text(target, BudgetTableError)
+        crlf = "\r\n" in raw
+        new_text, touched = _rewrite(selection, cal, raw.replace("\r\n", "\n"), str(target))
+        atomic_write_text(target, new_text.replace("\n", "\r\n") if crlf else new_text)
+    return touched
+
+
+def _rewrite(selection: Selection, cal: Calibration, text: str, where: str) -> tuple[str, list[str]]:
+    """The table ``text`` with the selection applied, and the touched ``match`` keys."""
+    import tomlkit
+
+    table = parse_budget_table(text, where)
     doc = tomlkit.parse(text)
     rows = doc.setdefault("model", tomlkit.aot())
     by_model: dict[str, tuple[str, list[Proposal]]] = {u.model: (u.kind, []) for u in selection.confirmed}
@@ -111,6 +131,5 @@ def apply_calibration(cal: Calibration, path: str | Path | None = None, *, allow
         row["calibrated_at"] = date.today().isoformat()
         touched.append(model)
     new_text = tomlkit.dumps(doc)
-    parse_budget_table(new_text, str(target))  # never write a table that would not load
-    atomic_write_text(target, new_text)
-    return touched
+    parse_budget_table(new_text, where)  # never write a table that would not load
+    return new_text, touched

@@ -33,6 +33,13 @@ MAX_JSON_DEPTH = 128
 
 DEFAULT_TIMEOUT_S = 120.0
 """Wall-clock limit of one LM attempt unless a retry policy says otherwise."""
+MAX_TIMEOUT_S = 86_400.0
+"""Longest per-attempt deadline accepted (a day): beyond it the platform's timers overflow."""
+
+MAX_CONTEXT_FILE_BYTES = 4 * 1024 * 1024
+"""Most bytes of ``plan --context-file`` read; a larger file is refused before it is read whole."""
+MAX_STDIO_LINE_BYTES = 4 * 1024 * 1024
+"""Longest JSON-RPC message ``serve`` takes over stdio (HTTP refuses bigger bodies with 413)."""
 
 FIT_CHECK_TOLERANCE = 0.25
 """`traces fit --check`: how far a simulated p50 (completion tokens, latency) may be from the real

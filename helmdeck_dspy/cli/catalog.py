@@ -1,4 +1,5 @@
-"""``helmdeck-dspy catalog``: fit the tool catalog to a model's budget for an intent."""
+"""``helmdeck-dspy catalog``: fit the tool catalog to a model's budget for an intent; import one from MCP
+servers and tool lists."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from helmdeck_dspy.cli.options import (
     budgets_option,
     emit_json,
     json_option,
+    model_id,
     rank_source_option,
     ranker_option,
 )
@@ -20,7 +22,7 @@ def catalog() -> None:
 
 @catalog.command("select")
 @click.argument("catalog_path", required=False, type=click.Path(dir_okay=False, exists=True))
-@click.option("--model", "-m", required=True, help="Model id; its budget decides the cap and the tier.")
+@click.option("--model", "-m", callback=model_id, required=True, help="Model id; its budget decides the cap and the tier.")
 @click.option("--intent", "-i", default="", help="The user's request, for ranking.")
 @ranker_option
 @rank_source_option
@@ -51,3 +53,61 @@ def catalog_select(
         click.echo(f"  pack      {p.name}")
     for p in selected.pipelines:
         click.echo(f"  pipeline  {p.id}")
+
+
+def _pairs(values: tuple[str, ...], sep: str, option: str) -> dict[str, str]:
+    """``K: V`` headers or ``K=V`` variables as a dict; a value without the separator is a usage error."""
+    out: dict[str, str] = {}
+    for value in values:
+        key, found, rest = value.partition(sep)
+        if not found or not key.strip() or any(c.isspace() for c in key.strip()):
+            example = "'Authorization: Bearer TOKEN'" if sep == ":" else "NAME=VALUE"
+            raise click.BadParameter(f"{value!r}: expected {example}", param_hint=option)
+        out[key.strip()] = rest.strip() if sep == ":" else rest
+    return out
+
+
+@catalog.command("import")
+@click.argument("sources", nargs=-1, required=True)
+@click.option("--out", "-o", "out", required=True, type=click.Path(dir_okay=False),
+              help="The catalog file to write (a routing guide every --catalog option reads).")
+@click.option("--prefix", is_flag=True, help="Prefix every tool name with its source's label (git__git_log), "
+                                             "not only the names two sources share.")
+@click.option("--header", "headers", multiple=True, metavar="'K: V'",
+              help="An HTTP header for the mcp+http: sources (repeatable).")
+@click.option("--env", "env", multiple=True, metavar="K=V",
+              help="An environment variable for the mcp+stdio: servers (repeatable).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
+              help="Seconds each server may take to start and list its tools.")
+@click.option("--force", is_flag=True, help="Replace FILE if it exists.")
+@json_option('Print {"out": ..., "packs": ..., "bytes": ..., "sources": [...]}.')
+def catalog_import(
+    sources: tuple[str, ...], out: str, prefix: bool, headers: tuple[str, ...], env: tuple[str, ...],
+    timeout_s: float, force: bool, as_json: bool,
+) -> None:
+    """Write a catalog of the tools that SOURCES list.
+
+    A SOURCE is mcp+stdio:'COMMAND ARGS' (a server started over stdio), mcp+http:URL (streamable
+    HTTP), or a JSON file holding an MCP tools/list result, an OpenAI tools array or Anthropic
+    tools. LABEL=SOURCE names a source; its label prefixes tool names that clash.
+    """
+    import json
+    from pathlib import Path
+
+    from helmdeck_dspy.catalog.importing import import_catalog
+    from helmdeck_dspy.io.atomic import atomic_write_text
+
+    if Path(out).exists() and not force:
+        raise click.BadParameter(f"{out} exists; pass --force to replace it", param_hint="--out")
+    imported = import_catalog(sources, prefix=prefix, headers=_pairs(headers, ":", "--header"),
+                              env=_pairs(env, "=", "--env"), timeout_s=timeout_s)
+    guide = imported.catalog
+    atomic_write_text(out, json.dumps(guide.to_wire(), indent=2, ensure_ascii=False) + "\n")
+    if as_json:
+        emit_json({"out": out, "packs": len(guide.packs), "bytes": guide.size_bytes(), "prefixed": imported.prefixed,
+                   "sources": [s.model_dump() for s in imported.sources]})
+        return
+    for s in imported.sources:
+        click.echo(f"{s.label}: {s.tools} tools ({s.kind}{', ' + s.shape if s.shape and s.kind == 'file' else ''})")
+    click.echo(f"wrote {out}: {len(guide.packs)} packs, {imported.prefixed} prefixed, "
+               f"{guide.size_bytes()} bytes rendered")

@@ -14,6 +14,7 @@ from helmdeck_dspy.cli.options import (
     json_option,
     lm_option,
     mlflow_options,
+    model_id,
     progress_option,
     resume_option,
     seed_option,
@@ -32,7 +33,7 @@ from helmdeck_dspy.domain import TIERS, VARIANTS
 @tier_option()
 @variant_option()
 @click.option("--all", "compile_all", is_flag=True, help="All six (tier, variant) programs.")
-@click.option("--model", "-m", "model", default=None,
+@click.option("--model", "-m", "model", callback=model_id, default=None,
               help="Compile the program for this model id (under its own budget row), saved as models/SLUG/VARIANT.json; "
                    "--lm is the model that answers. Without --variant: both variants.")
 @click.option("--optimizer", type=click.Choice(["fit", "bootstrap", "mipro", "gepa"]), default="fit", show_default=True)

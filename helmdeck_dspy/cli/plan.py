@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -15,6 +15,7 @@ from helmdeck_dspy.cli.options import (
     json_option,
     lm_option,
     max_tokens_option,
+    model_id,
     native_tools_option,
     program_option,
     rank_source_option,
@@ -30,12 +31,14 @@ if TYPE_CHECKING:
 
 @click.command("plan")
 @click.argument("intent")
-@click.option("--model", "-m", required=True, help="Model id to plan for (decides budget, tier and variant).")
+@click.option("--model", "-m", callback=model_id, required=True, help="Model id to plan for (decides budget, tier and variant).")
 @lm_option()
 @api_base_option("API base URL for an OpenAI-compatible endpoint (vLLM, llama.cpp...).")
 @catalog_option
-@click.option("--context-file", type=click.File("r", encoding="utf-8"), default=None, help="Pasted material for the request.")
-@click.option("--record", "record_path", type=click.Path(dir_okay=False), default=None, help="Append the call as a trace record.")
+@click.option("--context-file", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+              help="Pasted material for the request: UTF-8 text, - for stdin, at most 4 MiB.")
+@click.option("--record", "record_path", type=click.Path(), default=None,
+              help="Append the call as a trace record to this .jsonl file (checked before the call).")
 @max_tokens_option()
 @native_tools_option
 @ranker_option
@@ -56,15 +59,22 @@ if TYPE_CHECKING:
 @json_option("Print the PlanResult as JSON.")
 def plan_cmd(
     intent: str, model: str, lm_spec: str | None, api_base: str | None, catalog_path: str | None,
-    context_file: Any, record_path: str | None, max_tokens: int | None, native_tools: bool | None, ranker: str, rank_source: str, no_filter: bool,
+    context_file: str | None, record_path: str | None, max_tokens: int | None, native_tools: bool | None, ranker: str, rank_source: str, no_filter: bool,
     history: bool, history_prior: bool, fallbacks: tuple[str, ...], on_length: str | None, timeout_s: float | None,
     retries: int | None, resilience_path: str | None, budgets_path: str | None, program: str | None, as_json: bool,
 ) -> None:
     """Plan INTENT for MODEL: select the catalog, call the compiled module, guard the answer."""
+    from helmdeck_dspy.domain import MAX_CONTEXT_FILE_BYTES
+    from helmdeck_dspy.io.datafiles import read_text_limited
+    from helmdeck_dspy.io.outputs import JSONL_FORMATS, check_output
+    from helmdeck_dspy.planning.bounds import check_request
     from helmdeck_dspy.planning.history import HistoryStore
     from helmdeck_dspy.planning.planner import Planner
     from helmdeck_dspy.planning.resilience.policy import resolve_resilience
 
+    if record_path is not None:  # before any paid call: a plan that cannot be recorded is not made
+        check_output(record_path, formats=JSONL_FORMATS, append=True, option="--record")
+    context = read_text_limited(context_file, MAX_CONTEXT_FILE_BYTES, "--context-file") if context_file else None
     config = resolve_resilience(resilience_path, timeout_s=timeout_s, retries=retries, fallbacks=fallbacks,
                                 on_length=on_length)
     with warnings.catch_warnings(record=True) as caught:
@@ -76,7 +86,8 @@ def plan_cmd(
             history=HistoryStore() if history or history_prior else None, history_prior=history_prior,
             retry=config.retry, fallback=config.fallback, program=program,
         )
-        result = planner.plan(intent, context=context_file.read() if context_file else None)
+        check_request(intent, context, input_tokens=planner.budget.input_tokens, model=planner.budget.model)
+        result = planner.plan(intent, context=context)
     for w in caught:
         if issubclass(w.category, UserWarning):
             to_stderr(f"warning: {w.message}")

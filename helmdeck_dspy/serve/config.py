@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from helmdeck_dspy.domain import MAX_TIMEOUT_S
 from helmdeck_dspy.serve.names import (
     DEFAULT_HOST,
     DEFAULT_PORT,
@@ -47,6 +48,6 @@ class ServeConfig(BaseModel):
     history_path: Path | None = None
     max_steps: int = Field(default=DEFAULT_STEP_CAP, ge=1, le=100)
     ranker: str = "bm25"
-    timeout_s: float | None = Field(default=None, gt=0)
+    timeout_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
     retries: int | None = Field(default=None, ge=0, le=19)
     tokens_file: Path | None = None

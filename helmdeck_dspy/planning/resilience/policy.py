@@ -34,7 +34,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from helmdeck_dspy.decoding.causes import FailureCause
-from helmdeck_dspy.domain import DEFAULT_TIMEOUT_S
+from helmdeck_dspy.domain import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S
 from helmdeck_dspy.errors import ArgumentError, DataFileError, validation_message
 from helmdeck_dspy.io.datafiles import read_toml
 
@@ -62,9 +62,9 @@ class RetryPolicy(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     max_attempts: int = Field(default=3, ge=1, le=20)
-    base_delay_s: float = Field(default=1.0, ge=0)
-    max_delay_s: float = Field(default=30.0, ge=0)
-    timeout_s: float = Field(default=DEFAULT_TIMEOUT_S, gt=0)
+    base_delay_s: float = Field(default=1.0, ge=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
+    max_delay_s: float = Field(default=30.0, ge=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
+    timeout_s: float = Field(default=DEFAULT_TIMEOUT_S, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
     honor_retry_after: bool = True
     retry_on: frozenset[FailureCause] = DEFAULT_RETRY_ON
 

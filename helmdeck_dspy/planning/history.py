@@ -1,13 +1,18 @@
 """plan_history: an audit row per successful plan, in a local SQLite store.
 
-Rows follow helmdeck's shape — ``intent_sha`` (first 8 bytes of sha256 of the lower-cased,
-trimmed intent, as 16 hex characters), per step the tool and an ``args_sha`` — keyed
-``plan_history/<intent_sha>/<unix nanoseconds, 20 digits>`` and kept 30 days. Two additions:
-args are hashed canonically (sorted keys, no whitespace), so formatting does not change the
-hash; and each row keeps hashed intent *terms*, so history can serve as a ranking prior for
-similar (not only identical) intents without storing the intent text.
+Rows follow helmdeck's shape — ``intent_sha`` (8 bytes of a hash of the lower-cased, trimmed
+intent, as 16 hex characters), per step the tool and an ``args_sha`` — keyed
+``plan_history/<intent_sha>/<unix nanoseconds, 20 digits>`` and kept 30 days. Additions: args
+are hashed canonically (sorted keys, no whitespace), so formatting does not change the hash;
+each row keeps hashed intent *terms* (4 bytes each), so history can serve as a ranking prior for
+similar (not only identical) intents; and every hash is keyed with this install's secret
+(:mod:`helmdeck_dspy.planning.history_keys`), so no row can be turned back into the request's
+words by a dictionary. A row holds no text of the request, its context or its arguments: the
+hashes, the tool names, pipeline ids, the complexity, the model id, the caller id, the time and
+the duration.
 
-The store lives under the user data directory (``$HELMDECK_DSPY_HOME`` overrides it).
+The store lives under the user data directory (``$HELMDECK_DSPY_HOME`` overrides it): the
+database ``history.sqlite`` and its secret ``history.key``, both 0600, in a 0700 folder.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import time
 import warnings
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from contextlib import closing
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -29,6 +35,8 @@ from pydantic import BaseModel, Field
 
 from helmdeck_dspy.catalog.text import tokenize
 from helmdeck_dspy.domain import PIPELINE_RUN_TOOL, UNKNOWN_TOOL
+from helmdeck_dspy.errors import HistoryStoreError
+from helmdeck_dspy.planning.history_keys import Keyed, load_secret, migrate, prepare_files
 
 AUDIT_TTL_SECONDS = 30 * 24 * 3600
 MY_PLANS_LIMIT = 25
@@ -43,18 +51,26 @@ def data_dir() -> Path:
     return Path(user_data_dir("helmdeck-dspy", appauthor=False))
 
 
-def intent_sha(intent: str) -> str:
-    return hashlib.sha256(intent.strip().lower().encode("utf-8")).digest()[:8].hex()
+def intent_sha(intent: str, keyed: Keyed | None = None) -> str:
+    """The intent's hash (16 hex characters): keyed with an install's secret as the store writes
+    it, or without ``keyed`` helmdeck's unkeyed definition (for comparing with helmdeck's rows)."""
+    normal = intent.strip().lower()
+    if keyed is not None:
+        return keyed.digest("intent", normal)
+    return hashlib.sha256(normal.encode("utf-8")).digest()[:8].hex()
 
 
-def args_sha(args: Mapping[str, Any]) -> str:
+def args_sha(args: Mapping[str, Any], keyed: Keyed | None = None) -> str:
+    """A step's arguments' hash (16 hex characters) over their canonical JSON; keyed as :func:`intent_sha`."""
     canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    if keyed is not None:
+        return keyed.digest("args", canonical)
     return hashlib.sha256(canonical.encode("utf-8")).digest()[:8].hex()
 
 
-def intent_terms(intent: str) -> list[str]:
-    """Hashed distinct tokens of an intent (8 hex chars each), sorted."""
-    return sorted({hashlib.sha256(t.encode("utf-8")).hexdigest()[:8] for t in tokenize(intent)})
+def intent_terms(intent: str, keyed: Keyed) -> list[str]:
+    """Keyed hashes of an intent's distinct tokens (8 hex characters each), sorted."""
+    return sorted({keyed.digest("term", t, 4) for t in tokenize(intent)})
 
 
 class AuditStep(BaseModel):
@@ -110,16 +126,33 @@ CREATE INDEX IF NOT EXISTS plan_history_caller ON plan_history (caller, at_unix)
 
 
 class HistoryStore:
-    """SQLite-backed plan_history."""
+    """SQLite-backed plan_history (private: see the module docstring).
+
+    Raises:
+        HistoryStoreError: The folder cannot be created (a file stands there), the database is not
+            an SQLite file, or the secret is unreadable.
+    """
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else data_dir() / "history.sqlite"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as db:
-            db.executescript(_SCHEMA)
+        prepare_files(self.path, owned_folder=path is None)
+        self.keyed = Keyed(load_secret(self.path.with_suffix(".key")))
+        try:
+            with closing(self._connect()) as db:
+                db.executescript(_SCHEMA)
+                db.execute("BEGIN IMMEDIATE")  # one process migrates; the others wait and find it done
+                moved = migrate(db, self.keyed, self.path)
+                db.commit()
+                if moved:
+                    db.execute("VACUUM")  # the old hashes must not linger in free pages
+        except sqlite3.DatabaseError as exc:
+            raise HistoryStoreError(f"{self.path}: not a plan-history database ({exc}); move it aside, or plan with "
+                                    "--no-history") from None
 
     def _connect(self) -> sqlite3.Connection:
-        return sqlite3.connect(self.path, timeout=5)
+        db = sqlite3.connect(self.path, timeout=5)
+        db.execute("PRAGMA secure_delete = ON")  # removed rows are overwritten, not left in free pages
+        return db
 
     def record(
         self,
@@ -134,19 +167,20 @@ class HistoryStore:
     ) -> AuditRow:
         """Write one audit row for a successful plan. ``steps`` are guarded steps (order, tool, args)."""
         now_ns = time.time_ns()
-        sha = intent_sha(intent)
+        sha = intent_sha(intent, self.keyed)
         audit_steps = []
         for s in steps:
             args = getattr(s, "args", None) or {}
             pid = args.get("id") if s.tool == PIPELINE_RUN_TOOL and isinstance(args.get("id"), str) else None
             audit_steps.append(
-                AuditStep(order=s.order, tool=s.tool, args_sha=args_sha(args) if args else None, pipeline_id=pid)
+                AuditStep(order=s.order, tool=s.tool, args_sha=args_sha(args, self.keyed) if args else None,
+                          pipeline_id=pid)
             )
         row = AuditRow(
             key=f"plan_history/{sha}/{now_ns:020d}",
             caller=caller or "unknown",
             intent_sha=sha,
-            intent_terms=intent_terms(intent),
+            intent_terms=intent_terms(intent, self.keyed),
             complexity=complexity,
             steps=audit_steps,
             at_unix=at_unix if at_unix else now_ns // 1_000_000_000,
@@ -222,7 +256,7 @@ class HistoryStore:
         similarity of its hashed intent terms with ``intent``'s; the votes are scaled so the
         strongest id gets ``weight``. Empty when there is no similar history.
         """
-        terms = set(intent_terms(intent))
+        terms = set(intent_terms(intent, self.keyed))
         if not terms:
             return {}
         votes: Counter[str] = Counter()
@@ -247,6 +281,6 @@ def record_quietly(store: HistoryStore | None, **kwargs: Any) -> AuditRow | None
         return None
     try:
         return store.record(**kwargs)
-    except (sqlite3.Error, OSError) as exc:
+    except (sqlite3.Error, OSError, HistoryStoreError) as exc:
         warnings.warn(f"plan_history not written: {exc}", stacklevel=2)
         return None

@@ -86,8 +86,9 @@ def test_record_writes_a_row(store):
         caller="alice",
         duration_ms=12,
     )
-    sha = intent_sha("Remember my audience")
+    sha = intent_sha("Remember my audience", store.keyed)
     assert row.intent_sha == sha
+    assert sha != intent_sha("Remember my audience")  # keyed: not the unkeyed (dictionary-reversible) hash
     assert re.match(rf"^plan_history/{sha}/\d{{20}}$", row.key)
     assert row.caller == "alice"
     assert row.outcome == "ok"
@@ -95,7 +96,7 @@ def test_record_writes_a_row(store):
     assert row.duration_ms == 12
     [s] = row.steps
     assert s.tool == "helmdeck.memory_store" and s.order == 1
-    assert s.args_sha == args_sha({"key": "audience", "value": "devs"})
+    assert s.args_sha == args_sha({"key": "audience", "value": "devs"}, store.keyed)
     stored = store.rows("alice")
     assert [r.key for r in stored] == [row.key]
     assert stored[0] == row
@@ -207,14 +208,14 @@ def test_my_plans_upstream_case(store):
     assert mp.note is None
     assert len(mp.groups) == 2
     first, second = mp.groups
-    assert first.intent_sha == intent_sha("abc")
+    assert first.intent_sha == intent_sha("abc", store.keyed)
     assert first.count == 2
     assert first.complexity == "pack-chain"
     assert first.top_tools[0] == "helmdeck.memory_store"
     assert set(first.top_tools) == {"helmdeck.memory_store", "blog.rewrite_for_audience", "image.generate"}
     assert first.last_unix == 200
     assert first.models == ["m1", "m2"]
-    assert second.intent_sha == intent_sha("xyz")
+    assert second.intent_sha == intent_sha("xyz", store.keyed)
     assert second.count == 1 and second.complexity == "single-action" and second.last_unix == 50
 
 
@@ -254,11 +255,11 @@ def test_my_plans_complexity_tie_alphabetical_and_group_order(store):
     store.record(intent="u", complexity="single-action", steps=[], model="", caller="c", at_unix=30)
     store.record(intent="v", complexity="single-action", steps=[], model="", caller="c", at_unix=40)
     groups = store.my_plans("c", now=100).groups
-    assert groups[0].intent_sha == intent_sha("t")
+    assert groups[0].intent_sha == intent_sha("t", store.keyed)
     assert groups[0].complexity == "pack-chain"  # 1-1 tie → alphabetically smallest
     assert groups[0].models == []
     # equal counts: newest first
-    assert [g.intent_sha for g in groups[1:]] == [intent_sha("v"), intent_sha("u")]
+    assert [g.intent_sha for g in groups[1:]] == [intent_sha("v", store.keyed), intent_sha("u", store.keyed)]
 
 
 # --------------------------------------------------------------------------------------------

@@ -53,8 +53,19 @@ class _Metadata(BaseModel):
     limitations: tuple[str, ...] = Field(default=(), description="What it does not do.")
 
 
+TOOL_HINTS = ("read_only", "destructive", "idempotent", "open_world")
+"""The MCP tool annotations a pack's ``hints`` may name (``readOnlyHint`` ... ``openWorldHint``)."""
+
+
 class PackMetadata(_Metadata):
-    """Routing hints for a pack."""
+    """Routing hints for a pack; for a tool imported from an MCP server or a provider's tool list,
+    where it came from and its behaviour annotations."""
+
+    server: str = Field(default="", description="The label of the source an imported tool came from.")
+    tool: str = Field(default="", description="The tool's name at its source, when the pack's name differs "
+                                              "(prefixed with the server's label).")
+    hints: tuple[str, ...] = Field(default=(), description="The MCP annotations the source set to true, as "
+                                                           "read_only, destructive, idempotent, open_world.")
 
 
 class PipelineStep(BaseModel):

@@ -6,13 +6,16 @@ from __future__ import annotations
 import click
 
 from helmdeck_dspy.cli.options import (
+    FiniteFloat,
     budgets_option,
     emit_json,
+    force_option,
     json_option,
     model_id,
     rank_source_option,
     ranker_option,
 )
+from helmdeck_dspy.domain import MAX_TIMEOUT_S
 
 
 @click.group()
@@ -55,6 +58,10 @@ def catalog_select(
         click.echo(f"  pipeline  {p.id}")
 
 
+CATALOG_FORMATS = {".json": "json"}
+"""What ``catalog import --out`` writes: a routing-guide JSON file."""
+
+
 def _pairs(values: tuple[str, ...], sep: str, option: str) -> dict[str, str]:
     """``K: V`` headers or ``K=V`` variables as a dict; a value without the separator is a usage error."""
     out: dict[str, str] = {}
@@ -77,9 +84,10 @@ def _pairs(values: tuple[str, ...], sep: str, option: str) -> dict[str, str]:
               help="An HTTP header for the mcp+http: sources (repeatable).")
 @click.option("--env", "env", multiple=True, metavar="K=V",
               help="An environment variable for the mcp+stdio: servers (repeatable).")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
+@click.option("--timeout", "timeout_s", type=FiniteFloat(min=0, min_open=True, max=MAX_TIMEOUT_S), default=60.0,
+              show_default=True,
               help="Seconds each server may take to start and list its tools.")
-@click.option("--force", is_flag=True, help="Replace FILE if it exists.")
+@force_option("FILE")
 @json_option('Print {"out": ..., "packs": ..., "bytes": ..., "sources": [...]}.')
 def catalog_import(
     sources: tuple[str, ...], out: str, prefix: bool, headers: tuple[str, ...], env: tuple[str, ...],
@@ -92,13 +100,12 @@ def catalog_import(
     tools. LABEL=SOURCE names a source; its label prefixes tool names that clash.
     """
     import json
-    from pathlib import Path
 
     from helmdeck_dspy.catalog.importing import import_catalog
     from helmdeck_dspy.io.atomic import atomic_write_text
+    from helmdeck_dspy.io.outputs import check_output
 
-    if Path(out).exists() and not force:
-        raise click.BadParameter(f"{out} exists; pass --force to replace it", param_hint="--out")
+    check_output(out, formats=CATALOG_FORMATS, force=force)  # before any server starts
     imported = import_catalog(sources, prefix=prefix, headers=_pairs(headers, ":", "--header"),
                               env=_pairs(env, "=", "--env"), timeout_s=timeout_s)
     guide = imported.catalog

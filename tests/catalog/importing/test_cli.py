@@ -45,7 +45,7 @@ def test_an_existing_file_is_replaced_only_with_force(tool_file, tmp_path, capsy
     out = tmp_path / "catalog.json"
     out.write_text("keep me", encoding="utf-8")
     code, _, err = run_cli(["catalog", "import", str(tool_file), "--out", str(out)], capsys)
-    check_error(code, err, 2, (str(out), "exists", "--force"))
+    assert (code, err) == (2, f"error: --out {out}: exists; pass --force to replace it\n")
     assert out.read_text(encoding="utf-8") == "keep me"
     code, _, err = run_cli(["catalog", "import", str(tool_file), "--out", str(out), "--force"], capsys)
     assert code == 0, err
@@ -115,3 +115,9 @@ def test_an_http_server_is_imported_with_the_header_it_requires(tmp_path, capsys
     assert guide.ids() == ["helmdeck.plan", "helmdeck.route"]
     assert guide.packs[1].metadata.hints == ("read_only", "idempotent")
     assert "user_intent" in guide.packs[0].parameters["properties"]
+
+
+def test_the_output_must_be_a_json_file(tool_file, tmp_path, capsys):
+    code, _, err = run_cli(["catalog", "import", str(tool_file), "--out", str(tmp_path / "catalog.toml")], capsys)
+    assert code == 2 and err.startswith("error: --out ") and "unknown suffix '.toml'; expected .json" in err
+    assert len(err.splitlines()) == 1

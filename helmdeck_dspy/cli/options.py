@@ -223,8 +223,20 @@ program_option = click.option(
 
 
 def emit_json(obj: Any) -> None:
-    """Print ``obj`` as indented JSON on stdout (non-ASCII kept as is)."""
-    click.echo(json.dumps(obj, indent=2, ensure_ascii=False))
+    """Print ``obj`` as indented JSON on stdout (non-ASCII kept as is). A NaN or infinite number
+    (a completion may hold one) is printed as ``null``, as JSON has no spelling for it."""
+    click.echo(json.dumps(finite_json(obj), indent=2, ensure_ascii=False, allow_nan=False))
+
+
+def finite_json(obj: Any) -> Any:
+    """``obj`` with every NaN or infinite float (at any depth) replaced by None."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_json(v) for v in obj]
+    return obj
 
 
 def print_table(headers: list[str], rows: list[list[Any]]) -> None:

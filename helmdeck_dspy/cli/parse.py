@@ -11,7 +11,7 @@ from helmdeck_dspy.errors import DataFileError
 
 
 @click.command("parse")
-@click.argument("source", required=False, default="-", type=click.Path(allow_dash=True, dir_okay=False))
+@click.argument("source", required=False, default="-", type=click.Path(allow_dash=True, dir_okay=False, exists=True))
 @click.option("--finish-reason", default=None, help="The provider's finish_reason (any spelling).")
 @click.option("--reasoning-content", default=None, help="A separate reasoning field, if the provider sent one.")
 @click.option(
@@ -26,12 +26,13 @@ def parse_cmd(source: str, finish_reason: str | None, reasoning_content: str | N
     Exits 0 whether or not a plan came out; the outcome says which.
     """
     from helmdeck_dspy.decoding.parsing import parse_completion
+    from helmdeck_dspy.domain import MAX_CONTEXT_FILE_BYTES
+    from helmdeck_dspy.io.datafiles import read_text_limited
 
     if batch:
         _parse_batch(source, as_json)
         return
-    with click.open_file(source, encoding="utf-8") as handle:
-        text = handle.read()
+    text = read_text_limited(source, MAX_CONTEXT_FILE_BYTES, "SOURCE")
     result = parse_completion(text, finish_reason, reasoning_content)
     if as_json:
         emit_json(result.to_json_dict())

@@ -90,6 +90,9 @@ def prepare_files(db: Path, owned_folder: bool) -> None:
         HistoryStoreError: The folder or file cannot be created (e.g. a file where the folder goes).
     """
     folder = db.parent
+    if folder.exists() and not folder.is_dir():
+        raise HistoryStoreError(f"{folder}: not a directory, so it cannot hold the plan history; set "
+                                "HELMDECK_DSPY_HOME to a directory, or plan with --no-history")
     try:
         created = not folder.exists()
         folder.mkdir(parents=True, exist_ok=True)

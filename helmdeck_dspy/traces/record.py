@@ -74,20 +74,20 @@ class TraceRecord(BaseModel):
     prompt_variant: str | None = None
     task_id: str | None = None
     intent: str | None = None
-    max_tokens: int | None = Field(default=None, ge=-_MAX_COUNT, le=_MAX_COUNT)
+    max_tokens: int | None = Field(default=None, ge=0, le=_MAX_COUNT)
     content: str | None = None
     reasoning_content: str | None = None
     finish_reason: str | None = None
-    completion_tokens: int | None = Field(default=None, ge=-_MAX_COUNT, le=_MAX_COUNT)
-    prompt_tokens: int | None = Field(default=None, ge=-_MAX_COUNT, le=_MAX_COUNT)
-    latency_ms: float | None = None
+    completion_tokens: int | None = Field(default=None, ge=0, le=_MAX_COUNT)
+    prompt_tokens: int | None = Field(default=None, ge=0, le=_MAX_COUNT)
+    latency_ms: float | None = Field(default=None, allow_inf_nan=False)
     http_status: int | None = Field(default=None, ge=-_MAX_COUNT, le=_MAX_COUNT)
     error: str | None = None
     outcome_label: str | None = None
     recorded_at: str | None = None
     call: str = Field(default="plan", description='"plan", or "filter" for the two-pass filter call.')
     cache_hit: bool | None = None
-    temperature: float | None = None
+    temperature: float | None = Field(default=None, allow_inf_nan=False)
     seed: int | None = Field(default=None, ge=-_MAX_COUNT, le=_MAX_COUNT)
     run: dict[str, Any] | None = None
     tool_calls: list[ToolCall] | None = None

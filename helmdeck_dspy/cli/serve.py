@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from helmdeck_dspy.cli.options import (
+    FiniteFloat,
     api_base_option,
     budgets_option,
     catalog_option,
@@ -14,7 +15,14 @@ from helmdeck_dspy.cli.options import (
     timeout_option,
     to_stderr,
 )
-from helmdeck_dspy.serve.names import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_STEP_CAP
+from helmdeck_dspy.domain import MAX_TIMEOUT_S
+from helmdeck_dspy.serve.names import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    DEFAULT_SESSION_IDLE_S,
+    DEFAULT_SESSIONS_PER_CALLER,
+    DEFAULT_STEP_CAP,
+)
 
 
 @click.command("serve")
@@ -39,10 +47,15 @@ from helmdeck_dspy.serve.names import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_STEP_C
 @ranker_option
 @timeout_option
 @retries_option
+@click.option("--session-idle", "session_idle_s", type=FiniteFloat(min=0, min_open=True, max=MAX_TIMEOUT_S),
+              default=DEFAULT_SESSION_IDLE_S, show_default=True,
+              help="HTTP: seconds a session may sit with no request in flight before it is closed.")
+@click.option("--sessions-per-caller", type=click.IntRange(1, 10_000), default=DEFAULT_SESSIONS_PER_CALLER,
+              show_default=True, help="HTTP: open sessions one caller may hold (tokenless clients share one count).")
 def serve_cmd(
     transport: str, host: str, port: int, lm_spec: str | None, api_base: str | None, catalog_path: str | None,
     budgets_path: str | None, history: bool, max_steps: int, tokens_file: str | None, ranker: str,
-    timeout_s: float | None, retries: int | None,
+    timeout_s: float | None, retries: int | None, session_idle_s: float, sessions_per_caller: int,
 ) -> None:
     """Serve the planner over MCP: tools helmdeck.plan and helmdeck.route, resources
     helmdeck://context-budgets, helmdeck://my-plans, helmdeck://routing-guide and helmdeck://models."""
@@ -52,7 +65,8 @@ def serve_cmd(
     config = ServeConfig(
         transport=transport, host=host, port=port, lm_spec=lm_spec, api_base=api_base, catalog_path=catalog_path,
         budgets_path=budgets_path, history=history, max_steps=max_steps, ranker=ranker, timeout_s=timeout_s,
-        retries=retries, tokens_file=tokens_file,
+        retries=retries, tokens_file=tokens_file, session_idle_s=session_idle_s,
+        sessions_per_caller=sessions_per_caller,
     )
     try:
         run(config, to_stderr)

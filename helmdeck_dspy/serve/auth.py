@@ -77,7 +77,7 @@ def parse_env_tokens(value: str) -> dict[str, str]:
     """``name=token`` pairs from ``$HELMDECK_DSPY_TOKENS`` (separated by commas or whitespace).
 
     Raises:
-        ServeRefusedError: A pair without ``=``, a bad name or a short token.
+        ServeRefusedError: A pair without ``=``, a bad name, a short token, or a caller named twice.
     """
     out: dict[str, str] = {}
     for pair in re.split(r"[,\s]+", value.strip()):
@@ -88,6 +88,8 @@ def parse_env_tokens(value: str) -> dict[str, str]:
         problem = problem or _check_pair(name, token, f"${TOKENS_ENV}")
         if problem:
             raise ServeRefusedError(problem)
+        if name in out:
+            raise ServeRefusedError(f"${TOKENS_ENV}: caller {name!r} is named twice; give each caller one token")
         out[name] = token
     return out
 
@@ -111,16 +113,21 @@ def read_token_file(path: str | Path) -> dict[str, str]:
 
 def load_tokens(tokens_file: str | Path | None = None, environ: Mapping[str, str] | None = None) -> CallerTokens:
     """Every configured token: the file given (else ``$HELMDECK_DSPY_TOKENS_FILE``'s) and the
-    environment's pairs. A token given to two callers is refused.
+    environment's pairs. A caller named twice (in either place, or in both) and a token given to
+    two callers are refused.
 
     Raises:
         TokenFileError: The token file is malformed.
-        ServeRefusedError: The environment's pairs are malformed, or one token names two callers.
+        ServeRefusedError: The environment's pairs are malformed, a caller is named twice, or one
+            token names two callers.
     """
     env = os.environ if environ is None else environ
     path = tokens_file or env.get(TOKENS_FILE_ENV) or None
     by_name = read_token_file(path) if path else {}
     for name, token in parse_env_tokens(env.get(TOKENS_ENV, "")).items():
+        if name in by_name:
+            raise ServeRefusedError(f"caller {name!r} is named both in ${TOKENS_ENV} and in {path}; give each caller "
+                                    "one token")
         by_name[name] = token
     owners: dict[str, str] = {}
     for name, token in by_name.items():

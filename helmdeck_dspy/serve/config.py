@@ -7,10 +7,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from helmdeck_dspy.domain import MAX_TIMEOUT_S
+from helmdeck_dspy.domain import MAX_STDIO_LINE_BYTES, MAX_TIMEOUT_S
 from helmdeck_dspy.serve.names import (
     DEFAULT_HOST,
     DEFAULT_PORT,
+    DEFAULT_SESSION_IDLE_S,
+    DEFAULT_SESSIONS_PER_CALLER,
     DEFAULT_STEP_CAP,
     HTTP_PATH,
 )
@@ -32,6 +34,10 @@ class ServeConfig(BaseModel):
         ranker: The catalog ranker for planning and routing.
         timeout_s / retries: Per-attempt deadline and retries of a plan call (None: the defaults).
         tokens_file: A TOML file of bearer tokens (``[tokens]`` caller = token).
+        session_idle_s: An HTTP session with no request in flight for this long is closed.
+        sessions_per_caller: Open HTTP sessions one caller may hold; another one is refused (503)
+            until one of them ends or expires.
+        max_line_bytes: The longest JSON-RPC message taken over stdio (HTTP: the SDK's 413 limit).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -50,4 +56,7 @@ class ServeConfig(BaseModel):
     ranker: str = "bm25"
     timeout_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
     retries: int | None = Field(default=None, ge=0, le=19)
+    session_idle_s: float = Field(default=DEFAULT_SESSION_IDLE_S, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
+    sessions_per_caller: int = Field(default=DEFAULT_SESSIONS_PER_CALLER, ge=1, le=10_000)
+    max_line_bytes: int = Field(default=MAX_STDIO_LINE_BYTES, ge=1024)
     tokens_file: Path | None = None

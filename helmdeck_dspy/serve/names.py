@@ -20,3 +20,8 @@ DEFAULT_STEP_CAP = 8
 
 ROUTE_ALTERNATIVES = 3
 """Alternatives ``helmdeck.route`` lists after its recommendation."""
+
+DEFAULT_SESSION_IDLE_S = 600.0
+"""Seconds an HTTP session may sit with no request in flight before it is closed."""
+DEFAULT_SESSIONS_PER_CALLER = 32
+"""Open HTTP sessions one caller (one token, or every tokenless loopback client together) may hold."""

@@ -25,6 +25,7 @@ from helmdeck_dspy.serve.auth import (
     process_owner,
 )
 from helmdeck_dspy.serve.config import ServeConfig
+from helmdeck_dspy.serve.lines import BoundedLines
 from helmdeck_dspy.serve.names import (
     CONTEXT_BUDGETS_URI,
     MODELS_URI,
@@ -146,10 +147,52 @@ def http_url(host: str, port: int, path: str) -> str:
 
 
 def http_app(service: PlanService, tokens: CallerTokens, *, host: str, port: int, path: str) -> Any:
-    """The Starlette app of the streamable HTTP transport (for uvicorn)."""
+    """The Starlette app of the streamable HTTP transport (for uvicorn), with the session limits
+    of ``service.config``: an idle timeout, and at most ``sessions_per_caller`` open sessions per
+    caller (a request that would open one more gets 503 until one ends or expires)."""
+    config = service.config
     server = build_server(service, default_caller=ANONYMOUS_HTTP_CALLER, tokens=tokens,
                           issuer_url=http_url(host, port, ""))
-    return server.streamable_http_app(streamable_http_path=path, host=host)
+    app = server.streamable_http_app(streamable_http_path=path, host=host, session_idle_timeout=config.session_idle_s)
+    cap_sessions_per_caller(server.session_manager, config.sessions_per_caller)
+    return app
+
+
+def cap_sessions_per_caller(manager: Any, cap: int) -> None:
+    """Make the SDK's session manager refuse a new session to a caller already holding ``cap``.
+
+    The manager admits sessions in ``_admit_session(requestor)`` (None refuses with 503) and keeps
+    each session's owner in ``_session_owners``; tokenless clients have no owner and share one cap.
+
+    Raises:
+        MissingExtraError: The installed SDK manages sessions differently (not the 2.x this is written for).
+    """
+    admit = getattr(manager, "_admit_session", None)
+    if admit is None or not hasattr(manager, "_session_owners") or not hasattr(manager, "_server_instances"):
+        raise MissingExtraError("this mcp version's session manager has no per-caller hook; install mcp 2.x")
+
+    def owner(session_id: str) -> str | None:
+        found = manager._session_owners.get(session_id)
+        return found.get("client_id") if found else None
+
+    def admit_capped(requestor: Any) -> Any:
+        caller = requestor.get("client_id") if requestor else None
+        held = sum(1 for session_id in list(manager._server_instances) if owner(session_id) == caller)
+        return None if held >= cap else admit(requestor)
+
+    manager._admit_session = admit_capped
+
+
+async def run_stdio(server: Any, max_line_bytes: int, announce: Callable[[str], None]) -> None:
+    """Serve ``server`` over this process's stdin and stdout, refusing lines over ``max_line_bytes``."""
+    import sys
+
+    from mcp.server.stdio import stdio_server
+
+    lines = BoundedLines(sys.stdin.buffer, max_line_bytes, announce)
+    async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
+        low = server._lowlevel_server
+        await low.run(read_stream, write_stream, low.create_initialization_options())
 
 
 def run(config: ServeConfig, announce: Callable[[str], None]) -> None:
@@ -171,7 +214,9 @@ def run(config: ServeConfig, announce: Callable[[str], None]) -> None:
         service = PlanService(config)
         server = build_server(service, default_caller=process_owner())
         announce(f"helmdeck-dspy serve: MCP over stdio for {process_owner()}")
-        server.run("stdio")
+        import anyio
+
+        anyio.run(run_stdio, server, config.max_line_bytes, announce)
         return
     import uvicorn
 

@@ -16,6 +16,7 @@ from helmdeck_dspy.budgets import budget_for, load_budget_table
 from helmdeck_dspy.catalog.models import load_catalog
 from helmdeck_dspy.catalog.ranking import RANKERS
 from helmdeck_dspy.errors import ArgumentError, StepCapError
+from helmdeck_dspy.planning.bounds import check_request
 from helmdeck_dspy.planning.history import HistoryStore
 from helmdeck_dspy.planning.lm import make_lm
 from helmdeck_dspy.planning.planner import Planner
@@ -95,17 +96,24 @@ class PlanService:
         The step cap: a request whose ``prior_steps`` already reach it is refused, and a plan that
         brings the loop to it has ``more_steps_likely`` cleared, so a client looping on that flag stops.
 
+        A request whose intent and context exceed the model's ``input_tokens`` is refused before
+        any LM call (:func:`~helmdeck_dspy.planning.bounds.check_request`).
+
         Raises:
             StepCapError: ``prior_steps`` already hold ``max_steps`` steps.
+            InputTooLargeError: The request is larger than the model's budget allows.
             InputError: The model id cannot be called (no ``--lm`` and not a LiteLLM string).
         """
         done = len(request.prior_steps)
         if done >= self.max_steps:
             raise StepCapError(f"step cap reached: {done} steps already ran for this intent and the server allows "
                                f"{self.max_steps} per loop (serve --max-steps)")
+        budget = budget_for(request.model, self.table)
+        context = request.context_text()
+        check_request(request.user_intent, context, input_tokens=budget.input_tokens, model=request.model)
         planner = self.planner(request.model).derive(max_tokens=request.max_tokens)  # a copy: per-call settings
         planner.options = planner.options.model_copy(update={"caller": caller})
-        result = planner.plan(request.user_intent, context=request.context_text(),
+        result = planner.plan(request.user_intent, context=context,
                               prior_steps=request.executed_steps() or None)
         if result.ok and result.more_steps_likely and done + len(result.steps) >= self.max_steps:
             return PlanOutcome(result.model_copy(update={"more_steps_likely": False}), self.max_steps)

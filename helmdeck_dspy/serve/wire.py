@@ -133,7 +133,10 @@ def parse_arguments(request_model: type[M], arguments: Any) -> M:
 
 
 def argument_of(exc: ArgumentError) -> str | None:
-    """The argument an :func:`parse_arguments` error is about (its first location), if any."""
+    """The argument an :func:`parse_arguments` error (or an error naming its ``argument``) is about, if any."""
+    named = getattr(exc, "argument", None)
+    if named:
+        return str(named)
     cause = exc.__cause__
     if isinstance(cause, ValidationError) and cause.errors() and cause.errors()[0]["loc"]:
         return str(cause.errors()[0]["loc"][0])

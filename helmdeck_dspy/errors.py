@@ -190,6 +190,13 @@ class ArgumentError(InputError):
     """An argument with an unusable value: an unknown name or option, an empty request."""
 
 
+class ToolsArgumentError(ArgumentError):
+    """The ``tools`` argument of ``helmdeck.plan`` or ``helmdeck.route`` that cannot be read as a
+    tool list (none of the shapes, a malformed tool, two tools of one name)."""
+
+    argument = "tools"
+
+
 class TokenFileError(DataFileError):
     """A bearer-token file for ``serve`` (a TOML ``[tokens]`` table, caller name = token) that is malformed."""
 

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from typing import Any, NamedTuple
 
 from helmdeck_dspy.budgets import budget_for, load_budget_table
-from helmdeck_dspy.catalog.models import load_catalog
+from helmdeck_dspy.catalog.models import RoutingGuide, load_catalog
 from helmdeck_dspy.catalog.ranking import RANKERS
 from helmdeck_dspy.errors import ArgumentError, StepCapError
 from helmdeck_dspy.planning.bounds import check_request
@@ -23,6 +23,7 @@ from helmdeck_dspy.planning.planner import Planner
 from helmdeck_dspy.planning.resilience.policy import resolve_resilience
 from helmdeck_dspy.planning.result import PlanResult
 from helmdeck_dspy.serve import resources
+from helmdeck_dspy.serve.catalogs import ToolCatalogs
 from helmdeck_dspy.serve.config import ServeConfig
 from helmdeck_dspy.serve.route import route
 from helmdeck_dspy.serve.wire import PlanRequest, RouteRequest, RouteWire
@@ -64,6 +65,7 @@ class PlanService:
             self.lm = make_lm(config.lm_spec, api_base=config.api_base, timeout=self.retry.timeout_s, num_retries=0)
         self._planners: OrderedDict[str, Planner] = OrderedDict()
         self._lock = threading.Lock()
+        self.tool_catalogs = ToolCatalogs()
 
     @property
     def max_steps(self) -> int:
@@ -91,7 +93,8 @@ class PlanService:
         return built
 
     def plan(self, request: PlanRequest, caller: str) -> PlanOutcome:
-        """Plan one request for ``caller`` (whose history row it writes).
+        """Plan one request for ``caller`` (whose history row it writes), over the caller's ``tools``
+        when given (fitted to the model's budget like any catalog), else over the server's catalog.
 
         The step cap: a request whose ``prior_steps`` already reach it is refused, and a plan that
         brings the loop to it has ``more_steps_likely`` cleared, so a client looping on that flag stops.
@@ -102,6 +105,7 @@ class PlanService:
         Raises:
             StepCapError: ``prior_steps`` already hold ``max_steps`` steps.
             InputTooLargeError: The request is larger than the model's budget allows.
+            ToolsArgumentError: ``tools`` cannot be read as a tool list.
             InputError: The model id cannot be called (no ``--lm`` and not a LiteLLM string).
         """
         done = len(request.prior_steps)
@@ -113,6 +117,7 @@ class PlanService:
         check_request(request.user_intent, context, input_tokens=budget.input_tokens, model=request.model)
         planner = self.planner(request.model).derive(max_tokens=request.max_tokens)  # a copy: per-call settings
         planner.options = planner.options.model_copy(update={"caller": caller})
+        planner.catalog = self.catalog_for(request.tools)  # the caller's tools, else the server's catalog
         result = planner.plan(request.user_intent, context=context,
                               prior_steps=request.executed_steps() or None)
         if result.ok and result.more_steps_likely and done + len(result.steps) >= self.max_steps:
@@ -120,9 +125,19 @@ class PlanService:
         return PlanOutcome(result)
 
     def route(self, request: RouteRequest) -> RouteWire:
-        """``helmdeck.route``: the best entry of the catalog fitted to the model's budget (no LM call)."""
+        """``helmdeck.route``: the best entry of the catalog (the caller's tools, else the server's) fitted
+        to the model's budget (no LM call)."""
         budget = budget_for(request.model, self.table)
-        return route(self.catalog, budget, request.user_intent, ranker=self.config.ranker)
+        return route(self.catalog_for(request.tools), budget, request.user_intent, ranker=self.config.ranker)
+
+    def catalog_for(self, tools: list[dict[str, Any]] | None) -> RoutingGuide:
+        """The catalog a call plans over: the caller's ``tools`` (read once per distinct list), else
+        the server's own.
+
+        Raises:
+            ToolsArgumentError: ``tools`` cannot be read as a tool list.
+        """
+        return self.catalog if tools is None else self.tool_catalogs.get(tools)
 
     def context_budgets(self) -> dict[str, Any]:
         return resources.context_budgets(self.table)

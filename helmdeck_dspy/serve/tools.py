@@ -48,12 +48,14 @@ PLAN_DESCRIPTION = (
     "model's tier. Tier A/B models get the whole plan in one call (full_steps). Tier C and unknown models get "
     "one step per call (single_pick): run that step, then call again with prior_steps (each with its output) "
     "until more_steps_likely is absent; the server stops a loop at its step cap. Steps whose tool is 'unknown' "
-    "were rejected by the guards: do not dispatch them. For a single action, helmdeck.route is cheaper."
+    "were rejected by the guards: do not dispatch them. For a single action, helmdeck.route is cheaper. "
+    "Pass tools (your agent's own MCP or OpenAI tool list) to plan over those tools instead of the server's catalog."
 )
 ROUTE_DESCRIPTION = (
     "Pick the one catalog tool (pack or pipeline) for a single-intent request, from a ranking of the catalog "
     "fitted to the model's budget. No LLM call: instant and free. Returns the recommendation, up to three "
-    "alternatives, a confidence margin, and a gap warning when nothing in the catalog matches."
+    "alternatives, a confidence margin, and a gap warning when nothing in the catalog matches. Pass tools to pick "
+    "from your own tools instead of the server's catalog."
 )
 
 

@@ -11,6 +11,7 @@ tool's input: the published JSON schema and the validation both come from it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any, Literal, TypeVar
 
@@ -45,14 +46,70 @@ class PriorStep(BaseModel):
         return ExecutedStep(order=self.order, tool=self.tool, args=self.args, output=text[:OUTPUT_CHARS])
 
 
+MAX_TOOLS = 256
+"""The most tools a call's ``tools`` argument may hold."""
+MAX_TOOLS_BYTES = 512 * 1024
+"""The largest ``tools`` argument, measured as compact JSON (UTF-8)."""
+TOOLS_DESCRIPTION = (
+    "Optional: your own tools, to plan over instead of the server's catalog (helmdeck://routing-guide). "
+    "An MCP tools/list array ({name, description, inputSchema, annotations}) or an OpenAI tools array "
+    f"({{type: 'function', function: {{name, description, parameters}}}}); at most {MAX_TOOLS} tools and "
+    f"{MAX_TOOLS_BYTES // 1024} KiB as JSON. Send the same list each call: it is read once and cached.")
+
+
+def tools_json(tools: list[dict[str, Any]]) -> str:
+    """A tool list as canonical JSON (sorted keys, compact): what its size and its cache key are taken on."""
+    return json.dumps(tools, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def tools_digest(tools: list[dict[str, Any]]) -> str:
+    """The content hash a tool list's catalog is cached under: equal lists, however their keys are
+    ordered, share it."""
+    return hashlib.sha256(tools_json(tools).encode("utf-8")).hexdigest()
+
+
 class _IntentForModel(BaseModel):
     """What both tools take: a request and the model id it is for (trimmed, never empty, never an
-    LM spec: the server's LM is its operator's choice, not a caller's)."""
+    LM spec: the server's LM is its operator's choice, not a caller's), and optionally the
+    caller's own tools (bounded here; read into a catalog by the service, which caches it)."""
 
     model_config = ConfigDict(extra="forbid")
 
     user_intent: str
     model: str
+    tools: list[dict[str, Any]] | None = Field(default=None, description=TOOLS_DESCRIPTION)
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _tools_as_list(cls, value: Any) -> Any:
+        """JSON text decoded (some clients send lists as text); a ``{"tools": [...]}`` result unwrapped."""
+        if isinstance(value, str):
+            if len(value) > MAX_TOOLS_BYTES:
+                raise PydanticCustomError("too_large", f"at most {MAX_TOOLS_BYTES} bytes of JSON")
+            try:
+                value = json.loads(value)
+            except (json.JSONDecodeError, RecursionError):
+                raise PydanticCustomError("json", "expects a list of tools (got text that is not JSON)") from None
+        if isinstance(value, dict) and isinstance(value.get("tools"), list):
+            value = value["tools"]
+        if isinstance(value, list) and len(value) > MAX_TOOLS:
+            raise PydanticCustomError("too_many", f"at most {MAX_TOOLS} tools (got {len(value)})")
+        return value
+
+    @field_validator("tools")
+    @classmethod
+    def _tools_bounded(cls, value: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        if value is None:
+            return None
+        if not value:
+            raise PydanticCustomError("empty", "holds no tools (leave it out to plan over the server's catalog)")
+        try:
+            size = len(tools_json(value).encode("utf-8"))
+        except (ValueError, RecursionError):  # NaN is fine for json; a nesting past the recursion limit is not
+            raise PydanticCustomError("depth", "is nested too deeply") from None
+        if size > MAX_TOOLS_BYTES:
+            raise PydanticCustomError("too_large", f"at most {MAX_TOOLS_BYTES} bytes as JSON (got {size})")
+        return value
 
     @field_validator("user_intent", "model", mode="before")
     @classmethod

@@ -16,8 +16,10 @@ import pytest
 from helmdeck_dspy.catalog.importing import import_catalog
 from helmdeck_dspy.catalog.models import load_catalog
 from helmdeck_dspy.planning.planner import Planner
+from helmdeck_dspy.tasks import load_tasks
 from tests.catalog.importing.real_servers import LABELS, raw_tools_list, real_servers, server_env
 from tests.planning.test_planner import NEMOTRON, SONNET, plan_json, replay_file, step
+from tests.test_mcp_gold import CATALOG, TASKS
 
 pytest.importorskip("mcp", reason="the MCP SDK is not installed: pip install -e '.[dev]'")
 
@@ -124,3 +126,13 @@ def test_a_tier_c_model_gets_the_catalog_fitted_to_its_budget(merged, tmp_path):
     assert "get_current_time" in selected.id_set and len(selected.packs) < len(merged.catalog.packs)
     result = planner.plan(intent)
     assert result.ok and [(s.tool, s.args) for s in result.steps] == [("get_current_time", {"timezone": "Asia/Tokyo"})]
+
+
+def test_the_committed_catalog_and_gold_tasks_still_match_the_servers(merged):
+    live = {p.name: p for p in merged.catalog.packs}
+    committed = load_catalog(CATALOG)
+    assert committed.id_set <= set(live), "a server dropped a tool: re-import eval/catalog/mcp-servers.json"
+    for task in load_tasks(path=TASKS):
+        for plan in (task.steps, *task.alternatives):
+            for s in plan:
+                assert set(s.args) <= set(live[s.tool].parameters.get("properties", {})), (task.id, s.tool)

@@ -50,7 +50,7 @@ def record_exchanges(
 ) -> None:
     """Append one trace record per LM exchange of an attempt, and one for its failure.
 
-    The LM's credentials are masked in everything written.
+    The LM's credentials are masked in everything written, the request's text included.
 
     Args:
         path: The trace file records are appended to.
@@ -73,7 +73,7 @@ def record_exchanges(
     """
     base: dict[str, Any] = {
         "source": source, "model": budget.model, "tier": budget.tier, "prompt_variant": variant,
-        "intent": intent, "task_id": task_id, "recorded_at": utc_now(), "run": run,
+        "intent": redact(intent, secrets, patterns=False), "task_id": task_id, "recorded_at": utc_now(), "run": run,
     }
     for c in calls:
         rec = TraceRecord(

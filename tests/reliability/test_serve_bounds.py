@@ -1,0 +1,105 @@
+"""The server's bounds, as a remote caller meets them: a request larger than the model's budget
+is refused before any LM call (counted at a loopback LM endpoint), stdio refuses an over-long
+line and keeps serving, HTTP sessions expire and are capped per caller, and a caller named twice
+in the tokens is refused at start."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import anyio
+import pytest
+
+from helmdeck_dspy.serve.config import ServeConfig
+from tests.fault_server import FaultServer, ok
+from tests.reliability.conftest import assert_one_line, cli_command, clean_env
+from tests.serve.conftest import NO_SDK, http_server, server_env, stdio_client
+
+pytest.importorskip("mcp", reason=NO_SDK)
+
+PLAN = '{"steps": [{"order": 1, "tool": "blog.rewrite_for_audience", "args": {}}], "complexity": "single-action"}'
+KEY = "sk-test-bounds-0123456789abcdef"
+MEGABYTE = "plan my week " * (1024 * 1024 // 13)
+
+
+@pytest.mark.parametrize("field", ["user_intent", "context"])
+def test_a_one_megabyte_request_is_refused_before_any_lm_call(tmp_path, field):
+    home = tmp_path / "home"
+    args = {"user_intent": "rewrite my notes", "model": "openai/bounded-model"}
+    args[field] = MEGABYTE
+
+    async def call(url: str) -> dict:
+        env = server_env(home, OPENAI_API_KEY=KEY)
+        async with stdio_client(home, "--lm", "openai/bounded-model", "--api-base", url, env=env) as client:
+            result = await client.call_tool("helmdeck.plan", args)
+            assert result.is_error
+            fresh = f"rewrite my notes as a blog post ({field}, {time.time_ns()})"  # never answered from a cache
+            small = await client.call_tool("helmdeck.plan", {"user_intent": fresh, "model": "openai/bounded-model"})
+            assert not small.is_error  # the same server still plans a request that fits
+            return result.structured_content
+
+    with FaultServer(ok(PLAN)) as server:
+        refused = anyio.run(call, server.url)
+        bodies = [r.body for r in server.requests]
+    assert refused["error"] == "invalid_argument" and refused["argument"] == field
+    assert "input tokens" in refused["message"]
+    assert bodies and all(len(str(b)) < 200_000 for b in bodies)  # only the small request reached the LM
+    assert not any(MEGABYTE[:1000] in str(b) for b in bodies)
+
+
+@pytest.mark.parametrize("where", ["intent", "context-file"])
+def test_a_plan_over_the_budget_is_refused_on_the_cli_before_the_call(cli, where):
+    (cli.cwd / "context.txt").write_text(MEGABYTE)
+    big = ["plan", MEGABYTE[:100_000]] if where == "intent" else ["plan", "rewrite my notes", "--context-file",
+                                                                    "context.txt"]
+    with FaultServer(ok(PLAN)) as server:
+        run = cli(*big, "-m", "openai/bounded-model", "--lm", "openai/bounded-model", "--api-base", server.url,
+                  "--no-history", env={"OPENAI_API_KEY": KEY})
+        sent = len(server.requests)
+    assert_one_line(run, 2, "input tokens")
+    assert sent == 0
+
+
+def test_stdio_refuses_an_over_long_line_and_keeps_serving(tmp_path):
+    home = tmp_path / "home"
+    proc = subprocess.Popen([*cli_command(), "serve", "--lm", "sim:frontier-like"], env=clean_env(home),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    huge = b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "' + b"a" * (6 * 1024 * 1024) + b'"}}\n'
+    init = (b'{"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {"protocolVersion": "2025-06-18", '
+            b'"capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}\n')
+    out, err = proc.communicate(huge + init, timeout=120)
+    assert b"Traceback" not in err
+    assert b"refused a message of" in err
+    assert b'"id":2' in out.replace(b" ", b"")  # answered the message after the long line
+
+
+def _initialize(client, url: str) -> int:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+    response = client.post(url, json=body, headers={"Accept": "application/json, text/event-stream"})
+    return response.status_code, response.headers.get("mcp-session-id")
+
+
+def test_http_sessions_are_capped_per_caller_and_expire_when_idle(tmp_path):
+    import httpx
+
+    replay = tmp_path / "r.jsonl"
+    replay.write_text("")
+    config = ServeConfig(transport="http", lm_spec="sim:frontier-like", history=False, sessions_per_caller=2,
+                         session_idle_s=1.0)
+    with http_server(config) as running, httpx.Client(timeout=30) as client:
+        opened = [_initialize(client, running.url) for _ in range(3)]
+        assert [code for code, _ in opened] == [200, 200, 503]
+        time.sleep(2.5)  # both sessions idle past the timeout: closed, and room again
+        first = opened[0][1]
+        stale = client.post(running.url, json={"jsonrpc": "2.0", "id": 2, "method": "ping"},
+                            headers={"Accept": "application/json, text/event-stream", "mcp-session-id": first})
+        assert stale.status_code == 404
+        assert _initialize(client, running.url)[0] == 200
+
+
+def test_a_caller_named_twice_in_the_tokens_is_refused(cli):
+    tokens = "alice=aaaaaaaaaaaaaaaaaaaa,alice=bbbbbbbbbbbbbbbbbbbb"
+    run = cli("serve", "--transport", "http", "--port", "0", env={"HELMDECK_DSPY_TOKENS": tokens}, timeout=60)
+    assert_one_line(run, 1, "alice", "named twice")

@@ -63,6 +63,13 @@ class SourceTools(BaseModel):
     tools: ToolList
 
 
+def _is_file(text: str) -> bool:
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte: not a file
+        return False
+
+
 def parse_source(text: str, env: dict[str, str] | None = None) -> SourceSpec:
     """Parse a source as written on the command line.
 
@@ -70,7 +77,7 @@ def parse_source(text: str, env: dict[str, str] | None = None) -> SourceSpec:
         ToolSourceError: An empty command, a URL that is not http(s), or an unreadable path.
     """
     label, body = "", text.strip()
-    if not Path(body).is_file() and (m := _LABEL.match(body)):
+    if not _is_file(body) and (m := _LABEL.match(body)):
         label, body = m.group(1).lower(), m.group(2).strip()
     if body.startswith(STDIO_PREFIX):
         try:
@@ -91,7 +98,7 @@ def parse_source(text: str, env: dict[str, str] | None = None) -> SourceSpec:
             return SourceSpec(text=text, kind="http", label=label, url=url)
     if body.startswith("mcp+"):
         raise ToolSourceError(text, "unknown source kind; expected mcp+stdio:COMMAND, mcp+http:URL or a JSON file")
-    if not Path(body).is_file():
+    if not _is_file(body):
         raise ToolSourceError(text, "no such file (a source is mcp+stdio:COMMAND, mcp+http:URL or a JSON file)")
     return SourceSpec(text=text, kind="file", label=label, path=body)
 

@@ -115,3 +115,10 @@ def test_a_server_that_never_answers_times_out():
     with pytest.raises(ToolSourceError) as exc:
         read_source(parse_source(text), timeout_s=1.5)
     assert "no answer within 1.5 s" in str(exc.value)
+
+
+def test_a_long_command_line_is_not_taken_for_a_path():
+    spec = parse_source("mcp+stdio:python -c " + "x" * 400)
+    assert spec.kind == "stdio" and spec.args == ("-c", "x" * 400)
+    with pytest.raises(ToolSourceError, match="no such file"):
+        parse_source("y" * 400 + ".json")

@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 CLI    := $(VENV)/bin/helmdeck-dspy
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo demo-live test bench heldout clean-venv
+.PHONY: demo demo-live test bench bench-live heldout clean-venv
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || { echo "creating $(VENV) (first run: installs dspy, mlflow, datasets; a few minutes)"; $(PYTHON) -m venv $(VENV); }
@@ -32,6 +32,14 @@ bench: $(STAMP)
 # Needs the local extra and both Qwen models: helmdeck-dspy models install qwen2.5-coder-0.5b qwen2.5-coder-1.5b
 heldout: $(STAMP)
 	@$(CLI) bench heldout eval/heldout/qwen2.5-coder-0.5b/heldout.toml
+
+# The BFCL lever tables (issue 22): the model alone against the planner, paired, live on the local
+# Qwen models. Hours on 2 cores: runs in the background (log: experiments/bfcl/bench-live.log) and
+# resumes where it stopped. Needs the local extra and the models (see docs/local-models.md).
+LEVER_SPECS := $(wildcard experiments/bfcl/*/levers.toml)
+bench-live: $(STAMP)
+	@echo "running in the background; follow experiments/bfcl/bench-live.log"
+	@nohup sh -c 'for s in $(LEVER_SPECS); do $(CLI) bench levers --no-progress $$s; done' >> experiments/bfcl/bench-live.log 2>&1 &
 
 clean-venv:
 	rm -rf $(VENV)

@@ -106,6 +106,9 @@ def _rankers(given: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
 @api_base_option("API base URL for an OpenAI-compatible endpoint (with --lm).")
 @variant_option(default="full_steps", help="Prompt variant for --lm (BFCL gold has several calls).")
 @max_tokens_option("Override the budget's output_tokens (with --lm).")
+@click.option("--baseline", type=click.Choice(["plain"]), default=None,
+              help="With --lm, also score the same LM alone with a plain prompt (the question's functions as JSON, "
+                   "the question, a request for a JSON list of {name, arguments}); recorded with --record.")
 @click.option("--record", "record_path", type=click.Path(dir_okay=False), default=None,
               help="Append the --lm exchanges as trace records (task_id = BFCL id).")
 @click.option("--traces", "trace_paths", multiple=True, type=click.Path(exists=True, dir_okay=False),
@@ -117,7 +120,7 @@ def _rankers(given: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
 def bench_bfcl(
     data_dir: str, categories: tuple[str, ...], stray: tuple[str, ...], pool: bool, rankers: tuple[str, ...],
     limit: int | None, lm_spec: str | None, model: str | None, api_base: str | None, variant: str,
-    max_tokens: int | None, record_path: str | None, trace_paths: tuple[str, ...], budgets_path: str | None,
+    max_tokens: int | None, baseline: str | None, record_path: str | None, trace_paths: tuple[str, ...], budgets_path: str | None,
     out_dir: str | None, progress: bool | None, as_json: bool,
 ) -> None:
     """Selection recall and plan accuracy on BFCL questions.
@@ -161,6 +164,16 @@ def bench_bfcl(
                 data, model=model or lm_spec, lm_spec=lm_spec, pool=pool, variant=variant, api_base=api_base,
                 max_tokens=max_tokens, budgets=budgets_path, record_path=record_path, progress=bar.update,
             ))
+    if lm_spec and baseline == "plain":
+        from helmdeck_dspy.evaluation.bfcl.plans import plain_questions
+
+        with progress_bar(len(data.questions), f"the model alone ({lm_spec})", show=progress) as bar:
+            accuracy.append(plain_questions(
+                data, model=model or lm_spec, lm_spec=lm_spec, pool=pool, api_base=api_base, max_tokens=max_tokens,
+                budgets=budgets_path, record_path=record_path, progress=bar.update,
+            ))
+    elif baseline:
+        raise click.UsageError("--baseline needs --lm (the LM to ask alone)")
     accuracy += [score_traces(data, p, pool=pool) for p in trace_paths]
 
     report = BfclReport(

@@ -120,6 +120,8 @@ class _Exchange:
 
     calls: list[Any] = field(default_factory=list)
     trim: Trim | None = None
+    demo_ids: list[str] = field(default_factory=list)
+    task_id: str | None = None  # never its own demo
 
 
 def _call_program(
@@ -135,7 +137,13 @@ def _call_program(
     with dspy.context(lm=planner.lm), capture_completions() as calls:
         exchange.calls = calls
         selected, exchange.trim = select_for(planner, intent)
-        planner.program.render = render_options_for(planner, selected)
+        render = render_options_for(planner, selected)
+        pool = planner.options.demo_pool
+        if pool is not None:
+            picked = pool.nearest(intent, exclude=frozenset({exchange.task_id} if exchange.task_id else ()))
+            exchange.demo_ids = [d.id for d in picked]
+            render = render.model_copy(update={"pool_demos": tuple(picked)})
+        planner.program.render = render
         try:
             planner.program(user_intent=intent, catalog=selected.render(), context=context, prior_steps=prior_steps)
         except PlanParseError as exc:
@@ -216,7 +224,7 @@ def run_attempt(
     if options.ranker == "embedding":
         _warm_embedding(planner)
     t0 = time.perf_counter()
-    exchange = _Exchange()
+    exchange = _Exchange(task_id=task_id)
     try:
         parse, error = call_with_deadline(
             lambda: _call_program(planner, exchange, intent, context, prior_steps), timeout_s or options.retry.timeout_s
@@ -242,7 +250,7 @@ def run_attempt(
         record_exchanges(
             options.record_path, calls, source=options.record_source or trace_source(options.lm_spec),
             budget=planner.budget, variant=planner.variant, intent=intent, task_id=task_id, secrets=secrets,
-            error=error_text, http_status=status, max_tokens=cap, run=recorded_run(planner),
+            error=error_text, http_status=status, max_tokens=cap, run={**recorded_run(planner), **({"demos": exchange.demo_ids} if exchange.demo_ids else {})},
             sampling=getattr(planner.lm, "kwargs", None), native_tools=wants_native(planner),
         )
     return result, attempt, info

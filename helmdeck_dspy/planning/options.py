@@ -16,6 +16,7 @@ from pydantic import (
 
 from helmdeck_dspy.budgets import BudgetTable
 from helmdeck_dspy.errors import ArgumentError, validation_message
+from helmdeck_dspy.program.demo_pool import DemoPool
 from helmdeck_dspy.planning.resilience.policy import FallbackChain, RetryPolicy
 
 
@@ -40,6 +41,9 @@ class PlannerOptions(BaseModel):
         catalog_fitting: Fit the prompt to the catalog (the default): demos naming tools outside it
             are left out, and a catalog without pipelines gets instructions for a plain list of
             tools. Off reproduces the planner before this (helmdeck's instructions and demos always).
+        demo_pool: Worked examples to choose each request's demos from (the nearest by BM25 over the
+            request words, each shown with its own tools; ``program.demo_pool``), besides the
+            program's own demos.
         coerce_args: Check each step's args against its tool's schema and coerce safe type
             mismatches (``planning.arguments``); off reproduces the planner before argument checks.
         caller: Who plans (history rows and the history prior are per caller).
@@ -72,6 +76,7 @@ class PlannerOptions(BaseModel):
     constrained_decoding: bool | None = None
     coerce_args: bool = True
     catalog_fitting: bool = True
+    demo_pool: DemoPool | None = Field(default=None, repr=False)
     caller: str | None = None
     record_path: Path | None = None
     record_source: str | None = None

@@ -38,12 +38,14 @@ from helmdeck_dspy.program.calls import (
     log_completion,
 )
 from helmdeck_dspy.program.answer_schema import CONSTRAINED_FORMAT, SchemaWire, plan_schema
+from helmdeck_dspy.program.demo_pool import PoolDemo, signature_line
 from helmdeck_dspy.program.native_tools import NativeTool, native_tools
 from helmdeck_dspy.program.sections import (
     ANSWER_FORMAT_MARK,
     CATALOG_HEADER,
     CLOSING_LINE,
     CONTEXT_HEADER,
+    DEMO_TOOLS_HEADER,
     PRIOR_STEPS_HEADER,
     REQUEST_HEADER,
 )
@@ -87,6 +89,9 @@ class RenderOptions(BaseModel):
     """When set, a demo is shown only if every tool its steps name is among these (the planner's
     catalog): demos compiled over another catalog are left out."""
     instructions: str | None = None
+    pool_demos: tuple[PoolDemo, ...] = ()
+    """Demos chosen for this request from a demo pool, each shown with its own tools after the
+    program's demos."""
     """Instructions to use instead of the program's (a catalog without pipelines gets the plain
     tool-list instructions)."""
 
@@ -232,6 +237,20 @@ class PlanAdapter(dspy.Adapter):
             messages.append({"role": "assistant", "content": json.dumps(answer, ensure_ascii=False)})
         return messages
 
+    def format_pool_demos(self) -> list[dict[str, str]]:
+        """The request's pool demos as user/assistant pairs: the demo's tools, its request, the answer."""
+        messages = []
+        for demo in self.options.pool_demos:
+            tools = "\n".join(signature_line(p) for p in demo.tools)
+            steps = [{"tool": s["tool"], "args": s.get("args") or {}} for s in demo.steps]
+            if self.options.answer_schema is not None:
+                answer: dict[str, Any] = {"tool_fits": bool(steps), "steps": steps}
+            else:
+                answer = {"steps": [{"order": i, **s, "rationale": ""} for i, s in enumerate(steps, 1)]}
+            messages.append({"role": "user", "content": f"{DEMO_TOOLS_HEADER}\n{tools}\n\n{self.request_text(demo.intent)}"})
+            messages.append({"role": "assistant", "content": json.dumps(answer, ensure_ascii=False)})
+        return messages
+
     def format(self, signature: Any, demos: list[Any], inputs: dict[str, Any]) -> list[dict[str, str]]:
         catalog = inputs.get("catalog") or ""
         user = self.request_text(inputs["user_intent"], inputs.get("context"), inputs.get("prior_steps"))
@@ -243,6 +262,7 @@ class PlanAdapter(dspy.Adapter):
         return [
             {"role": "system", "content": self.system_message(signature, catalog)},
             *self.format_demos(signature, demos),
+            *self.format_pool_demos(),
             {"role": "user", "content": user},
         ]
 

@@ -14,6 +14,7 @@ CallKind = Literal["plan", "filter"]
 
 CATALOG_HEADER = "CATALOG (packs and pipelines you may call):"
 REQUEST_HEADER = "USER REQUEST:"
+DEMO_TOOLS_HEADER = "EXAMPLE TOOLS (the tools of this example only):"
 CONTEXT_HEADER = "CONTEXT:"
 PRIOR_STEPS_HEADER = "PRIOR STEPS (already done):"
 CLOSING_LINE = "Return the JSON object now."

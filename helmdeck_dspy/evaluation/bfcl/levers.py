@@ -27,7 +27,9 @@ from helmdeck_dspy.errors import InputError, validation_message
 from helmdeck_dspy.evaluation.bfcl.baseline import PLAIN_VARIANT, ask_plain
 from helmdeck_dspy.evaluation.bfcl.load import discover, load_bfcl
 from helmdeck_dspy.evaluation.bfcl.models import BfclQuestion, BfclSet
+from helmdeck_dspy.evaluation.bfcl.score import example_call
 from helmdeck_dspy.io.datafiles import parse_toml, read_text
+from helmdeck_dspy.program.demo_pool import DemoPool, PoolDemo
 
 
 class LeverSpecError(InputError):
@@ -45,6 +47,8 @@ class LeverConfig(BaseModel):
     constrained: bool | None = Field(default=None, description="Planner: schema-constrained decoding (None: the budget's).")
     coerce_args: bool = Field(default=True, description="Planner: check and coerce args against the tool schemas.")
     catalog_fitting: bool = Field(default=True, description="Planner: instructions and demos fitted to the catalog.")
+    knn_demos: int = Field(default=0, ge=0, description="Planner: demos per request from the pool of unscored "
+                           "questions of the same categories (0: none).")
     program: str | None = Field(default=None, description="Planner: program (None/auto, tier, tier:T, bare, or a file).")
     variant: str = "full_steps"
     pool: bool = Field(default=False, description="Plan against one catalog pooled from every loaded question.")
@@ -102,6 +106,24 @@ def load_lever_spec(path: str | Path) -> LeverSpec:
     if spec.baseline not in names:
         raise LeverSpecError(str(path), f"baseline {spec.baseline!r} is not a config; expected one of {names}")
     return spec
+
+
+def demo_pool(spec: LeverSpec, scored: BfclSet) -> DemoPool:
+    """The questions of the spec's categories that are not scored (those after the first ``limit``),
+    as worked examples: their own functions and their gold calls (nothing called for a no-call
+    question). A scored question is never in the pool."""
+    taken = {q.id for q in scored.questions}
+    demos = []
+    for folder in spec.data_dirs():
+        here = [c.category for c in discover(folder)] if folder.is_dir() else []
+        mine = [c for c in spec.categories if c in here]
+        for q in load_bfcl(folder, mine).questions if mine else ():
+            if q.id in taken:
+                continue
+            steps = tuple({"tool": g.name, "args": {k: v for k, v in example_call(g).args.items() if not g.is_optional(k)}}
+                          for g in q.gold)  # the arguments a right call needs, no optional extras
+            demos.append(PoolDemo(id=q.id, intent=q.intent, tools=q.functions, steps=steps))
+    return DemoPool(demos=tuple(demos))
 
 
 def load_questions(spec: LeverSpec) -> BfclSet:
@@ -192,6 +214,7 @@ def run_levers(
     table = load_budget_table()
     settings = run_settings(spec.lm) or {}
     pooled = data.pool()[0] if any(c.pool for c in configs) else None
+    pool = demo_pool(spec, data) if any(c.knn_demos for c in configs) else None
     for q, c in pending:
         if progress is not None:
             progress(c.name, q)
@@ -209,6 +232,7 @@ def run_levers(
                     model, lm=lm, catalog=catalog, variant=c.variant, budgets=table, record_path=path,
                     record_run=run, history=None, use_filter=False, cache=False, program=c.program,
                     constrained_decoding=c.constrained, coerce_args=c.coerce_args, catalog_fitting=c.catalog_fitting,
+                    demo_pool=pool.model_copy(update={"k": c.knn_demos}) if pool is not None and c.knn_demos else None,
                 )
             planner.plan(q.intent, task_id=q.id)
         made[c.name] += 1

@@ -27,7 +27,7 @@ from helmdeck_dspy.evaluation.bfcl.score import (
     summarise,
     summarise_by_category,
 )
-from helmdeck_dspy.evaluation.bfcl.baseline import PLAIN_VARIANT, decode_plain
+from helmdeck_dspy.evaluation.bfcl.baseline import PLAIN_VARIANT, ask_plain, decode_plain
 from helmdeck_dspy.evaluation.scoring import guard_completion
 from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY
 from helmdeck_dspy.planning.lm import make_lm, trace_source
@@ -140,6 +140,47 @@ def last_plan_records(path: str | Path, *, on_error: str = "fail") -> dict[str, 
         if rec.call == "plan" and rec.task_id:
             out[rec.task_id] = rec
     return out
+
+
+def plain_questions(
+    data: BfclSet,
+    *,
+    model: str,
+    lm_spec: str,
+    pool: bool = False,
+    api_base: str | None = None,
+    max_tokens: int | None = None,
+    budgets: str | Path | None = None,
+    record_path: str | Path | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> PlanAccuracy:
+    """The model alone on every question (:mod:`~helmdeck_dspy.evaluation.bfcl.baseline`), scored by
+    the same call matcher as the planner's plans; ``record_path`` appends each exchange as a
+    ``plain`` trace record."""
+    from helmdeck_dspy.budgets import load_budget_table
+    from helmdeck_dspy.planning.recording import record_exchanges
+
+    lm = make_lm(lm_spec, api_base=api_base, num_retries=0)
+    budget = load_budget_table(budgets).lookup(model)
+    pooled = data.pool()[0] if pool else None
+    scores: list[CallScore] = []
+    failures: Counter[str] = Counter()
+    for q in data.questions:
+        catalog = _catalog_for(q, pooled)
+        completion = ask_plain(lm, q.intent, catalog, max_tokens=max_tokens or budget.output_tokens)
+        if record_path is not None:
+            record_exchanges(Path(record_path), [completion], source=trace_source(lm_spec), budget=budget,
+                             variant=PLAIN_VARIANT, intent=q.intent, task_id=q.id, secrets=[])
+        answer = decode_plain(completion.content, completion.finish_reason)
+        if answer.outcome == "failed":
+            failures["no_json"] += 1
+        scores.append(score_calls(q, answer.calls, failed=answer.outcome == "failed"))
+        if progress is not None:
+            progress(1)
+    return PlanAccuracy(
+        source=f"{lm_spec} (plain prompt)", model=model, variant=PLAIN_VARIANT, summary=summarise(scores),
+        by_category=summarise_by_category(scores), failures=dict(failures), scores=scores,
+    )
 
 
 def score_traces(

@@ -1,0 +1,67 @@
+"""Demos chosen per request: the pool's examples nearest the request, each shown with its own tools.
+
+A fixed demo compiled over one catalog misleads a planner working over another (it names tools
+the catalog does not have). A :class:`DemoPool` holds worked examples that each carry the tools
+they use; :meth:`DemoPool.nearest` picks the ``k`` whose requests are closest to the new one by
+BM25 over the request words (the idea of DSPy's ``KNNFewShot``, without embeddings), never one
+whose ``id`` is excluded (the question being scored). The adapter shows each chosen demo with its
+own tools in compact form (``name(arg: type, ...)``), then the answer it should get, in the answer
+format of the request.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from functools import cached_property
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from helmdeck_dspy.catalog.models import Pack
+from helmdeck_dspy.catalog.ranking.bm25 import bm25_scores
+from helmdeck_dspy.catalog.text import token_set, tokenize
+
+
+class PoolDemo(BaseModel):
+    """One worked example: a request, the tools it was answered over, and the right steps."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    intent: str
+    tools: tuple[Pack, ...] = Field(description="The tools shown with the demo (its own catalog, or the part it uses).")
+    steps: tuple[dict[str, Any], ...] = Field(description='The right steps: {"tool", "args"} each; empty when no tool fits.')
+
+
+def signature_line(pack: Pack) -> str:
+    """A tool in one line: ``name(arg: type, opt?: type) — first sentence of its description``."""
+    schema = pack.parameters or {}
+    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    required = set(schema.get("required") or ())
+    args = ", ".join(f"{name}{'' if name in required else '?'}: {spec.get('type', 'any') if isinstance(spec, dict) else 'any'}"
+                     for name, spec in props.items())
+    about = pack.description.split(". ")[0].strip().rstrip(".")
+    return f"{pack.name}({args})" + (f" — {about}" if about else "")
+
+
+class DemoPool(BaseModel):
+    """Worked examples to draw per-request demos from (see the module docstring)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    demos: tuple[PoolDemo, ...]
+    k: int = Field(default=2, ge=0, description="Demos shown per request.")
+
+    @cached_property
+    def _index(self) -> tuple[list[Counter[str]], list[int]]:
+        tokens = [tokenize(d.intent) for d in self.demos]
+        return [Counter(t) for t in tokens], [len(t) for t in tokens]
+
+    def nearest(self, intent: str, exclude: frozenset[str] = frozenset()) -> list[PoolDemo]:
+        """The ``k`` demos whose requests score highest against ``intent`` (pool order on ties)."""
+        if self.k == 0 or not self.demos:
+            return []
+        counts, lengths = self._index
+        scores = bm25_scores(counts, lengths, token_set(intent))
+        order = sorted(range(len(self.demos)), key=lambda i: (-scores[i], i))
+        return [self.demos[i] for i in order if self.demos[i].id not in exclude][: self.k]

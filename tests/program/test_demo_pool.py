@@ -1,0 +1,41 @@
+"""Per-request demos from a pool: nearest by BM25, never the excluded one, shown with their own tools."""
+
+import json
+
+from helmdeck_dspy.catalog.models import Pack, RoutingGuide
+from helmdeck_dspy.program.adapter import PlanAdapter, RenderOptions
+from helmdeck_dspy.program.demo_pool import DemoPool, PoolDemo, signature_line
+from helmdeck_dspy.program.sections import DEMO_TOOLS_HEADER
+from helmdeck_dspy.signatures.plan import signature_for
+
+AREA = Pack(name="geometry.area", description="Area of a shape. Many shapes.", parameters={
+    "type": "object", "properties": {"base": {"type": "number"}, "unit": {"type": "string"}}, "required": ["base"]})
+WEATHER = Pack(name="weather.now", description="Current weather", parameters={
+    "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+POOL = DemoPool(k=2, demos=(
+    PoolDemo(id="a", intent="area of a triangle with base 6", tools=(AREA,), steps=({"tool": "geometry.area", "args": {"base": 6}},)),
+    PoolDemo(id="w", intent="weather in Paris right now", tools=(WEATHER,), steps=({"tool": "weather.now", "args": {"city": "Paris"}},)),
+    PoolDemo(id="n", intent="write me a poem about a triangle", tools=(WEATHER,), steps=()),
+))
+
+
+def test_nearest_ranks_by_request_words_and_skips_excluded_ids():
+    assert [d.id for d in POOL.nearest("what is the area of a triangle")] == ["a", "n"]
+    assert [d.id for d in POOL.nearest("what is the area of a triangle", exclude=frozenset({"a"}))] == ["n", "w"]
+    assert POOL.model_copy(update={"k": 0}).nearest("area") == []
+
+
+def test_signature_line_marks_optional_arguments():
+    assert signature_line(AREA) == "geometry.area(base: number, unit?: string) — Area of a shape"
+
+
+def test_pool_demos_are_rendered_with_their_own_tools_in_the_answer_format():
+    catalog = RoutingGuide(packs=(WEATHER,))
+    options = RenderOptions(pool_demos=POOL.nearest("triangle poem"), answer_schema={"type": "object"})
+    messages = PlanAdapter(options).format(signature_for("full_steps"), [], {"user_intent": "hi", "catalog": catalog.render()})
+    users = [m["content"] for m in messages if m["role"] == "user"]
+    answers = [json.loads(m["content"]) for m in messages if m["role"] == "assistant"]
+    assert users[0].startswith(DEMO_TOOLS_HEADER) and "weather.now(city: string)" in users[0]
+    assert answers[0] == {"tool_fits": False, "steps": []}
+    assert answers[1] == {"tool_fits": True, "steps": [{"tool": "geometry.area", "args": {"base": 6}}]}
+    assert "EXAMPLE" not in users[-1] and "hi" in users[-1]

@@ -90,7 +90,7 @@ def outcomes_for(path: Path, questions: dict[str, BfclQuestion], catalog_for: An
     out: dict[str, Outcome] = {}
     if not path.exists():
         return out
-    for task_id, rec in last_plan_records(path, on_error="skip").items():
+    for task_id, rec in last_plan_records(path, on_error="skip", answered=True).items():
         q = questions.get(task_id)
         if q is None:
             continue

@@ -72,6 +72,8 @@ class LeverSpec(BaseModel):
     temperature: float = 0.0
     seed: int = 7
     baseline: str = Field(default="plain", description="The config every other row is paired against.")
+    timeout_s: float = Field(default=900.0, gt=0, le=3600, description="One call's time limit: generous, so a "
+                             "loaded machine slows a call down rather than failing it (a failure is asked again).")
     block: int = Field(default=8, ge=1, description="Questions asked under one config before the next config "
                        "takes the same questions (a server's prompt cache keeps one config's stable prefix).")
     config: tuple[LeverConfig, ...] = Field(min_length=1)
@@ -159,12 +161,13 @@ def _round_robin(groups: list[list[BfclQuestion]]) -> list[list[BfclQuestion]]:
 
 
 def done_ids(path: Path) -> set[str]:
-    """Task ids that already have a plan record in a trace file (an empty set when there is none)."""
+    """Task ids that already have an answered plan record in a trace file (a transport failure, such
+    as a timeout on a loaded machine, is asked again on resume)."""
     from helmdeck_dspy.traces.io import load_traces
 
     if not path.exists():
         return set()
-    return {r.task_id for r in load_traces(path, on_error="skip") if r.call == "plan" and r.task_id}
+    return {r.task_id for r in load_traces(path, on_error="skip") if r.call == "plan" and r.task_id and not r.error}
 
 
 def pending_pairs(spec: LeverSpec, data: BfclSet, only: set[str] | None = None) -> list[tuple[BfclQuestion, LeverConfig]]:
@@ -182,7 +185,12 @@ def _record_plain(spec: LeverSpec, lm: Any, q: BfclQuestion, catalog: Any, path:
     from helmdeck_dspy.planning.lm import trace_source
     from helmdeck_dspy.planning.recording import record_exchanges
 
-    completion = ask_plain(lm, q.intent, catalog, max_tokens=max_tokens)
+    try:
+        completion = ask_plain(lm, q.intent, catalog, max_tokens=max_tokens)
+    except Exception as exc:  # noqa: BLE001 - a transport failure is recorded and asked again on resume
+        record_exchanges(path, [], source=trace_source(spec.lm), budget=budget, variant=PLAIN_VARIANT, intent=q.intent,
+                         task_id=q.id, secrets=[], run=run, error=f"{type(exc).__name__}: {exc}", max_tokens=max_tokens)
+        return
     record_exchanges(path, [completion], source=trace_source(spec.lm), budget=budget, variant=PLAIN_VARIANT,
                      intent=q.intent, task_id=q.id, secrets=[], run=run)
 
@@ -202,6 +210,7 @@ def run_levers(
     from helmdeck_dspy.budgets import load_budget_table
     from helmdeck_dspy.planning.lm import make_lm, run_settings
     from helmdeck_dspy.planning.planner import Planner  # imports dspy
+    from helmdeck_dspy.planning.resilience.policy import RetryPolicy
 
     data = load_questions(spec)
     configs = [c for c in spec.config if only is None or c.name in only]
@@ -210,7 +219,9 @@ def run_levers(
     if not pending:
         return made
     if lm is None:
-        lm = make_lm(spec.lm, cache=False, num_retries=0, sampling={"temperature": spec.temperature, "seed": spec.seed})
+        lm = make_lm(spec.lm, cache=False, num_retries=0, timeout=spec.timeout_s,
+                     sampling={"temperature": spec.temperature, "seed": spec.seed})
+    retry = RetryPolicy(max_attempts=1, timeout_s=spec.timeout_s)
     table = load_budget_table()
     settings = run_settings(spec.lm) or {}
     pooled = data.pool()[0] if any(c.pool for c in configs) else None
@@ -229,7 +240,7 @@ def run_levers(
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 planner = Planner.for_model(
-                    model, lm=lm, catalog=catalog, variant=c.variant, budgets=table, record_path=path,
+                    model, lm=lm, catalog=catalog, variant=c.variant, budgets=table, record_path=path, retry=retry,
                     record_run=run, history=None, use_filter=False, cache=False, program=c.program,
                     constrained_decoding=c.constrained, coerce_args=c.coerce_args, catalog_fitting=c.catalog_fitting,
                     demo_pool=pool.model_copy(update={"k": c.knn_demos}) if pool is not None and c.knn_demos else None,

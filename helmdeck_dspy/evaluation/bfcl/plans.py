@@ -132,12 +132,12 @@ def decode_record(rec: TraceRecord, catalog: RoutingGuide) -> DecodedRecord:
     return DecodedRecord(variant, calls_from_steps(guarded.steps), guarded.parse.outcome)
 
 
-def last_plan_records(path: str | Path, *, on_error: str = "fail") -> dict[str, TraceRecord]:
+def last_plan_records(path: str | Path, *, on_error: str = "fail", answered: bool = False) -> dict[str, TraceRecord]:
     """The last plan record per task id of a trace file (a retried request's final answer), in
-    first-seen order of the task ids."""
+    first-seen order of the task ids; with ``answered``, records of transport failures are passed over."""
     out: dict[str, TraceRecord] = {}
     for rec in load_traces(path, on_error=on_error):
-        if rec.call == "plan" and rec.task_id:
+        if rec.call == "plan" and rec.task_id and not (answered and rec.error):
             out[rec.task_id] = rec
     return out
 

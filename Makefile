@@ -36,10 +36,9 @@ heldout: $(STAMP)
 # The BFCL lever tables (issue 22): the model alone against the planner, paired, live on the local
 # Qwen models. Hours on 2 cores: runs in the background (log: experiments/bfcl/bench-live.log) and
 # resumes where it stopped. Needs the local extra and the models (see docs/local-models.md).
-LEVER_SPECS := $(wildcard experiments/bfcl/*/levers.toml)
 bench-live: $(STAMP)
 	@echo "running in the background; follow experiments/bfcl/bench-live.log"
-	@nohup sh -c 'for s in $(LEVER_SPECS); do $(CLI) bench levers --no-progress $$s; done' >> experiments/bfcl/bench-live.log 2>&1 &
+	@CLI=$(CLI) nohup sh experiments/bfcl/queue.sh >> experiments/bfcl/bench-live.log 2>&1 &
 
 clean-venv:
 	rm -rf $(VENV)

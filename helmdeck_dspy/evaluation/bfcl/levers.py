@@ -54,9 +54,12 @@ class LeverConfig(BaseModel):
     pool: bool = Field(default=False, description="Plan against one catalog pooled from every loaded question.")
     budget_model: str | None = Field(default=None, description="Budget lookup id for this row (default: the spec's model).")
     categories: tuple[str, ...] | None = Field(default=None, description="Run this row on these categories only.")
+    limit: int | None = Field(default=None, ge=1, description="Run this row on the first N questions of each "
+                              "category only (None: the spec's limit).")
 
-    def applies_to(self, q: BfclQuestion) -> bool:
-        return self.categories is None or q.category in self.categories
+    def applies_to(self, q: BfclQuestion, rank: int = 0) -> bool:
+        """Whether this row answers ``q``, the ``rank``-th question (from 0) of its category."""
+        return (self.categories is None or q.category in self.categories) and (self.limit is None or rank < self.limit)
 
 
 class LeverSpec(BaseModel):
@@ -176,8 +179,13 @@ def pending_pairs(spec: LeverSpec, data: BfclSet, only: set[str] | None = None) 
     configs = [c for c in spec.config if only is None or c.name in only]
     done = {c.name: done_ids(spec.trace_path(c)) for c in configs}
     qs = list(data.questions)
+    seen: dict[str, int] = {}
+    rank = {}
+    for q in qs:
+        rank[q.id] = seen[q.category] = seen.get(q.category, -1) + 1
     blocks = [qs[i:i + spec.block] for i in range(0, len(qs), spec.block)]
-    return [(q, c) for block in blocks for c in configs for q in block if c.applies_to(q) and q.id not in done[c.name]]
+    return [(q, c) for block in blocks for c in configs for q in block
+            if c.applies_to(q, rank[q.id]) and q.id not in done[c.name]]
 
 
 def _record_plain(spec: LeverSpec, lm: Any, q: BfclQuestion, catalog: Any, path: Path, max_tokens: int,

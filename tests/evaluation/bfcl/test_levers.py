@@ -80,6 +80,14 @@ def test_recorded_answers_are_scored_and_paired(tmp_path, bfcl_dir):
     assert planner.latency_ratio == 1.5 and plain.exact_diff is None
 
 
+def test_a_row_with_its_own_limit_answers_the_first_questions_of_each_category(tmp_path, bfcl_dir):
+    spec = load_lever_spec(_spec(tmp_path, bfcl_dir, '[[config]]\nname = "plain"\nplain = true\n'
+                                 '[[config]]\nname = "lever"\nlimit = 1\n'))
+    data = load_questions(spec)
+    asked = [q.id for q, c in pending_pairs(spec, data) if c.name == "lever"]
+    assert len(data.questions) > 1 and asked == [data.questions[0].id]
+
+
 def _shared_questions(shared_dir: Path):
     more = load_bfcl(shared_dir / "data" / "bfcl-more", ["simple_python", "multiple", "irrelevance"])
     return [*more.questions, *load_bfcl(shared_dir / "data" / "bfcl", ["parallel_multiple"]).questions]

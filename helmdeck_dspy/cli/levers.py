@@ -1,4 +1,4 @@
-"""``helmdeck-dspy bench levers SPEC``: the model alone against planner configurations on BFCL, paired."""
+"""``helmdeck-dspy bench levers SPEC``: the model alone against planner configurations, paired (BFCL or gold tasks)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from helmdeck_dspy.cli.options import progress_bar, progress_option, to_stderr
 @click.option("--score-only", is_flag=True, help="Make no LM call: score the trace files there are.")
 @progress_option
 def levers_cmd(spec_path: str, only: str | None, score_only: bool, progress: bool | None) -> None:
-    """Answer every BFCL question of SPEC (a levers.toml) under each config that has no record of it
+    """Answer every question of SPEC (a levers.toml) under each config that has no record of it
     yet, then write table.md, table.json and exact.png beside SPEC.
 
     Resumable: a run stopped at any point goes on from the next unanswered (question, config)
@@ -35,6 +35,9 @@ def levers_cmd(spec_path: str, only: str | None, score_only: bool, progress: boo
             made = run_levers(spec, only=chosen, progress=lambda c, q: bar.update(1))
         to_stderr("made " + ", ".join(f"{k} {v}" for k, v in made.items()))
     rows = score_levers(spec)
+    if not rows:
+        to_stderr(f"levers: no answered question yet in {spec.folder}; nothing written")
+        return
     written = write_levers(spec, rows)
     to_stderr(f"wrote {', '.join(str(p) for p in written)}")
     for line in table_lines(rows):

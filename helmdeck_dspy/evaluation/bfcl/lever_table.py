@@ -97,11 +97,11 @@ def outcomes_for(path: Path, questions: dict[str, BfclQuestion], catalog_for: An
         decoded = decode_record(rec, catalog_for(q))
         score = score_calls(q, decoded.calls, failed=decoded.cause is not None)
         called = Counter(c.name for c in decoded.calls if c.name != UNKNOWN_TOOL)
-        gold = Counter(g.name for g in q.gold)
+        golds = [Counter(g.name for g in calls) for calls in (q.gold, *q.alternatives)]
         has_gold = q.expect == "calls"
         out[task_id] = Outcome(
             task_id=task_id, category=q.category, exact=score.exact,
-            tool_right=(called == gold and decoded.cause is None) if has_gold else None,
+            tool_right=(called in golds and decoded.cause is None) if has_gold else None,
             args_matched=score.matched_calls if has_gold else 0, names_matched=score.names_matched if has_gold else 0,
             no_call_right=score.exact if q.expect == "no_call" else None,
             strict=decoded.outcome == "strict", prompt_tokens=rec.prompt_tokens,

@@ -17,13 +17,14 @@ score them without a model.
 from __future__ import annotations
 
 import warnings
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from helmdeck_dspy.errors import InputError, validation_message
+from helmdeck_dspy.errors import DataFileError, validation_message
 from helmdeck_dspy.evaluation.bfcl.baseline import PLAIN_VARIANT, ask_plain
 from helmdeck_dspy.evaluation.bfcl.load import discover, load_bfcl
 from helmdeck_dspy.evaluation.bfcl.models import BfclQuestion, BfclSet
@@ -32,7 +33,7 @@ from helmdeck_dspy.io.datafiles import parse_toml, read_text
 from helmdeck_dspy.program.demo_pool import DemoPool, PoolDemo
 
 
-class LeverSpecError(InputError):
+class LeverSpecError(DataFileError):
     """A levers spec that cannot be used."""
 
 
@@ -69,7 +70,11 @@ class LeverSpec(BaseModel):
 
     model: str = Field(min_length=1, description="Budget lookup id.")
     lm: str = Field(min_length=1, description="LM spec (local:NAME, llamacpp/..., a LiteLLM string, replay:, sim:).")
-    data: tuple[str, ...] = Field(min_length=1, description="BFCL data folders, relative to the spec.")
+    data: tuple[str, ...] = Field(default=(), description="BFCL data folders, relative to the spec.")
+    tasks: str | None = Field(default=None, description="Instead of BFCL data: a gold tasks JSONL file (relative "
+                              "to the spec), each task a question over the whole of ``catalog``.")
+    catalog: str | None = Field(default=None, description="The catalog file the gold tasks are planned over.")
+    split: str | None = Field(default=None, description="Gold tasks: only this split (None: every task).")
     categories: tuple[str, ...] = Field(min_length=1)
     limit: int = Field(ge=1, description="Questions per category (the first N).")
     temperature: float = 0.0
@@ -91,6 +96,12 @@ class LeverSpec(BaseModel):
 
     def data_dirs(self) -> list[Path]:
         return [(self.folder / d).resolve() for d in self.data]
+
+    @model_validator(mode="after")
+    def _one_source(self) -> LeverSpec:
+        if bool(self.data) == bool(self.tasks) or bool(self.tasks) != bool(self.catalog):
+            raise ValueError("give BFCL data folders (data) or gold tasks with their catalog (tasks and catalog)")
+        return self
 
 
 def load_lever_spec(path: str | Path) -> LeverSpec:
@@ -119,21 +130,47 @@ def demo_pool(spec: LeverSpec, scored: BfclSet) -> DemoPool:
     question). A scored question is never in the pool."""
     taken = {q.id for q in scored.questions}
     demos = []
+    if spec.tasks:
+        return DemoPool(demos=tuple(_demo(q) for q in _task_questions(spec, split=False) if q.id not in taken))
     for folder in spec.data_dirs():
         here = [c.category for c in discover(folder)] if folder.is_dir() else []
         mine = [c for c in spec.categories if c in here]
         for q in load_bfcl(folder, mine).questions if mine else ():
-            if q.id in taken:
-                continue
-            steps = tuple({"tool": g.name, "args": {k: v for k, v in example_call(g).args.items() if not g.is_optional(k)}}
-                          for g in q.gold)  # the arguments a right call needs, no optional extras
-            demos.append(PoolDemo(id=q.id, intent=q.intent, tools=q.functions, steps=steps))
+            if q.id not in taken:
+                demos.append(_demo(q))
     return DemoPool(demos=tuple(demos))
+
+
+def _demo(q: BfclQuestion) -> PoolDemo:
+    """A question and its gold calls as a worked example (nothing called for a no-call question)."""
+    steps = tuple({"tool": g.name, "args": {k: v for k, v in example_call(g).args.items() if not g.is_optional(k)}}
+                  for g in q.gold)  # the arguments a right call needs, no optional extras
+    return PoolDemo(id=q.id, intent=q.intent, tools=q.functions, steps=steps)
+
+
+def _task_questions(spec: LeverSpec, *, split: bool = True) -> list[BfclQuestion]:
+    """The spec's gold tasks (its split, unless ``split`` is False) as questions over its catalog."""
+    from helmdeck_dspy.catalog.models import load_catalog
+    from helmdeck_dspy.evaluation.bfcl.gold_tasks import questions_from_tasks
+    from helmdeck_dspy.tasks import load_tasks
+
+    assert spec.tasks is not None and spec.catalog is not None
+    path = spec.folder / spec.tasks
+    tasks = [t for t in load_tasks(path=path) if not split or spec.split is None or t.split == spec.split]
+    return questions_from_tasks(tasks, load_catalog(spec.folder / spec.catalog), str(path))
 
 
 def load_questions(spec: LeverSpec) -> BfclSet:
     """The spec's questions: its categories from whichever data folder holds them, first ``limit`` each,
     in round-robin order across categories (so a partial run covers every category)."""
+    if spec.tasks:
+        kept: list[BfclQuestion] = []
+        counts: Counter[str] = Counter()
+        for q in _task_questions(spec):
+            if q.category in spec.categories and counts[q.category] < spec.limit:
+                counts[q.category] += 1
+                kept.append(q)
+        return _ordered(spec, [BfclSet(questions=tuple(kept), files={})])
     sets: list[BfclSet] = []
     wanted = list(spec.categories)
     for folder in spec.data_dirs():
@@ -144,6 +181,11 @@ def load_questions(spec: LeverSpec) -> BfclSet:
             wanted = [c for c in wanted if c not in mine]
     if wanted:
         raise LeverSpecError(str(spec.path), f"categories not found in {list(spec.data)}: {wanted}")
+    return _ordered(spec, sets)
+
+
+def _ordered(spec: LeverSpec, sets: list[BfclSet]) -> BfclSet:
+    """The questions of ``sets`` in round-robin order across the spec's categories."""
     by_cat: dict[str, list[BfclQuestion]] = {}
     files: dict[str, tuple[str, str]] = {}
     notes = []
@@ -152,7 +194,7 @@ def load_questions(spec: LeverSpec) -> BfclSet:
         notes += list(s.notes)
         for q in s.questions:
             by_cat.setdefault(q.category, []).append(q)
-    ordered = [q for group in _round_robin([by_cat[c] for c in spec.categories]) for q in group]
+    ordered = [q for group in _round_robin([by_cat.get(c, []) for c in spec.categories]) for q in group]
     return BfclSet(questions=tuple(ordered), files=files, notes=tuple(notes))
 
 

@@ -21,6 +21,9 @@ from helmdeck_dspy.evaluation.bfcl.spec import CategoryKind, Expect
 OPTIONAL_MARK = ""
 """An acceptable value of ``""`` means the argument may be omitted."""
 
+ANY_VALUE: dict[str, bool] = {"$any": True}
+"""An acceptable value that every value matches (a gold task's argument whose value is not fixed)."""
+
 
 class GoldCall(BaseModel):
     """One ground-truth function call: the name and, per argument, the acceptable values."""
@@ -45,6 +48,8 @@ class BfclQuestion(BaseModel):
     intent: str
     functions: tuple[Pack, ...]
     gold: tuple[GoldCall, ...]
+    alternatives: tuple[tuple[GoldCall, ...], ...] = Field(
+        default=(), description="Other call lists that are also right (a gold task's alternatives); BFCL has none.")
     expect: Expect = "calls"
     question_id: str = Field(default="", description="The BFCL question id ('' = same as id).")
     turn: int | None = Field(default=None, description="0-based turn of a multi_turn question.")

@@ -11,6 +11,9 @@ In the parallel categories the order of calls is free: predicted and gold calls 
 maximum bipartite matching. A plan is *exact* when every gold call is matched and nothing else was
 called. Steps naming ``unknown`` (the guard's demotion) or a pipeline never match.
 
+A gold task converted from the project's own tasks may fix no value for an argument (:data:`ANY_VALUE`
+matches anything) and may have alternative call lists: the best-matching list counts.
+
 A task whose right plan calls nothing (``expect == "no_call"``: the irrelevance categories and the
 multi_turn turns with empty gold) is right when a plan came back and calls nothing, steps the
 guard demoted to ``unknown`` aside (helmdeck's gap case; a failed answer is not an abstention);
@@ -29,7 +32,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from helmdeck_dspy.domain import UNKNOWN_TOOL
-from helmdeck_dspy.evaluation.bfcl.models import OPTIONAL_MARK, BfclQuestion, GoldCall
+from helmdeck_dspy.evaluation.bfcl.models import ANY_VALUE, OPTIONAL_MARK, BfclQuestion, GoldCall
 from helmdeck_dspy.evaluation.bfcl.spec import Expect
 
 ORDER_FREE_PREFIXES = ("parallel", "live_parallel")
@@ -84,6 +87,8 @@ def normalise_string(text: str) -> str:
 
 def value_matches(value: Any, acceptable: Any) -> bool:
     """Whether a predicted ``value`` equals one gold ``acceptable`` value (see module docstring)."""
+    if acceptable == ANY_VALUE:
+        return True
     if isinstance(acceptable, bool) or isinstance(value, bool):
         return isinstance(value, bool) and isinstance(acceptable, bool) and value == acceptable
     if isinstance(acceptable, (int, float)):
@@ -164,9 +169,16 @@ def score_calls(question: BfclQuestion, predicted: Iterable[Call], *, order_free
     calls = list(predicted)
     if question.expect != "calls":
         return _expectation_score(question, calls, failed)
-    gold = list(question.gold)
     if order_free is None:
         order_free = question.category.startswith(ORDER_FREE_PREFIXES)
+    scores = [_score_against(question, list(gold), calls, order_free, failed)
+              for gold in (question.gold, *question.alternatives)]
+    return max(scores, key=lambda s: (s.exact, s.matched_calls - abs(s.predicted_calls - s.gold_calls)))
+
+
+def _score_against(question: BfclQuestion, gold: list[GoldCall], calls: list[Call], order_free: bool,
+                   failed: bool) -> CallScore:
+    """``calls`` against one list of gold calls."""
     problems: list[str] = []
     if order_free:
         ok = [[call_problem(c, g) is None for c in calls] for g in gold]

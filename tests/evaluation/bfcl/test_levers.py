@@ -9,7 +9,7 @@ from helmdeck_dspy.evaluation.bfcl.baseline import decode_plain, plain_prompt
 from helmdeck_dspy.evaluation.bfcl.lever_table import score_levers
 from helmdeck_dspy.evaluation.bfcl.levers import LeverSpecError, load_lever_spec, load_questions, pending_pairs
 from helmdeck_dspy.evaluation.bfcl.load import load_bfcl
-from helmdeck_dspy.evaluation.bfcl.score import example_call
+from helmdeck_dspy.evaluation.bfcl.score import Call, example_call, score_calls
 from helmdeck_dspy.program.answer_schema import plan_schema
 from helmdeck_dspy.traces.record import TraceRecord, append_trace
 
@@ -101,3 +101,55 @@ def test_every_bfcl_function_set_converts_to_a_closed_grammar(shared_dir):
             assert f'\\"{p.name}\\"' in text, (q.id, p.name)
         # every object with listed properties is closed: the converter's rule for free keys never appears
         assert "additional-kv" not in text, q.id
+
+
+def _mcp_spec(tmp_path: Path, configs: str = '[[config]]\nname = "plain"\nplain = true\n') -> Path:
+    root = Path(__file__).resolve().parents[3] / "eval"
+    path = tmp_path / "levers.toml"
+    path.write_text(f'model = "m"\nlm = "sim:mid-tier"\ntasks = "{root}/tasks/mcp-servers.jsonl"\n'
+                    f'catalog = "{root}/catalog/mcp-servers.json"\ncategories = ["single-action", "pack-chain", "gap"]\n'
+                    f'limit = 3\n{configs}', encoding="utf-8")
+    return path
+
+
+def test_gold_tasks_become_questions_over_the_whole_catalog(tmp_path):
+    spec = load_lever_spec(_mcp_spec(tmp_path))
+    data = load_questions(spec)
+    assert [q.category for q in data.questions[:3]] == ["single-action", "pack-chain", "gap"]
+    assert len(data.questions) == 9 and all(len(q.functions) == 37 for q in data.questions)
+    gap = data.questions[2]
+    assert gap.expect == "no_call" and score_calls(gap, []).exact and not score_calls(gap, [Call(name="read_graph")]).exact
+
+
+def test_a_gold_task_fixes_the_values_it_names_and_leaves_the_rest_free(tmp_path):
+    questions = {q.id: q for q in load_questions(load_lever_spec(_mcp_spec(tmp_path))).questions}
+    chain = questions["mcp-chain-01"]  # git_add(repo_path, files: any), then git_commit(repo_path, message)
+    right = [Call(name="git_add", args={"repo_path": "/home/dev/billing-api", "files": ["NOTES.md"]}),
+             Call(name="git_commit", args={"repo_path": "/home/dev/billing-api", "message": "docs: release notes for 2.4"})]
+    assert score_calls(chain, right).exact
+    assert not score_calls(chain, [right[0].model_copy(update={"args": {"repo_path": "/home/dev/billing-api"}}), right[1]]).exact
+    assert not score_calls(chain, [right[1], right[0]]).exact  # a chain's order counts
+    wrong_repo = right[1].model_copy(update={"args": {**right[1].args, "repo_path": "/srv/other"}})
+    assert not score_calls(chain, [right[0], wrong_repo]).exact
+
+
+def test_a_gold_task_alternative_counts_as_right():
+    from helmdeck_dspy.catalog.models import load_catalog
+    from helmdeck_dspy.evaluation.bfcl.gold_tasks import questions_from_tasks
+    from helmdeck_dspy.tasks import load_tasks
+
+    root = Path(__file__).resolve().parents[3] / "eval"
+    task = next(t for t in load_tasks(path=root / "tasks" / "mcp-servers.jsonl") if t.alternatives)
+    q = questions_from_tasks([task], load_catalog(root / "catalog" / "mcp-servers.json"))[0]
+    alt = [Call(name=s.tool, args={k: v if v is not None else "x" for k, v in s.args.items()}) for s in task.alternatives[0]]
+    assert score_calls(q, alt).exact
+
+
+def test_gold_tasks_over_a_catalog_with_pipelines_are_refused():
+    from helmdeck_dspy.catalog.models import load_catalog
+    from helmdeck_dspy.errors import DataFileError
+    from helmdeck_dspy.evaluation.bfcl.gold_tasks import questions_from_tasks
+    from helmdeck_dspy.tasks import load_tasks
+
+    with pytest.raises(DataFileError, match="pipelines"):
+        questions_from_tasks(load_tasks("test")[:2], load_catalog())

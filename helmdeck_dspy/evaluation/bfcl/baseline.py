@@ -1,7 +1,7 @@
 """The model alone: a plain function-calling prompt, the row every planner row is paired against.
 
 The prompt holds the question's own functions as JSON (name, description, JSON Schema
-parameters), the request, and one sentence asking for a JSON list of ``{name, arguments}``
+parameters; a catalog's pipelines as functions named by their ids, without parameters), the request, and one sentence asking for a JSON list of ``{name, arguments}``
 (``[]`` when no function fits). There are no planner instructions, no demos and no catalog
 selection. The answer is decoded here (:func:`decode_plain`) and scored by the same call matcher
 as the planner's plans (:func:`~helmdeck_dspy.evaluation.bfcl.score.score_calls`).
@@ -30,10 +30,11 @@ ASK = ('Answer with only a JSON list of the function calls that answer the quest
 
 def plain_prompt(intent: str, catalog: RoutingGuide) -> str:
     """The one user message of a plain request."""
-    functions = [
-        {"name": p.name, "description": p.description, "parameters": p.parameters or {"type": "object", "properties": {}}}
-        for p in catalog.packs
-    ]
+    empty = {"type": "object", "properties": {}}
+    functions = [{"name": p.name, "description": p.description, "parameters": p.parameters or empty}
+                 for p in catalog.packs]
+    functions += [{"name": p.id, "description": p.description or p.name, "parameters": empty}
+                  for p in catalog.pipelines]  # a pipeline is offered as a function named by its id
     return (f"Functions:\n{json.dumps(functions, ensure_ascii=False)}\n\n"
             f"Question: {intent.strip()}\n\n{ASK}")
 

@@ -31,15 +31,27 @@ def _num(x: float | None, unit: str = "") -> str:
     return "–" if x is None else f"{x:g}{unit}"
 
 
+def _score(row: LeverRow) -> str:
+    if row.plan_score is None:
+        return "–"
+    text = f"{row.plan_score:.3f} [{row.plan_score_low or 0:.3f}, {row.plan_score_high or 0:.3f}]"
+    if row.plan_score_diff is not None:
+        text += (f"; {row.plan_score_diff:+.3f} [{row.plan_score_diff_low or 0:+.3f}, "
+                 f"{row.plan_score_diff_high or 0:+.3f}] paired")
+    return text
+
+
 def table_lines(rows: list[LeverRow]) -> list[str]:
-    """The rows as one Markdown table."""
-    lines = [HEADER, "|" + "---|" * (HEADER.count("|") - 1)]
+    """The rows as one Markdown table (with a plan-score column when the rows have one: gold tasks)."""
+    scored = any(r.plan_score is not None for r in rows)
+    header = HEADER + (" plan score (vs baseline, paired) |" if scored else "")
+    lines = [header, "|" + "---|" * (header.count("|") - 1)]
     for r in rows:
         lines.append(
             f"| {r.config} | {r.scope} | {r.n} | {_rate(r.exact)} | {_rate(r.tool_accuracy)} | "
             f"{_rate(r.argument_accuracy)} | {_rate(r.irrelevance)} | {_rate(r.strict)} | "
             f"{_num(r.prompt_tokens_p50)} / {_num(r.completion_tokens_p50)} | {_num(r.latency_p50_s, ' s')} | "
-            f"{_diff(r)} | {_num(r.latency_ratio, '×')} |"
+            f"{_diff(r)} | {_num(r.latency_ratio, '×')} |" + (f" {_score(r)} |" if scored else "")
         )
     return lines
 
@@ -47,11 +59,12 @@ def table_lines(rows: list[LeverRow]) -> list[str]:
 def render_markdown(spec: LeverSpec, rows: list[LeverRow]) -> str:
     """The table page: what ran, the configs, then the table (written beside the spec)."""
     out = [
-        f"# BFCL levers: {spec.model}",
+        f"# {'Gold-task' if spec.tasks else 'BFCL'} levers: {spec.model}",
         "",
         f"LM `{spec.lm}`, temperature {spec.temperature:g}, seed {spec.seed}; categories "
         f"{', '.join(spec.categories)}, the first {spec.limit} questions of each. Every row is paired against "
-        f"`{spec.baseline}` on the questions both answered. Measured live unless the LM spec says `sim:`.",
+        f"`{spec.baseline}` on the questions both answered. "
+        + ("SIMULATED: the LM is the simulator, not a model." if spec.lm.startswith("sim:") else "Measured live."),
         "",
         "| config | what it is |",
         "|---|---|",

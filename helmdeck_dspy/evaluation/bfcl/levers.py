@@ -20,7 +20,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -31,6 +31,9 @@ from helmdeck_dspy.evaluation.bfcl.models import BfclQuestion, BfclSet
 from helmdeck_dspy.evaluation.bfcl.score import example_call
 from helmdeck_dspy.io.datafiles import parse_toml, read_text
 from helmdeck_dspy.program.demo_pool import DemoPool, PoolDemo
+
+if TYPE_CHECKING:
+    from helmdeck_dspy.tasks import PlanTask
 
 
 class LeverSpecError(DataFileError):
@@ -130,8 +133,11 @@ def demo_pool(spec: LeverSpec, scored: BfclSet) -> DemoPool:
     question). A scored question is never in the pool."""
     taken = {q.id for q in scored.questions}
     demos = []
-    if spec.tasks:
-        return DemoPool(demos=tuple(_demo(q) for q in _task_questions(spec, split=False) if q.id not in taken))
+    if spec.tasks:  # a gold task's own steps (a null argument value is shown as null)
+        tasks = {t.id: t for t in load_spec_tasks(spec, split=False)}
+        return DemoPool(demos=tuple(
+            PoolDemo(id=q.id, intent=q.intent, tools=q.functions, steps=tuple(s.model_dump() for s in tasks[q.id].steps))
+            for q in _task_questions(spec, split=False) if q.id not in taken))
     for folder in spec.data_dirs():
         here = [c.category for c in discover(folder)] if folder.is_dir() else []
         mine = [c for c in spec.categories if c in here]
@@ -148,16 +154,22 @@ def _demo(q: BfclQuestion) -> PoolDemo:
     return PoolDemo(id=q.id, intent=q.intent, tools=q.functions, steps=steps)
 
 
-def _task_questions(spec: LeverSpec, *, split: bool = True) -> list[BfclQuestion]:
-    """The spec's gold tasks (its split, unless ``split`` is False) as questions over its catalog."""
-    from helmdeck_dspy.catalog.models import load_catalog
-    from helmdeck_dspy.evaluation.bfcl.gold_tasks import questions_from_tasks
+def load_spec_tasks(spec: LeverSpec, *, split: bool = True) -> list[PlanTask]:
+    """The gold tasks a spec names (of its split, unless ``split`` is False)."""
     from helmdeck_dspy.tasks import load_tasks
 
-    assert spec.tasks is not None and spec.catalog is not None
-    path = spec.folder / spec.tasks
-    tasks = [t for t in load_tasks(path=path) if not split or spec.split is None or t.split == spec.split]
-    return questions_from_tasks(tasks, load_catalog(spec.folder / spec.catalog), str(path))
+    assert spec.tasks is not None
+    return [t for t in load_tasks(path=spec.folder / spec.tasks) if not split or spec.split is None or t.split == spec.split]
+
+
+def _task_questions(spec: LeverSpec, *, split: bool = True) -> list[BfclQuestion]:
+    """The spec's gold tasks as questions over its catalog."""
+    from helmdeck_dspy.catalog.models import load_catalog
+    from helmdeck_dspy.evaluation.bfcl.gold_tasks import questions_from_tasks
+
+    assert spec.catalog is not None
+    return questions_from_tasks(load_spec_tasks(spec, split=split), load_catalog(spec.folder / spec.catalog),
+                                str(spec.folder / str(spec.tasks)))
 
 
 def load_questions(spec: LeverSpec) -> BfclSet:

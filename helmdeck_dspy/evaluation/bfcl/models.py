@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from helmdeck_dspy.catalog.models import Pack, RoutingGuide
+from helmdeck_dspy.catalog.models import Pack, Pipeline, RoutingGuide
 from helmdeck_dspy.evaluation.bfcl.spec import CategoryKind, Expect
 
 OPTIONAL_MARK = ""
@@ -47,6 +47,7 @@ class BfclQuestion(BaseModel):
     category: str
     intent: str
     functions: tuple[Pack, ...]
+    pipelines: tuple[Pipeline, ...] = Field(default=(), description="A gold task's catalog pipelines; BFCL has none.")
     gold: tuple[GoldCall, ...]
     alternatives: tuple[tuple[GoldCall, ...], ...] = Field(
         default=(), description="Other call lists that are also right (a gold task's alternatives); BFCL has none.")
@@ -66,8 +67,8 @@ class BfclQuestion(BaseModel):
 
     @cached_property
     def catalog(self) -> RoutingGuide:
-        """The task's own functions as a catalog."""
-        return RoutingGuide(packs=self.functions)
+        """The task's own functions (and pipelines) as a catalog."""
+        return RoutingGuide(packs=self.functions, pipelines=self.pipelines)
 
 
 class CategoryNote(BaseModel):

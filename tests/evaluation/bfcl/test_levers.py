@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from helmdeck_dspy.catalog.models import load_catalog
+
 from helmdeck_dspy.evaluation.bfcl.baseline import decode_plain, plain_prompt
 from helmdeck_dspy.evaluation.bfcl.lever_table import score_levers
 from helmdeck_dspy.evaluation.bfcl.levers import LeverSpecError, load_lever_spec, load_questions, pending_pairs
@@ -145,11 +147,37 @@ def test_a_gold_task_alternative_counts_as_right():
     assert score_calls(q, alt).exact
 
 
-def test_gold_tasks_over_a_catalog_with_pipelines_are_refused():
-    from helmdeck_dspy.catalog.models import load_catalog
+def test_a_gold_task_naming_a_tool_outside_the_catalog_is_refused():
+    from helmdeck_dspy.catalog.models import RoutingGuide
     from helmdeck_dspy.errors import DataFileError
     from helmdeck_dspy.evaluation.bfcl.gold_tasks import questions_from_tasks
     from helmdeck_dspy.tasks import load_tasks
 
-    with pytest.raises(DataFileError, match="pipelines"):
-        questions_from_tasks(load_tasks("test")[:2], load_catalog())
+    catalog = load_catalog()
+    tasks = [t for t in load_tasks("test") if t.steps][:1]
+    with pytest.raises(DataFileError, match=tasks[0].steps[0].tool.replace(".", r"\.")):
+        questions_from_tasks(tasks, RoutingGuide(packs=tuple(p for p in catalog.packs if p.name != tasks[0].steps[0].tool),
+                                                 pipelines=catalog.pipelines))
+
+
+def test_a_gold_task_run_has_plan_scores_and_a_pipeline_is_called_by_its_id(tmp_path):
+    root = Path(__file__).resolve().parents[3] / "eval"
+    path = tmp_path / "levers.toml"
+    path.write_text(f'model = "m"\nlm = "sim:mid-tier"\ntasks = "{root}/tasks/test.jsonl"\n'
+                    f'catalog = "{root}/catalog/routing-guide.json"\ncategories = ["pipeline-direct"]\nlimit = 2\n'
+                    '[[config]]\nname = "plain"\nplain = true\n[[config]]\nname = "planner"\n', encoding="utf-8")
+    spec = load_lever_spec(path)
+    questions = load_questions(spec).questions
+    assert all(p.id in plain_prompt(questions[0].intent, questions[0].catalog) for p in load_catalog().pipelines)
+    for i, q in enumerate(questions):
+        pipeline = q.gold[0].name
+        plain = json.dumps([{"name": pipeline, "arguments": {}}] if i == 0 else [{"name": "video.narrate", "arguments": {}}])
+        plan = json.dumps({"steps": [{"tool": "helmdeck__pipeline-run", "args": {"id": pipeline}}]})
+        append_trace(TraceRecord(id=f"p{i}", task_id=q.id, prompt_variant="plain", content=plain, finish_reason="stop"),
+                     spec.trace_path(spec.config[0]))
+        append_trace(TraceRecord(id=f"q{i}", task_id=q.id, prompt_variant="full_steps", content=plan, finish_reason="stop"),
+                     spec.trace_path(spec.config[1]))
+    rows = {(r.config, r.scope): r for r in score_levers(spec)}
+    plain, planner = rows["plain", "all"], rows["planner", "all"]
+    assert plain.exact.k == 1 and planner.exact.k == 2
+    assert planner.plan_score == 1.0 and plain.plan_score < 1.0 and planner.plan_score_diff > 0

@@ -1,8 +1,8 @@
 #!/bin/sh
 # The live lever runs in the order issues 22 and 23 ask for them: the model alone and the default
 # first (BFCL on the 1.5B, then the 0.5B, the real MCP tools on the 1.5B, the project's test
-# split on both), then the
-# single-lever rows, then demos. Each step resumes where it stopped. Log:
+# split on both), the cost of constrained decoding per output token, then the single-lever
+# rows, then demos. Each step resumes where it stopped. Log:
 # experiments/bfcl/bench-live.log (make bench-live).
 CLI=${CLI:-.venv/bin/helmdeck-dspy}
 B15=experiments/bfcl/qwen2.5-coder-1.5b/levers.toml
@@ -15,6 +15,7 @@ $CLI bench levers --no-progress --only plain,default "$B05" &&
 $CLI bench levers --no-progress "$MCP" &&
 $CLI bench levers --no-progress "$T15" &&
 $CLI bench levers --no-progress "$T05" &&
+{ [ -s experiments/constrained-cost.txt ] || "$(dirname "$CLI")/python" benchmarks/bench_constrained.py --n 8 > experiments/constrained-cost.txt; } &&
 $CLI bench levers --no-progress --only today,fitted,constrained,coerce "$B15" &&
 $CLI bench levers --no-progress "$B05" &&
 $CLI bench levers --no-progress "$B15"

@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 CLI    := $(VENV)/bin/helmdeck-dspy
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo demo-live test bench bench-live heldout clean-venv
+.PHONY: demo demo-live test measure bench-live heldout clean-venv
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || { echo "creating $(VENV) (first run: installs dspy, mlflow, datasets; a few minutes)"; $(PYTHON) -m venv $(VENV); }
@@ -24,8 +24,9 @@ demo-live: $(STAMP)
 test: $(STAMP)
 	@$(PY) -m pytest -q
 
-bench: $(STAMP)
-	@$(PY) benchmarks/bench_parse.py
+# Parser speed against dspy's JSON adapter and json.loads; the other measurement scripts are in measure/.
+measure: $(STAMP)
+	@$(PY) measure/parse_speed.py
 
 # The held-out table (a)-(e) for Qwen2.5 Coder 0.5B on the live model (issue 14): compiles and
 # records what is missing (hours on 2 cores; resumable), then writes table.md beside the spec.

@@ -52,8 +52,8 @@ _EXPORTS: dict[str, str] = {
     "ProgramRef": "helmdeck_dspy.program.store",
     "resolve_program": "helmdeck_dspy.program.store",
     # held-out comparison
-    "load_spec": "helmdeck_dspy.heldout.spec",
-    "score_spec": "helmdeck_dspy.heldout.table",
+    "load_spec": "helmdeck_dspy.bench.heldout.spec",
+    "score_spec": "helmdeck_dspy.bench.heldout.table",
     # errors
     "HelmdeckError": "helmdeck_dspy.errors",
     "InputError": "helmdeck_dspy.errors",

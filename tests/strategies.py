@@ -1,7 +1,7 @@
 """Hypothesis strategies and fuzz targets for the parsers that read outside input.
 
 Shared by ``tests/test_fuzz.py`` (a few hundred examples per target, in CI) and
-``benchmarks/fuzz.py`` (tens of thousands). Each target takes one generated input and either
+``measure/fuzz.py`` (tens of thousands). Each target takes one generated input and either
 returns or raises; the only exceptions it lets through are the ones that are bugs:
 
 - ``parse_completion`` must never raise, must not fall back to its internal-error net, and must

@@ -1,6 +1,6 @@
 """Bounds on outside input: depth, size and encoding limits hold, and fail in a classified way.
 
-Small-scale versions of what ``benchmarks/bench_bounds.py`` measures (no timing assertions).
+Small-scale versions of what ``measure/bounds.py`` measures (no timing assertions).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Fuzzing in CI: each target of tests/strategies.py on 60-300 Hypothesis inputs.
 
-The long run is ``benchmarks/fuzz.py`` (over 100k inputs); these keep the same contracts under
+The long run is ``measure/fuzz.py`` (over 100k inputs); these keep the same contracts under
 test on every run: ``parse_completion`` never raises and returns a consistent, printable result;
 catalog and trace loading raise only our typed errors; a catalog that loads also renders and
 selects; the evaluator's chunk replay raises only ``DataFileError``.

@@ -30,8 +30,8 @@ def test_live_plan_returns_a_classified_result_and_records_it(tmp_path):
 
 
 def test_live_bfcl_plans_are_scored_and_recorded(tmp_path, shared_dir):
-    from helmdeck_dspy.evaluation.bfcl.load import load_bfcl
-    from helmdeck_dspy.evaluation.bfcl.plans import plan_questions, score_traces
+    from helmdeck_dspy.bench.bfcl.load import load_bfcl
+    from helmdeck_dspy.bench.bfcl.plans import plan_questions, score_traces
 
     data = load_bfcl(shared_dir / "data" / "bfcl", ["parallel"]).limited(3)
     out = tmp_path / "bfcl.jsonl"

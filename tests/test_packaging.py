@@ -53,9 +53,9 @@ def test_installed_wheel_resolves_budgets_and_catalog_from_itself(wheel, tmp_pat
         "from helmdeck_dspy.decoding.causes import normalize_finish_reason\n"
         "assert normalize_finish_reason('end_turn') == 'stop', 'finish-reason table missing from the wheel'\n"
         "import helmdeck_dspy.catalog.ranking, helmdeck_dspy.engines.sim, helmdeck_dspy.evaluation.runner\n"
-        "import helmdeck_dspy.traces.io, helmdeck_dspy.evaluation.bfcl.load\n"
+        "import helmdeck_dspy.traces.io, helmdeck_dspy.bench.bfcl.load\n"
         "mods = [helmdeck_dspy.catalog.ranking, helmdeck_dspy.engines.sim, helmdeck_dspy.evaluation.runner,\n"
-        "        helmdeck_dspy.traces.io, helmdeck_dspy.evaluation.bfcl.load]\n"
+        "        helmdeck_dspy.traces.io, helmdeck_dspy.bench.bfcl.load]\n"
         "print(all(m.__file__.startswith(helmdeck_dspy.__path__[0]) for m in mods))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(site)}

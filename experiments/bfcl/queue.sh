@@ -15,7 +15,7 @@ $CLI bench levers --no-progress --only plain,default "$B05" &&
 $CLI bench levers --no-progress "$MCP" &&
 $CLI bench levers --no-progress "$T15" &&
 $CLI bench levers --no-progress "$T05" &&
-{ [ -s experiments/constrained-cost.txt ] || "$(dirname "$CLI")/python" benchmarks/bench_constrained.py --n 8 > experiments/constrained-cost.tmp && mv experiments/constrained-cost.tmp experiments/constrained-cost.txt; } &&
+{ [ -s experiments/constrained-cost.txt ] || "$(dirname "$CLI")/python" measure/constrained_cost.py --n 8 > experiments/constrained-cost.tmp && mv experiments/constrained-cost.tmp experiments/constrained-cost.txt; } &&
 $CLI bench levers --no-progress --only today,fitted,constrained,coerce "$B15" &&
 $CLI bench levers --no-progress "$B05" &&
 $CLI bench levers --no-progress "$B15"

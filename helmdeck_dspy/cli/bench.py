@@ -131,10 +131,10 @@ def bench_bfcl(
     calls nothing); with --traces, recorded plans are scored.
     """
     from helmdeck_dspy.budgets import load_budget_table
-    from helmdeck_dspy.evaluation.bfcl.load import load_bfcl
-    from helmdeck_dspy.evaluation.bfcl.plans import plan_questions, score_traces
-    from helmdeck_dspy.evaluation.bfcl.recall import measure_recall, tier_budgets
-    from helmdeck_dspy.evaluation.bfcl.report import (
+    from helmdeck_dspy.bench.bfcl.load import load_bfcl
+    from helmdeck_dspy.bench.bfcl.plans import plan_questions, score_traces
+    from helmdeck_dspy.bench.bfcl.recall import measure_recall, tier_budgets
+    from helmdeck_dspy.bench.bfcl.report import (
         BfclReport,
         category_table,
         notes_lines,
@@ -165,7 +165,7 @@ def bench_bfcl(
                 max_tokens=max_tokens, budgets=budgets_path, record_path=record_path, progress=bar.update,
             ))
     if lm_spec and baseline == "plain":
-        from helmdeck_dspy.evaluation.bfcl.plans import plain_questions
+        from helmdeck_dspy.bench.bfcl.plans import plain_questions
 
         with progress_bar(len(data.questions), f"the model alone ({lm_spec})", show=progress) as bar:
             accuracy.append(plain_questions(

@@ -42,9 +42,9 @@ def heldout_cmd(spec_path: str, only: tuple[str, ...], variants: tuple[str, ...]
     beside SPEC; each compiled program's manifest entry gets its test scores before and after.
     Scoring records are live calls; nothing is answered from a cache.
     """
-    from helmdeck_dspy.heldout.runs import pending_steps, record_config
-    from helmdeck_dspy.heldout.spec import load_spec
-    from helmdeck_dspy.heldout.table import render_markdown, score_spec, table_json
+    from helmdeck_dspy.bench.heldout.runs import pending_steps, record_config
+    from helmdeck_dspy.bench.heldout.spec import load_spec
+    from helmdeck_dspy.bench.heldout.table import render_markdown, score_spec, table_json
     from helmdeck_dspy.io.atomic import atomic_write_text
 
     spec = load_spec(spec_path)
@@ -67,7 +67,7 @@ def heldout_cmd(spec_path: str, only: tuple[str, ...], variants: tuple[str, ...]
     atomic_write_text(folder / "table.md", render_markdown(spec, rows))
     atomic_write_text(folder / "table.json", json.dumps(table_json(spec, rows), indent=2) + "\n")
     to_stderr(f"wrote {folder / 'table.md'} and table.json")
-    from helmdeck_dspy.heldout.ship import record_test_scores, ship
+    from helmdeck_dspy.bench.heldout.ship import record_test_scores, ship
 
     recorded = record_test_scores(spec, rows)
     if recorded:
@@ -89,7 +89,7 @@ def _split_size(split: str) -> int:
 
 
 def _compile(spec: Any, config: Any, variant: str, progress: bool | None) -> None:
-    from helmdeck_dspy.heldout.runs import compile_config
+    from helmdeck_dspy.bench.heldout.runs import compile_config
 
     bar = CallBar(progress)
     try:

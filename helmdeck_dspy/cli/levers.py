@@ -19,9 +19,9 @@ def levers_cmd(spec_path: str, only: str | None, score_only: bool, progress: boo
     Resumable: a run stopped at any point goes on from the next unanswered (question, config)
     pair. Each config's exchanges are appended to CONFIG.jsonl beside SPEC.
     """
-    from helmdeck_dspy.evaluation.bfcl.lever_report import table_lines, write_levers
-    from helmdeck_dspy.evaluation.bfcl.lever_table import score_levers
-    from helmdeck_dspy.evaluation.bfcl.levers import load_lever_spec, load_questions, pending_pairs, run_levers
+    from helmdeck_dspy.bench.bfcl.lever_report import table_lines, write_levers
+    from helmdeck_dspy.bench.bfcl.lever_table import score_levers
+    from helmdeck_dspy.bench.bfcl.levers import load_lever_spec, load_questions, pending_pairs, run_levers
 
     spec = load_lever_spec(spec_path)
     chosen = {n.strip() for n in only.split(",") if n.strip()} if only else None

@@ -25,7 +25,7 @@ class PlannerOptions(BaseModel):
 
     Selection defaults to BM25 over the full entries: on the gold dev+test tasks it keeps every
     gold tool for 84% of Tier C requests against 72% for helmdeck's lexical ranking of the
-    compacted catalog (benchmarks/bench_selection.py). ``ranker="lexical",
+    compacted catalog (measure/selection_recall.py). ``ranker="lexical",
     rank_source="compacted"`` restores helmdeck's behaviour.
 
     Attributes:

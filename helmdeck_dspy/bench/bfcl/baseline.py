@@ -1,0 +1,122 @@
+"""The model alone: a plain function-calling prompt, the row every planner row is paired against.
+
+The prompt holds the question's own functions as JSON (name, description, JSON Schema
+parameters; a catalog's pipelines as functions named by their ids, without parameters), the request, and one sentence asking for a JSON list of ``{name, arguments}``
+(``[]`` when no function fits). There are no planner instructions, no demos and no catalog
+selection. The answer is decoded here (:func:`decode_plain`) and scored by the same call matcher
+as the planner's plans (:func:`~helmdeck_dspy.bench.bfcl.score.score_calls`).
+
+A plain exchange is recorded as a trace record with ``prompt_variant = "plain"`` (see
+:data:`PLAIN_VARIANT`), so ``bench bfcl --traces`` re-scores it without a model.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Literal, NamedTuple
+
+from helmdeck_dspy.catalog.models import RoutingGuide
+from helmdeck_dspy.decoding.json_text import fenced_bodies
+from helmdeck_dspy.decoding.reasoning import split_reasoning
+from helmdeck_dspy.bench.bfcl.score import Call
+
+PLAIN_VARIANT = "plain"
+"""The ``prompt_variant`` of a plain exchange's trace record."""
+
+ASK = ('Answer with only a JSON list of the function calls that answer the question, each as '
+       '{"name": "<function name>", "arguments": {...}}. Answer [] if none of the functions fits.')
+
+
+def plain_prompt(intent: str, catalog: RoutingGuide) -> str:
+    """The one user message of a plain request."""
+    empty = {"type": "object", "properties": {}}
+    functions = [{"name": p.name, "description": p.description, "parameters": p.parameters or empty}
+                 for p in catalog.packs]
+    functions += [{"name": p.id, "description": p.description or p.name, "parameters": empty}
+                  for p in catalog.pipelines]  # a pipeline is offered as a function named by its id
+    return (f"Functions:\n{json.dumps(functions, ensure_ascii=False)}\n\n"
+            f"Question: {intent.strip()}\n\n{ASK}")
+
+
+class PlainAnswer(NamedTuple):
+    """A decoded plain answer: the calls, and whether decoding needed repair (or failed)."""
+
+    calls: list[Call]
+    outcome: Literal["strict", "repaired", "failed"]
+
+
+def _calls(value: Any) -> list[Call] | None:
+    """A decoded value as calls: a list of {name, arguments} (or one such object); None otherwise."""
+    items = value if isinstance(value, list) else [value] if isinstance(value, dict) else None
+    if items is None:
+        return None
+    out: list[Call] = []
+    for item in items:
+        if not isinstance(item, dict):
+            return None
+        name = item.get("name", item.get("function"))
+        args = item.get("arguments", item.get("args", item.get("parameters", {})))
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except ValueError:
+                return None
+        if not isinstance(name, str) or not isinstance(args, dict):
+            return None
+        out.append(Call(name=name, args=args))
+    return out
+
+
+def _strict_candidates(text: str) -> list[Any]:
+    """Every value that strict JSON decoding finds: the whole text, each fence body, and the first
+    value opening at a ``[`` or ``{``."""
+    found: list[Any] = []
+    decoder = json.JSONDecoder()
+    for candidate in [text, *fenced_bodies(text)]:
+        try:
+            found.append(json.loads(candidate))
+        except ValueError:
+            pass
+    for opener in "[{":
+        start = text.find(opener)
+        if start != -1:
+            try:
+                found.append(decoder.raw_decode(text, start)[0])
+            except ValueError:
+                pass
+    return found
+
+
+def decode_plain(content: str | None, finish_reason: str | None = None) -> PlainAnswer:
+    """Decode a plain answer. A ``length`` finish is never a success, as for plans."""
+    if finish_reason == "length" or not content:
+        return PlainAnswer([], "failed")
+    text = split_reasoning(content).visible.strip()
+    for value in _strict_candidates(text):
+        calls = _calls(value)
+        if calls is not None:
+            return PlainAnswer(calls, "strict")
+    import json_repair
+
+    try:
+        calls = _calls(json_repair.loads(text))
+    except Exception:  # noqa: BLE001 - json_repair raises assorted errors on hostile text
+        calls = None
+    return PlainAnswer(calls, "repaired") if calls is not None else PlainAnswer([], "failed")
+
+
+def ask_plain(lm: Any, intent: str, catalog: RoutingGuide, *, max_tokens: int) -> Any:
+    """One plain request to ``lm`` (a ``dspy.LM``): a :class:`~helmdeck_dspy.program.calls.Completion`."""
+    from dspy.lm15 import Config, Message, Request
+
+    from helmdeck_dspy.program.calls import completion_from_response
+
+    prompt = plain_prompt(intent, catalog)
+    sampling = {k: lm.kwargs[k] for k in ("temperature", "seed") if lm.kwargs.get(k) is not None}
+    config = {"max_tokens": max_tokens, **sampling}
+    request = Request(model=lm.model, messages=(Message.user(prompt),), config=Config(**config))
+    t0 = time.perf_counter()
+    response = lm(request, cache=False)
+    latency = (time.perf_counter() - t0) * 1000
+    return completion_from_response("plan", response, "", [{"role": "user", "content": prompt}], latency, config)

@@ -1,0 +1,115 @@
+"""A lever run's table as Markdown and JSON, and its figure (exact calls per config and category)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from helmdeck_dspy.bench.bfcl.lever_table import LeverRow, Rate
+from helmdeck_dspy.bench.bfcl.levers import LeverSpec
+from helmdeck_dspy.io.atomic import atomic_write_text
+
+HEADER = ("| config | scope | n | exact calls | tool-name accuracy | argument accuracy | irrelevance | strict parse "
+          "| prompt / completion tokens (p50) | latency p50 | exact vs baseline (paired) | latency ratio |")
+
+
+def _rate(r: Rate) -> str:
+    if r.rate is None:
+        return "–"
+    return f"{100 * r.rate:.1f}% [{100 * (r.low or 0):.1f}, {100 * (r.high or 0):.1f}] ({r.k}/{r.n})"
+
+
+def _diff(row: LeverRow) -> str:
+    if row.exact_diff is None:
+        return "baseline" if row.paired_n == 0 else "–"
+    return (f"{100 * row.exact_diff:+.1f} [{100 * (row.exact_diff_low or 0):+.1f}, "
+            f"{100 * (row.exact_diff_high or 0):+.1f}] (n={row.paired_n})")
+
+
+def _num(x: float | None, unit: str = "") -> str:
+    return "–" if x is None else f"{x:g}{unit}"
+
+
+def _score(row: LeverRow) -> str:
+    if row.plan_score is None:
+        return "–"
+    text = f"{row.plan_score:.3f} [{row.plan_score_low or 0:.3f}, {row.plan_score_high or 0:.3f}]"
+    if row.plan_score_diff is not None:
+        text += (f"; {row.plan_score_diff:+.3f} [{row.plan_score_diff_low or 0:+.3f}, "
+                 f"{row.plan_score_diff_high or 0:+.3f}] paired")
+    return text
+
+
+def table_lines(rows: list[LeverRow]) -> list[str]:
+    """The rows as one Markdown table (with a plan-score column when the rows have one: gold tasks)."""
+    scored = any(r.plan_score is not None for r in rows)
+    header = HEADER + (" plan score (vs baseline, paired) |" if scored else "")
+    lines = [header, "|" + "---|" * (header.count("|") - 1)]
+    for r in rows:
+        lines.append(
+            f"| {r.config} | {r.scope} | {r.n} | {_rate(r.exact)} | {_rate(r.tool_accuracy)} | "
+            f"{_rate(r.argument_accuracy)} | {_rate(r.irrelevance)} | {_rate(r.strict)} | "
+            f"{_num(r.prompt_tokens_p50)} / {_num(r.completion_tokens_p50)} | {_num(r.latency_p50_s, ' s')} | "
+            f"{_diff(r)} | {_num(r.latency_ratio, '×')} |" + (f" {_score(r)} |" if scored else "")
+        )
+    return lines
+
+
+def render_markdown(spec: LeverSpec, rows: list[LeverRow]) -> str:
+    """The table page: what ran, the configs, then the table (written beside the spec)."""
+    out = [
+        f"# {'Gold-task' if spec.tasks else 'BFCL'} levers: {spec.model}",
+        "",
+        f"LM `{spec.lm}`, temperature {spec.temperature:g}, seed {spec.seed}; categories "
+        f"{', '.join(spec.categories)}, the first {spec.limit} questions of each. Every row is paired against "
+        f"`{spec.baseline}` on the questions both answered. "
+        + ("SIMULATED: the LM is the simulator, not a model." if spec.lm.startswith("sim:") else "Measured live."),
+        "",
+        "| config | what it is |",
+        "|---|---|",
+        *[f"| {c.name} | {c.description or '–'} |" for c in spec.config],
+        "",
+        *table_lines(rows),
+        "",
+    ]
+    return "\n".join(out)
+
+
+def plot_rows(rows: list[LeverRow], path: Path) -> Path:
+    """Exact-call rate with its interval, per category (panels) and config (bars)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    scopes = list(dict.fromkeys(r.scope for r in rows))
+    configs = list(dict.fromkeys(r.config for r in rows))
+    fig, axes = plt.subplots(1, len(scopes), figsize=(3.2 * len(scopes), 3.6), sharey=True, squeeze=False)
+    for ax, scope in zip(axes[0], scopes):
+        here = {r.config: r for r in rows if r.scope == scope}
+        xs = [c for c in configs if c in here]
+        rates = [100 * (here[c].exact.rate or 0) for c in xs]
+        err = [[100 * ((here[c].exact.rate or 0) - (here[c].exact.low or 0)) for c in xs],
+               [100 * ((here[c].exact.high or 0) - (here[c].exact.rate or 0)) for c in xs]]
+        ax.bar(range(len(xs)), rates, yerr=err, capsize=3, color=["#888888" if i == 0 else "#3b6ea8" for i in range(len(xs))])
+        ax.set_xticks(range(len(xs)), xs, rotation=45, ha="right", fontsize=8)
+        ax.set_title(f"{scope} (n={max(here[c].n for c in xs)})", fontsize=9)
+        ax.set_ylim(0, 100)
+    axes[0][0].set_ylabel("exact calls, % (95% CI)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_levers(spec: LeverSpec, rows: list[LeverRow]) -> list[Path]:
+    """``table.md``, ``table.json`` and ``exact.png`` beside the spec."""
+    folder = spec.folder
+    md, js = folder / "table.md", folder / "table.json"
+    atomic_write_text(md, render_markdown(spec, rows))
+    payload: dict[str, Any] = {"model": spec.model, "lm": spec.lm, "baseline": spec.baseline,
+                               "rows": [r.model_dump(mode="json") for r in rows]}
+    atomic_write_text(js, json.dumps(payload, indent=1) + "\n")
+    return [md, js, plot_rows(rows, folder / "exact.png")]

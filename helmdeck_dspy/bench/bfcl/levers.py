@@ -1,0 +1,312 @@
+"""Paired lever runs on BFCL: the model alone and planner configurations, in one resumable run.
+
+A spec (``levers.toml``) names the LM, the model id whose budget applies, the BFCL folders,
+categories and questions per category, the sampling, and a list of ``[[config]]`` rows: ``plain``
+(the model alone, :mod:`~helmdeck_dspy.bench.bfcl.baseline`) or a planner with its levers
+(constrained decoding, argument coercion, the program, demos, the pooled catalog). Relative
+paths in a spec are read from the spec's folder.
+
+:func:`run_levers` answers every (question, config) pair that has no record yet, question by
+question, every config of a question one after another, so a load change on the machine falls on
+all rows alike and a run stopped at any point resumes where it was. Each config's exchanges are
+appended to ``<config>.jsonl`` beside the spec, ``task_id`` = the BFCL id, the raw answer in
+``content``; ``bench bfcl --traces`` and :func:`~helmdeck_dspy.bench.bfcl.lever_table.score_levers`
+score them without a model.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from helmdeck_dspy.errors import DataFileError, validation_message
+from helmdeck_dspy.bench.bfcl.baseline import PLAIN_VARIANT, ask_plain
+from helmdeck_dspy.bench.bfcl.load import discover, load_bfcl
+from helmdeck_dspy.bench.bfcl.models import BfclQuestion, BfclSet
+from helmdeck_dspy.bench.bfcl.score import example_call
+from helmdeck_dspy.io.datafiles import parse_toml, read_text
+from helmdeck_dspy.program.demo_pool import DemoPool, PoolDemo
+
+if TYPE_CHECKING:
+    from helmdeck_dspy.tasks import PlanTask
+
+
+class LeverSpecError(DataFileError):
+    """A levers spec that cannot be used."""
+
+
+class LeverConfig(BaseModel):
+    """One row of a lever run: the model alone, or the planner with some levers on."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="Row name; also the trace file's stem.")
+    description: str = ""
+    plain: bool = Field(default=False, description="The model alone with the plain prompt (no planner).")
+    constrained: bool | None = Field(default=None, description="Planner: schema-constrained decoding (None: the budget's).")
+    coerce_args: bool = Field(default=True, description="Planner: check and coerce args against the tool schemas.")
+    catalog_fitting: bool = Field(default=True, description="Planner: instructions and demos fitted to the catalog.")
+    knn_demos: int = Field(default=0, ge=0, description="Planner: demos per request from the pool of unscored "
+                           "questions of the same categories (0: none).")
+    program: str | None = Field(default=None, description="Planner: program (None/auto, tier, tier:T, bare, or a file).")
+    variant: str = "full_steps"
+    pool: bool = Field(default=False, description="Plan against one catalog pooled from every loaded question.")
+    budget_model: str | None = Field(default=None, description="Budget lookup id for this row (default: the spec's model).")
+    categories: tuple[str, ...] | None = Field(default=None, description="Run this row on these categories only.")
+    limit: int | None = Field(default=None, ge=1, description="Run this row on the first N questions of each "
+                              "category only (None: the spec's limit).")
+
+    def applies_to(self, q: BfclQuestion, rank: int = 0) -> bool:
+        """Whether this row answers ``q``, the ``rank``-th question (from 0) of its category."""
+        return (self.categories is None or q.category in self.categories) and (self.limit is None or rank < self.limit)
+
+
+class LeverSpec(BaseModel):
+    """A lever run (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = Field(min_length=1, description="Budget lookup id.")
+    lm: str = Field(min_length=1, description="LM spec (local:NAME, llamacpp/..., a LiteLLM string, replay:, sim:).")
+    data: tuple[str, ...] = Field(default=(), description="BFCL data folders, relative to the spec.")
+    tasks: str | None = Field(default=None, description="Instead of BFCL data: a gold tasks JSONL file (relative "
+                              "to the spec), each task a question over the whole of ``catalog``.")
+    catalog: str | None = Field(default=None, description="The catalog file the gold tasks are planned over.")
+    split: str | None = Field(default=None, description="Gold tasks: only this split (None: every task).")
+    categories: tuple[str, ...] = Field(min_length=1)
+    limit: int = Field(ge=1, description="Questions per category (the first N).")
+    temperature: float = 0.0
+    seed: int = 7
+    baseline: str = Field(default="plain", description="The config every other row is paired against.")
+    timeout_s: float = Field(default=900.0, gt=0, le=3600, description="One call's time limit: generous, so a "
+                             "loaded machine slows a call down rather than failing it (a failure is asked again).")
+    block: int = Field(default=8, ge=1, description="Questions asked under one config before the next config "
+                       "takes the same questions (a server's prompt cache keeps one config's stable prefix).")
+    config: tuple[LeverConfig, ...] = Field(min_length=1)
+    path: Path = Field(default=Path("."), exclude=True)
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
+
+    def trace_path(self, config: LeverConfig) -> Path:
+        return self.folder / f"{config.name}.jsonl"
+
+    def data_dirs(self) -> list[Path]:
+        return [(self.folder / d).resolve() for d in self.data]
+
+    @model_validator(mode="after")
+    def _one_source(self) -> LeverSpec:
+        if bool(self.data) == bool(self.tasks) or bool(self.tasks) != bool(self.catalog):
+            raise ValueError("give BFCL data folders (data) or gold tasks with their catalog (tasks and catalog)")
+        return self
+
+
+def load_lever_spec(path: str | Path) -> LeverSpec:
+    """Read and validate a levers spec.
+
+    Raises:
+        LeverSpecError: the file does not parse, a field is wrong, names repeat, or the baseline is
+            not one of the configs.
+    """
+    data = parse_toml(read_text(path, LeverSpecError), str(path), LeverSpecError)
+    try:
+        spec = LeverSpec.model_validate({**data, "path": Path(path)})
+    except ValidationError as exc:
+        raise LeverSpecError(str(path), validation_message(exc, subject="spec", all_errors=True)) from None
+    names = [c.name for c in spec.config]
+    if len(set(names)) != len(names):
+        raise LeverSpecError(str(path), f"config names repeat: {names}")
+    if spec.baseline not in names:
+        raise LeverSpecError(str(path), f"baseline {spec.baseline!r} is not a config; expected one of {names}")
+    return spec
+
+
+def demo_pool(spec: LeverSpec, scored: BfclSet) -> DemoPool:
+    """The questions of the spec's categories that are not scored (those after the first ``limit``),
+    as worked examples: their own functions and their gold calls (nothing called for a no-call
+    question). A scored question is never in the pool."""
+    taken = {q.id for q in scored.questions}
+    demos = []
+    if spec.tasks:  # a gold task's own steps (a null argument value is shown as null)
+        tasks = {t.id: t for t in load_spec_tasks(spec, split=False)}
+        return DemoPool(demos=tuple(
+            PoolDemo(id=q.id, intent=q.intent, tools=q.functions, steps=tuple(s.model_dump() for s in tasks[q.id].steps))
+            for q in _task_questions(spec, split=False) if q.id not in taken))
+    for folder in spec.data_dirs():
+        here = [c.category for c in discover(folder)] if folder.is_dir() else []
+        mine = [c for c in spec.categories if c in here]
+        for q in load_bfcl(folder, mine).questions if mine else ():
+            if q.id not in taken:
+                demos.append(_demo(q))
+    return DemoPool(demos=tuple(demos))
+
+
+def _demo(q: BfclQuestion) -> PoolDemo:
+    """A question and its gold calls as a worked example (nothing called for a no-call question)."""
+    steps = tuple({"tool": g.name, "args": {k: v for k, v in example_call(g).args.items() if not g.is_optional(k)}}
+                  for g in q.gold)  # the arguments a right call needs, no optional extras
+    return PoolDemo(id=q.id, intent=q.intent, tools=q.functions, steps=steps)
+
+
+def load_spec_tasks(spec: LeverSpec, *, split: bool = True) -> list[PlanTask]:
+    """The gold tasks a spec names (of its split, unless ``split`` is False)."""
+    from helmdeck_dspy.tasks import load_tasks
+
+    assert spec.tasks is not None
+    return [t for t in load_tasks(path=spec.folder / spec.tasks) if not split or spec.split is None or t.split == spec.split]
+
+
+def _task_questions(spec: LeverSpec, *, split: bool = True) -> list[BfclQuestion]:
+    """The spec's gold tasks as questions over its catalog."""
+    from helmdeck_dspy.catalog.models import load_catalog
+    from helmdeck_dspy.bench.bfcl.gold_tasks import questions_from_tasks
+
+    assert spec.catalog is not None
+    return questions_from_tasks(load_spec_tasks(spec, split=split), load_catalog(spec.folder / spec.catalog),
+                                str(spec.folder / str(spec.tasks)))
+
+
+def load_questions(spec: LeverSpec) -> BfclSet:
+    """The spec's questions: its categories from whichever data folder holds them, first ``limit`` each,
+    in round-robin order across categories (so a partial run covers every category)."""
+    if spec.tasks:
+        kept: list[BfclQuestion] = []
+        counts: Counter[str] = Counter()
+        for q in _task_questions(spec):
+            if q.category in spec.categories and counts[q.category] < spec.limit:
+                counts[q.category] += 1
+                kept.append(q)
+        return _ordered(spec, [BfclSet(questions=tuple(kept), files={})])
+    sets: list[BfclSet] = []
+    wanted = list(spec.categories)
+    for folder in spec.data_dirs():
+        here = [c.category for c in discover(folder)] if folder.is_dir() else []
+        mine = [c for c in wanted if c in here]
+        if mine:
+            sets.append(load_bfcl(folder, mine).limited(spec.limit))
+            wanted = [c for c in wanted if c not in mine]
+    if wanted:
+        raise LeverSpecError(str(spec.path), f"categories not found in {list(spec.data)}: {wanted}")
+    return _ordered(spec, sets)
+
+
+def _ordered(spec: LeverSpec, sets: list[BfclSet]) -> BfclSet:
+    """The questions of ``sets`` in round-robin order across the spec's categories."""
+    by_cat: dict[str, list[BfclQuestion]] = {}
+    files: dict[str, tuple[str, str]] = {}
+    notes = []
+    for s in sets:
+        files.update(s.files)
+        notes += list(s.notes)
+        for q in s.questions:
+            by_cat.setdefault(q.category, []).append(q)
+    ordered = [q for group in _round_robin([by_cat.get(c, []) for c in spec.categories]) for q in group]
+    return BfclSet(questions=tuple(ordered), files=files, notes=tuple(notes))
+
+
+def _round_robin(groups: list[list[BfclQuestion]]) -> list[list[BfclQuestion]]:
+    out = []
+    for i in range(max((len(g) for g in groups), default=0)):
+        out.append([g[i] for g in groups if i < len(g)])
+    return out
+
+
+def done_ids(path: Path) -> set[str]:
+    """Task ids that already have an answered plan record in a trace file (a transport failure, such
+    as a timeout on a loaded machine, is asked again on resume)."""
+    from helmdeck_dspy.traces.io import load_traces
+
+    if not path.exists():
+        return set()
+    return {r.task_id for r in load_traces(path, on_error="skip") if r.call == "plan" and r.task_id and not r.error}
+
+
+def pending_pairs(spec: LeverSpec, data: BfclSet, only: set[str] | None = None) -> list[tuple[BfclQuestion, LeverConfig]]:
+    """The (question, config) pairs without a record yet: block by block of ``spec.block`` questions,
+    each config in turn over the block's questions."""
+    configs = [c for c in spec.config if only is None or c.name in only]
+    done = {c.name: done_ids(spec.trace_path(c)) for c in configs}
+    qs = list(data.questions)
+    seen: dict[str, int] = {}
+    rank = {}
+    for q in qs:
+        rank[q.id] = seen[q.category] = seen.get(q.category, -1) + 1
+    blocks = [qs[i:i + spec.block] for i in range(0, len(qs), spec.block)]
+    return [(q, c) for block in blocks for c in configs for q in block
+            if c.applies_to(q, rank[q.id]) and q.id not in done[c.name]]
+
+
+def _record_plain(spec: LeverSpec, lm: Any, q: BfclQuestion, catalog: Any, path: Path, max_tokens: int,
+                  budget: Any, run: dict[str, Any]) -> None:
+    from helmdeck_dspy.planning.lm import trace_source
+    from helmdeck_dspy.planning.recording import record_exchanges
+
+    try:
+        completion = ask_plain(lm, q.intent, catalog, max_tokens=max_tokens)
+    except Exception as exc:  # noqa: BLE001 - a transport failure is recorded and asked again on resume
+        record_exchanges(path, [], source=trace_source(spec.lm), budget=budget, variant=PLAIN_VARIANT, intent=q.intent,
+                         task_id=q.id, secrets=[], run=run, error=f"{type(exc).__name__}: {exc}", max_tokens=max_tokens)
+        return
+    record_exchanges(path, [completion], source=trace_source(spec.lm), budget=budget, variant=PLAIN_VARIANT,
+                     intent=q.intent, task_id=q.id, secrets=[], run=run)
+
+
+def run_levers(
+    spec: LeverSpec, *, lm: Any = None, only: set[str] | None = None,
+    progress: Callable[[str, BfclQuestion], None] | None = None,
+) -> dict[str, int]:
+    """Answer every (question, config) pair without a record; returns calls made per config.
+
+    Args:
+        spec: The run.
+        lm: A ready ``dspy.LM`` (default: built from ``spec.lm`` with the spec's sampling, cache off).
+        only: Run these configs only.
+        progress: Called before each call with the config name and the question.
+    """
+    from helmdeck_dspy.budgets import load_budget_table
+    from helmdeck_dspy.planning.lm import make_lm, run_settings
+    from helmdeck_dspy.planning.planner import Planner  # imports dspy
+    from helmdeck_dspy.planning.resilience.policy import RetryPolicy
+
+    data = load_questions(spec)
+    configs = [c for c in spec.config if only is None or c.name in only]
+    pending = pending_pairs(spec, data, only)
+    made = {c.name: 0 for c in configs}
+    if not pending:
+        return made
+    if lm is None:
+        lm = make_lm(spec.lm, cache=False, num_retries=0, timeout=spec.timeout_s,
+                     sampling={"temperature": spec.temperature, "seed": spec.seed})
+    retry = RetryPolicy(max_attempts=1, timeout_s=spec.timeout_s)
+    table = load_budget_table()
+    settings = run_settings(spec.lm) or {}
+    pooled = data.pool()[0] if any(c.pool for c in configs) else None
+    pool = demo_pool(spec, data) if any(c.knn_demos for c in configs) else None
+    for q, c in pending:
+        if progress is not None:
+            progress(c.name, q)
+        catalog = pooled if c.pool and pooled is not None else q.catalog
+        model = c.budget_model or spec.model
+        run = {**settings, "lever_config": c.name}
+        path = spec.trace_path(c)
+        if c.plain:
+            budget = table.lookup(model)
+            _record_plain(spec, lm, q, catalog, path, budget.output_tokens, budget, run)
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                planner = Planner.for_model(
+                    model, lm=lm, catalog=catalog, variant=c.variant, budgets=table, record_path=path, retry=retry,
+                    record_run=run, history=None, use_filter=False, cache=False, program=c.program,
+                    constrained_decoding=c.constrained, coerce_args=c.coerce_args, catalog_fitting=c.catalog_fitting,
+                    demo_pool=pool.model_copy(update={"k": c.knn_demos}) if pool is not None and c.knn_demos else None,
+                )
+            planner.plan(q.intent, task_id=q.id)
+        made[c.name] += 1
+    return made

@@ -1,0 +1,221 @@
+"""Plan accuracy on BFCL: from a planner run (any LM spec) or from recorded trace records.
+
+Both paths end in :func:`~helmdeck_dspy.bench.bfcl.score.score_calls` on the guarded steps
+(the planner's own for a run; :mod:`helmdeck_dspy.evaluation.scoring`'s decode → guard path for a
+trace file), so a run recorded with ``--record`` and scored later from its trace file gives the
+same figures as scoring it live.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+
+from pydantic import BaseModel, Field
+
+from helmdeck_dspy.catalog.models import RoutingGuide
+from helmdeck_dspy.bench.bfcl.models import BfclQuestion, BfclSet
+from helmdeck_dspy.bench.bfcl.score import (
+    AccuracySummary,
+    Call,
+    CallScore,
+    calls_from_steps,
+    score_calls,
+    summarise,
+    summarise_by_category,
+)
+from helmdeck_dspy.bench.bfcl.baseline import PLAIN_VARIANT, ask_plain, decode_plain
+from helmdeck_dspy.evaluation.scoring import guard_completion
+from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY
+from helmdeck_dspy.planning.lm import make_lm, trace_source
+from helmdeck_dspy.traces.io import load_traces
+from helmdeck_dspy.traces.record import TraceRecord
+
+
+class PlanAccuracy(BaseModel):
+    """Plan accuracy of one run or trace set over BFCL questions."""
+
+    source: str = Field(description="The LM spec that planned, or the trace file scored.")
+    model: str = Field(description="The model id whose budget, tier and variant were used ('' for traces).")
+    variant: str
+    summary: AccuracySummary
+    by_category: dict[str, AccuracySummary] = Field(default_factory=dict)
+    failures: dict[str, int] = Field(default_factory=dict, description="Failure cause -> plans that failed.")
+    unscored: int = Field(default=0, description="Trace records whose task_id is not a loaded question.")
+    scores: list[CallScore] = Field(default_factory=list)
+
+
+def _catalog_for(q: BfclQuestion, pooled: RoutingGuide | None) -> RoutingGuide:
+    """The catalog a question is planned against: the pool when given, else its own functions."""
+    return pooled if pooled is not None else q.catalog
+
+
+def plan_questions(
+    data: BfclSet,
+    *,
+    model: str,
+    lm_spec: str,
+    pool: bool = False,
+    variant: str = "full_steps",
+    api_base: str | None = None,
+    max_tokens: int | None = None,
+    budgets: str | Path | None = None,
+    record_path: str | Path | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> PlanAccuracy:
+    """Run the planner on every question and score its plans.
+
+    Args:
+        data: The questions.
+        model: Budget lookup id (tier, caps, prompt variant).
+        lm_spec: A LiteLLM model string, ``replay:PATH`` or ``sim:PROFILE``.
+        pool: Plan against the pooled catalog instead of each question's own functions.
+        variant: ``full_steps`` (the default: BFCL's gold has several calls) or ``single_pick``.
+        record_path: Append every exchange as trace records (``task_id`` = the BFCL id).
+    """
+    from helmdeck_dspy.planning.planner import Planner  # imports dspy
+
+    lm = make_lm(lm_spec, api_base=api_base)
+    source = trace_source(lm_spec)
+    pooled = data.pool()[0] if pool else None
+    scores: list[CallScore] = []
+    failures: Counter[str] = Counter()
+    planner = None
+    for q in data.questions:
+        if planner is None or pooled is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                planner = Planner.for_model(
+                    model, lm=lm, catalog=_catalog_for(q, pooled), variant=variant, budgets=budgets,
+                    max_tokens=max_tokens, record_path=record_path, record_source=source, history=None,
+                    use_filter=False,
+                )
+        result = planner.plan(q.intent, task_id=q.id)
+        if result.failure_cause:
+            failures[result.failure_cause] += 1
+        scores.append(score_calls(q, calls_from_steps(result.steps), failed=bool(result.failure_cause)))
+        if progress is not None:
+            progress(1)
+    return PlanAccuracy(
+        source=lm_spec, model=model, variant=variant, summary=summarise(scores), by_category=summarise_by_category(scores),
+        failures=dict(failures), scores=scores,
+    )
+
+
+class DecodedRecord(NamedTuple):
+    """A recorded BFCL answer as calls: its prompt variant, how it decoded, and why it failed."""
+
+    variant: str
+    calls: list[Call]
+    outcome: str  # strict, repaired, native or failed
+    cause: str | None = None
+
+
+def decode_record(rec: TraceRecord, catalog: RoutingGuide) -> DecodedRecord:
+    """One recorded answer decoded as it was produced: a plain answer (``prompt_variant`` ``plain``)
+    by :func:`decode_plain`; a plan through the one scoring path, the guards checking args against
+    the catalog's schemas when the recording planner did (``run.coerce_args``)."""
+    variant = rec.prompt_variant or "full_steps"
+    if variant == PLAIN_VARIANT:
+        answer = decode_plain(rec.content, rec.finish_reason)
+        failed = answer.outcome == "failed"
+        return DecodedRecord(variant, answer.calls, answer.outcome, "no_json" if failed else None)
+    coerce = bool((rec.run or {}).get(COERCE_ARGS_KEY))
+    guarded = guard_completion(rec.content, rec.finish_reason, rec.reasoning_content, variant=variant,
+                               catalog_ids=catalog.id_set, pipeline_ids=catalog.pipeline_ids,
+                               tool_calls=rec.tool_calls, schemas=catalog.arg_schemas if coerce else None)
+    if guarded.steps is None:
+        return DecodedRecord(variant, [], "failed", guarded.parse.cause or "no_json")
+    return DecodedRecord(variant, calls_from_steps(guarded.steps), guarded.parse.outcome)
+
+
+def last_plan_records(path: str | Path, *, on_error: str = "fail", answered: bool = False) -> dict[str, TraceRecord]:
+    """The last plan record per task id of a trace file (a retried request's final answer), in
+    first-seen order of the task ids; with ``answered``, records of transport failures are passed over."""
+    out: dict[str, TraceRecord] = {}
+    for rec in load_traces(path, on_error=on_error):
+        if rec.call == "plan" and rec.task_id and not (answered and rec.error):
+            out[rec.task_id] = rec
+    return out
+
+
+def plain_questions(
+    data: BfclSet,
+    *,
+    model: str,
+    lm_spec: str,
+    pool: bool = False,
+    api_base: str | None = None,
+    max_tokens: int | None = None,
+    budgets: str | Path | None = None,
+    record_path: str | Path | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> PlanAccuracy:
+    """The model alone on every question (:mod:`~helmdeck_dspy.bench.bfcl.baseline`), scored by
+    the same call matcher as the planner's plans; ``record_path`` appends each exchange as a
+    ``plain`` trace record."""
+    from helmdeck_dspy.budgets import load_budget_table
+    from helmdeck_dspy.planning.recording import record_exchanges
+
+    lm = make_lm(lm_spec, api_base=api_base, num_retries=0)
+    budget = load_budget_table(budgets).lookup(model)
+    pooled = data.pool()[0] if pool else None
+    scores: list[CallScore] = []
+    failures: Counter[str] = Counter()
+    for q in data.questions:
+        catalog = _catalog_for(q, pooled)
+        completion = ask_plain(lm, q.intent, catalog, max_tokens=max_tokens or budget.output_tokens)
+        if record_path is not None:
+            record_exchanges(Path(record_path), [completion], source=trace_source(lm_spec), budget=budget,
+                             variant=PLAIN_VARIANT, intent=q.intent, task_id=q.id, secrets=[])
+        answer = decode_plain(completion.content, completion.finish_reason)
+        if answer.outcome == "failed":
+            failures["no_json"] += 1
+        scores.append(score_calls(q, answer.calls, failed=answer.outcome == "failed"))
+        if progress is not None:
+            progress(1)
+    return PlanAccuracy(
+        source=f"{lm_spec} (plain prompt)", model=model, variant=PLAIN_VARIANT, summary=summarise(scores),
+        by_category=summarise_by_category(scores), failures=dict(failures), scores=scores,
+    )
+
+
+def score_traces(
+    data: BfclSet,
+    path: str | Path,
+    *,
+    pool: bool = False,
+    on_error: str = "fail",
+) -> PlanAccuracy:
+    """Score the plan records of a trace file whose ``task_id`` is a loaded BFCL question id.
+
+    Each plan record is decoded by :func:`decode_record` (a plan goes through the one
+    scoring path, :func:`~helmdeck_dspy.evaluation.scoring.guard_completion`: the same decoder and
+    guards as a live call, with its own prompt variant; tools outside the question's catalog, or
+    the pool with ``pool``, are demoted; a plain answer through the plain decoder).
+    """
+    by_id = {q.id: q for q in data.questions}
+    pooled = data.pool()[0] if pool else None
+    scores: list[CallScore] = []
+    failures: Counter[str] = Counter()
+    variants: Counter[str] = Counter()
+    unscored = 0
+    for rec in load_traces(path, on_error=on_error):
+        if rec.call != "plan":
+            continue
+        q = by_id.get(rec.task_id or "")
+        if q is None:
+            unscored += 1
+            continue
+        decoded = decode_record(rec, _catalog_for(q, pooled))
+        variants[decoded.variant] += 1
+        if decoded.cause:
+            failures[decoded.cause] += 1
+        scores.append(score_calls(q, decoded.calls, failed=decoded.cause is not None))
+    return PlanAccuracy(
+        source=str(path), model="", variant="+".join(sorted(variants)) or "-", summary=summarise(scores),
+        by_category=summarise_by_category(scores), failures=dict(failures), unscored=unscored, scores=scores,
+    )

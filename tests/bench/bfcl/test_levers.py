@@ -1,0 +1,183 @@
+"""The model-alone baseline, lever specs and their scoring, and the answer schema on real BFCL functions."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from helmdeck_dspy.catalog.models import load_catalog
+
+from helmdeck_dspy.bench.bfcl.baseline import decode_plain, plain_prompt
+from helmdeck_dspy.bench.bfcl.lever_table import score_levers
+from helmdeck_dspy.bench.bfcl.levers import LeverSpecError, load_lever_spec, load_questions, pending_pairs
+from helmdeck_dspy.bench.bfcl.load import load_bfcl
+from helmdeck_dspy.bench.bfcl.score import Call, example_call, score_calls
+from helmdeck_dspy.program.answer_schema import plan_schema
+from helmdeck_dspy.traces.record import TraceRecord, append_trace
+
+
+@pytest.mark.parametrize(("text", "outcome", "names"), [
+    ('[{"name": "f", "arguments": {"a": 1}}]', "strict", ["f"]),
+    ('```json\n[{"name": "f", "arguments": "{\\"a\\": 1}"}]\n```', "strict", ["f"]),
+    ('Sure! Here you go: [{"name": "f", "arguments": {}}, {"name": "g", "arguments": {}}] Done.', "strict", ["f", "g"]),
+    ('{"name": "f", "arguments": {"a": 1}}', "strict", ["f"]),
+    ("[]", "strict", []),
+    ('[{"name": "f", "arguments": {"a": 1}', "repaired", ["f"]),
+    ("I cannot help with that.", "failed", []),
+    ('[{"tool": "f"}]', "failed", []),
+])
+def test_plain_answers_decode(text, outcome, names):
+    answer = decode_plain(text, "stop")
+    assert answer.outcome == outcome and [c.name for c in answer.calls] == names
+
+
+def test_a_cut_plain_answer_is_a_failure():
+    assert decode_plain('[{"name": "f", "arguments": {}}]', "length").outcome == "failed"
+
+
+def test_plain_prompt_holds_the_functions_and_the_question_only(bfcl_dir):
+    q = load_bfcl(bfcl_dir).questions[0]
+    prompt = plain_prompt(q.intent, q.catalog)
+    functions = json.loads(prompt.split("\n")[1])
+    assert [f["name"] for f in functions] == [p.name for p in q.functions]
+    assert q.intent in prompt and "CATALOG" not in prompt and "pipeline" not in prompt
+
+
+def _spec(tmp_path: Path, bfcl_dir: Path, configs: str, baseline: str = "plain") -> Path:
+    path = tmp_path / "levers.toml"
+    path.write_text(f'model = "m"\nlm = "sim:mid-tier"\ndata = ["{bfcl_dir}"]\ncategories = ["parallel"]\n'
+                    f'limit = 5\nbaseline = "{baseline}"\n{configs}', encoding="utf-8")
+    return path
+
+
+def test_spec_errors_name_the_problem(tmp_path, bfcl_dir):
+    with pytest.raises(LeverSpecError, match="baseline 'nope'"):
+        load_lever_spec(_spec(tmp_path, bfcl_dir, '[[config]]\nname = "plain"\nplain = true\n', baseline="nope"))
+    with pytest.raises(LeverSpecError, match="repeat"):
+        load_lever_spec(_spec(tmp_path, bfcl_dir, '[[config]]\nname = "plain"\n[[config]]\nname = "plain"\n'))
+    with pytest.raises(LeverSpecError, match="constrainde"):
+        load_lever_spec(_spec(tmp_path, bfcl_dir, '[[config]]\nname = "plain"\nconstrainde = true\n'))
+
+
+def test_recorded_answers_are_scored_and_paired(tmp_path, bfcl_dir):
+    spec = load_lever_spec(_spec(tmp_path, bfcl_dir, '[[config]]\nname = "plain"\nplain = true\n'
+                                 '[[config]]\nname = "planner"\n'))
+    data = load_questions(spec)
+    assert len(pending_pairs(spec, data)) == 2 * len(data.questions)
+    for i, q in enumerate(data.questions):
+        gold = [example_call(g) for g in q.gold]
+        right = json.dumps([{"name": c.name, "arguments": c.args} for c in gold])
+        wrong = json.dumps([{"name": "nothing", "arguments": {}}])
+        append_trace(TraceRecord(id=f"p{i}", task_id=q.id, prompt_variant="plain", content=wrong if i else right,
+                                 finish_reason="stop", latency_ms=1000.0), spec.trace_path(spec.config[0]))
+        plan = {"steps": [{"tool": c.name, "args": c.args} for c in gold]}
+        append_trace(TraceRecord(id=f"q{i}", task_id=q.id, prompt_variant="full_steps", content=json.dumps(plan),
+                                 finish_reason="stop", latency_ms=1500.0), spec.trace_path(spec.config[1]))
+    assert pending_pairs(spec, data) == []
+    rows = {(r.config, r.scope): r for r in score_levers(spec)}
+    n = len(data.questions)
+    plain, planner = rows["plain", "all"], rows["planner", "all"]
+    assert plain.exact.k == 1 and planner.exact.k == n and planner.strict.k == n
+    assert planner.paired_n == n and planner.exact_diff == pytest.approx((n - 1) / n, abs=1e-4)
+    assert planner.latency_ratio == 1.5 and plain.exact_diff is None
+
+
+def test_a_row_with_its_own_limit_answers_the_first_questions_of_each_category(tmp_path, bfcl_dir):
+    spec = load_lever_spec(_spec(tmp_path, bfcl_dir, '[[config]]\nname = "plain"\nplain = true\n'
+                                 '[[config]]\nname = "lever"\nlimit = 1\n'))
+    data = load_questions(spec)
+    asked = [q.id for q, c in pending_pairs(spec, data) if c.name == "lever"]
+    assert len(data.questions) > 1 and asked == [data.questions[0].id]
+
+
+def _shared_questions(shared_dir: Path):
+    more = load_bfcl(shared_dir / "data" / "bfcl-more", ["simple_python", "multiple", "irrelevance"])
+    return [*more.questions, *load_bfcl(shared_dir / "data" / "bfcl", ["parallel_multiple"]).questions]
+
+
+def test_every_bfcl_function_set_converts_to_a_closed_grammar(shared_dir):
+    grammar = pytest.importorskip("llama_cpp.llama_grammar", reason="llama-cpp-python (the 'local' extra) is not installed")
+    for q in _shared_questions(shared_dir)[::7]:
+        text = grammar.json_schema_to_gbnf(json.dumps(plan_schema(q.catalog, "full_steps")))
+        for p in q.functions:
+            assert f'\\"{p.name}\\"' in text, (q.id, p.name)
+        # every object with listed properties is closed: the converter's rule for free keys never appears
+        assert "additional-kv" not in text, q.id
+
+
+def _mcp_spec(tmp_path: Path, configs: str = '[[config]]\nname = "plain"\nplain = true\n') -> Path:
+    root = Path(__file__).resolve().parents[3] / "eval"
+    path = tmp_path / "levers.toml"
+    path.write_text(f'model = "m"\nlm = "sim:mid-tier"\ntasks = "{root}/tasks/mcp-servers.jsonl"\n'
+                    f'catalog = "{root}/catalog/mcp-servers.json"\ncategories = ["single-action", "pack-chain", "gap"]\n'
+                    f'limit = 3\n{configs}', encoding="utf-8")
+    return path
+
+
+def test_gold_tasks_become_questions_over_the_whole_catalog(tmp_path):
+    spec = load_lever_spec(_mcp_spec(tmp_path))
+    data = load_questions(spec)
+    assert [q.category for q in data.questions[:3]] == ["single-action", "pack-chain", "gap"]
+    assert len(data.questions) == 9 and all(len(q.functions) == 37 for q in data.questions)
+    gap = data.questions[2]
+    assert gap.expect == "no_call" and score_calls(gap, []).exact and not score_calls(gap, [Call(name="read_graph")]).exact
+
+
+def test_a_gold_task_fixes_the_values_it_names_and_leaves_the_rest_free(tmp_path):
+    questions = {q.id: q for q in load_questions(load_lever_spec(_mcp_spec(tmp_path))).questions}
+    chain = questions["mcp-chain-01"]  # git_add(repo_path, files: any), then git_commit(repo_path, message)
+    right = [Call(name="git_add", args={"repo_path": "/home/dev/billing-api", "files": ["NOTES.md"]}),
+             Call(name="git_commit", args={"repo_path": "/home/dev/billing-api", "message": "docs: release notes for 2.4"})]
+    assert score_calls(chain, right).exact
+    assert not score_calls(chain, [right[0].model_copy(update={"args": {"repo_path": "/home/dev/billing-api"}}), right[1]]).exact
+    assert not score_calls(chain, [right[1], right[0]]).exact  # a chain's order counts
+    wrong_repo = right[1].model_copy(update={"args": {**right[1].args, "repo_path": "/srv/other"}})
+    assert not score_calls(chain, [right[0], wrong_repo]).exact
+
+
+def test_a_gold_task_alternative_counts_as_right():
+    from helmdeck_dspy.catalog.models import load_catalog
+    from helmdeck_dspy.bench.bfcl.gold_tasks import questions_from_tasks
+    from helmdeck_dspy.tasks import load_tasks
+
+    root = Path(__file__).resolve().parents[3] / "eval"
+    task = next(t for t in load_tasks(path=root / "tasks" / "mcp-servers.jsonl") if t.alternatives)
+    q = questions_from_tasks([task], load_catalog(root / "catalog" / "mcp-servers.json"))[0]
+    alt = [Call(name=s.tool, args={k: v if v is not None else "x" for k, v in s.args.items()}) for s in task.alternatives[0]]
+    assert score_calls(q, alt).exact
+
+
+def test_a_gold_task_naming_a_tool_outside_the_catalog_is_refused():
+    from helmdeck_dspy.catalog.models import RoutingGuide
+    from helmdeck_dspy.errors import DataFileError
+    from helmdeck_dspy.bench.bfcl.gold_tasks import questions_from_tasks
+    from helmdeck_dspy.tasks import load_tasks
+
+    catalog = load_catalog()
+    tasks = [t for t in load_tasks("test") if t.steps][:1]
+    with pytest.raises(DataFileError, match=tasks[0].steps[0].tool.replace(".", r"\.")):
+        questions_from_tasks(tasks, RoutingGuide(packs=tuple(p for p in catalog.packs if p.name != tasks[0].steps[0].tool),
+                                                 pipelines=catalog.pipelines))
+
+
+def test_a_gold_task_run_has_plan_scores_and_a_pipeline_is_called_by_its_id(tmp_path):
+    root = Path(__file__).resolve().parents[3] / "eval"
+    path = tmp_path / "levers.toml"
+    path.write_text(f'model = "m"\nlm = "sim:mid-tier"\ntasks = "{root}/tasks/test.jsonl"\n'
+                    f'catalog = "{root}/catalog/routing-guide.json"\ncategories = ["pipeline-direct"]\nlimit = 2\n'
+                    '[[config]]\nname = "plain"\nplain = true\n[[config]]\nname = "planner"\n', encoding="utf-8")
+    spec = load_lever_spec(path)
+    questions = load_questions(spec).questions
+    assert all(p.id in plain_prompt(questions[0].intent, questions[0].catalog) for p in load_catalog().pipelines)
+    for i, q in enumerate(questions):
+        pipeline = q.gold[0].name
+        plain = json.dumps([{"name": pipeline, "arguments": {}}] if i == 0 else [{"name": "video.narrate", "arguments": {}}])
+        plan = json.dumps({"steps": [{"tool": "helmdeck__pipeline-run", "args": {"id": pipeline}}]})
+        append_trace(TraceRecord(id=f"p{i}", task_id=q.id, prompt_variant="plain", content=plain, finish_reason="stop"),
+                     spec.trace_path(spec.config[0]))
+        append_trace(TraceRecord(id=f"q{i}", task_id=q.id, prompt_variant="full_steps", content=plan, finish_reason="stop"),
+                     spec.trace_path(spec.config[1]))
+    rows = {(r.config, r.scope): r for r in score_levers(spec)}
+    plain, planner = rows["plain", "all"], rows["planner", "all"]
+    assert plain.exact.k == 1 and planner.exact.k == 2
+    assert planner.plan_score == 1.0 and plain.plan_score < 1.0 and planner.plan_score_diff > 0

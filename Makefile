@@ -32,7 +32,7 @@ measure: $(STAMP)
 # records what is missing (hours on 2 cores; resumable), then writes table.md beside the spec.
 # Needs the local extra and both Qwen models: helmdeck-dspy models install qwen2.5-coder-0.5b qwen2.5-coder-1.5b
 heldout: $(STAMP)
-	@$(CLI) bench heldout eval/heldout/qwen2.5-coder-0.5b/heldout.toml
+	@$(CLI) bench heldout experiments/heldout/qwen2.5-coder-0.5b/heldout.toml
 
 # The BFCL lever tables (issue 22): the model alone against the planner, paired, live on the local
 # Qwen models. Hours on 2 cores: runs in the background (log: experiments/bfcl/bench-live.log) and

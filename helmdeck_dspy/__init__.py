@@ -51,7 +51,10 @@ _EXPORTS: dict[str, str] = {
     "estimate_calls": "helmdeck_dspy.compilation.estimate",
     "ProgramRef": "helmdeck_dspy.program.store",
     "resolve_program": "helmdeck_dspy.program.store",
-    # held-out comparison
+    # benchmarks
+    "run_bfcl": "helmdeck_dspy.bench.bfcl.flow",
+    "run_lever_spec": "helmdeck_dspy.bench.bfcl.lever_flow",
+    "run_heldout": "helmdeck_dspy.bench.heldout.flow",
     "load_spec": "helmdeck_dspy.bench.heldout.spec",
     "score_spec": "helmdeck_dspy.bench.heldout.table",
     # errors

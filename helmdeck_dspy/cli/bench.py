@@ -7,15 +7,16 @@ import click
 from helmdeck_dspy.cli.heldout import heldout_cmd
 from helmdeck_dspy.cli.levers import levers_cmd
 from helmdeck_dspy.cli.options import (
+    TerminalBars,
     api_base_option,
     budgets_option,
     emit_json,
     json_option,
     lm_option,
     max_tokens_option,
-    progress_bar,
     progress_option,
     to_stderr,
+    usage_errors,
     variant_option,
 )
 
@@ -65,27 +66,6 @@ def _split(values: tuple[str, ...]) -> list[str] | None:
     return out or None
 
 
-def _rankers(given: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
-    """The rankers to run and the ones left out with the reason (``embedding`` without its extra)."""
-    from helmdeck_dspy.catalog.ranking import RANKERS
-    from helmdeck_dspy.catalog.ranking import embedding as embed
-
-    chosen = _split(given)
-    skipped: dict[str, str] = {}
-    if chosen is None:
-        chosen = list(RANKERS)
-        if not embed.available():
-            chosen.remove("embedding")
-            skipped["embedding"] = f"optional extra not installed: {embed.INSTALL_HINT}"
-    unknown = [r for r in chosen if r not in RANKERS]
-    if unknown:
-        raise click.BadParameter(f"unknown ranker {unknown[0]!r}; expected one of {', '.join(RANKERS)}",
-                                 param_hint="--rankers")
-    if "embedding" in chosen and not embed.available():
-        raise click.UsageError(f"--rankers embedding needs the optional extra: {embed.INSTALL_HINT}")
-    return chosen, skipped
-
-
 @bench.command("bfcl", cls=ListOptionsCommand)
 @click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False),
               help="A BFCL v4 data folder: BFCL_v4_<category>.json files, possible_answer/ and, for multi_turn, "
@@ -130,59 +110,21 @@ def bench_bfcl(
     and its plans are scored against the gold calls (a no-call question is right when the plan
     calls nothing); with --traces, recorded plans are scored.
     """
-    from helmdeck_dspy.budgets import load_budget_table
-    from helmdeck_dspy.bench.bfcl.load import load_bfcl
-    from helmdeck_dspy.bench.bfcl.plans import plan_questions, score_traces
-    from helmdeck_dspy.bench.bfcl.recall import measure_recall, tier_budgets
-    from helmdeck_dspy.bench.bfcl.report import (
-        BfclReport,
-        category_table,
-        notes_lines,
-        recall_table,
-        write_report,
-    )
+    from helmdeck_dspy.bench.bfcl.flow import choose_rankers, run_bfcl
+    from helmdeck_dspy.bench.bfcl.report import category_table, notes_lines, recall_table
 
     if stray:
         raise click.UsageError(f"unexpected argument {stray[0]!r} (categories and rankers follow their option)")
-    chosen, skipped = _rankers(rankers)
-
-    def note(n) -> None:
-        if n.status != "loaded":
-            to_stderr(f"bfcl: {n.category} not loaded ({n.status.replace('_', ' ')}): {n.detail}")
-
-    data = load_bfcl(data_dir, _split(categories), report=note).limited(limit)
-    budgets = tier_budgets(load_budget_table(budgets_path))
-
-    total = len(data.questions) * len(budgets) * len(chosen)
-    with progress_bar(total, "selection recall", unit=" q", show=progress) as bar:
-        recall = measure_recall(data, budgets, chosen, pool=pool, progress=bar.update)
-
-    accuracy = []
-    if lm_spec:
-        with progress_bar(len(data.questions), f"planning ({lm_spec})", show=progress) as bar:
-            accuracy.append(plan_questions(
-                data, model=model or lm_spec, lm_spec=lm_spec, pool=pool, variant=variant, api_base=api_base,
-                max_tokens=max_tokens, budgets=budgets_path, record_path=record_path, progress=bar.update,
-            ))
-    if lm_spec and baseline == "plain":
-        from helmdeck_dspy.bench.bfcl.plans import plain_questions
-
-        with progress_bar(len(data.questions), f"the model alone ({lm_spec})", show=progress) as bar:
-            accuracy.append(plain_questions(
-                data, model=model or lm_spec, lm_spec=lm_spec, pool=pool, api_base=api_base, max_tokens=max_tokens,
-                budgets=budgets_path, record_path=record_path, progress=bar.update,
-            ))
-    elif baseline:
+    if baseline and not lm_spec:
         raise click.UsageError("--baseline needs --lm (the LM to ask alone)")
-    accuracy += [score_traces(data, p, pool=pool) for p in trace_paths]
-
-    report = BfclReport(
-        **recall.model_dump(exclude={"skipped_rankers"}), skipped_rankers=skipped, data=str(data_dir),
-        files=data.files, notes=list(data.notes), plan_accuracy=accuracy,
+    with usage_errors():
+        choose_rankers(_split(rankers))
+    report = run_bfcl(
+        data_dir, categories=_split(categories), rankers=_split(rankers), pool=pool, limit=limit, lm_spec=lm_spec,
+        model=model, api_base=api_base, variant=variant, max_tokens=max_tokens, baseline=baseline,
+        record_path=record_path, trace_paths=trace_paths, budgets=budgets_path, out_dir=out_dir, notify=to_stderr,
+        bars=TerminalBars(progress),
     )
-    if out_dir:
-        written = write_report(report, out_dir)
-        to_stderr(f"wrote {', '.join(str(p) for p in written)}")
     if as_json:
         emit_json(report.model_dump(mode="json", exclude={"plan_accuracy": {"__all__": {"scores"}}}))
         return
@@ -196,9 +138,9 @@ def bench_bfcl(
                    f"{report.pool_gold_replaced} tasks' gold definitions replaced by another task's version")
     for line in [*recall_table(report), "", *category_table(report)]:
         click.echo(line)
-    for name, why in skipped.items():
+    for name, why in report.skipped_rankers.items():
         click.echo(f"{name}: not run ({why})")
-    for a in accuracy:
+    for a in report.plan_accuracy:
         s = a.summary
         irrelevance = (f", called nothing on {s.abstained}/{s.no_call_n} no-call tasks "
                        f"({100 * (s.irrelevance_rate or 0):.1f}%)" if s.no_call_n else "")

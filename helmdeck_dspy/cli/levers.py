@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from helmdeck_dspy.cli.options import progress_bar, progress_option, to_stderr
+from helmdeck_dspy.cli.options import TerminalBars, progress_option, to_stderr, usage_errors
 
 
 @click.command("levers")
@@ -19,26 +19,15 @@ def levers_cmd(spec_path: str, only: str | None, score_only: bool, progress: boo
     Resumable: a run stopped at any point goes on from the next unanswered (question, config)
     pair. Each config's exchanges are appended to CONFIG.jsonl beside SPEC.
     """
-    from helmdeck_dspy.bench.bfcl.lever_report import table_lines, write_levers
-    from helmdeck_dspy.bench.bfcl.lever_table import score_levers
-    from helmdeck_dspy.bench.bfcl.levers import load_lever_spec, load_questions, pending_pairs, run_levers
+    from helmdeck_dspy.bench.bfcl.lever_flow import check_configs, run_lever_spec
+    from helmdeck_dspy.bench.bfcl.lever_report import table_lines
+    from helmdeck_dspy.bench.bfcl.levers import load_lever_spec
 
     spec = load_lever_spec(spec_path)
     chosen = {n.strip() for n in only.split(",") if n.strip()} if only else None
-    unknown = sorted((chosen or set()) - {c.name for c in spec.config})
-    if unknown:
-        raise click.BadParameter(f"no config {unknown[0]!r} in {spec_path}", param_hint="--only")
-    if not score_only:
-        todo = pending_pairs(spec, load_questions(spec), chosen)
-        to_stderr(f"levers: {len(todo)} calls to make ({spec.lm})")
-        with progress_bar(len(todo), "levers", show=progress) as bar:
-            made = run_levers(spec, only=chosen, progress=lambda c, q: bar.update(1))
-        to_stderr("made " + ", ".join(f"{k} {v}" for k, v in made.items()))
-    rows = score_levers(spec)
-    if not rows:
-        to_stderr(f"levers: no answered question yet in {spec.folder}; nothing written")
-        return
-    written = write_levers(spec, rows)
-    to_stderr(f"wrote {', '.join(str(p) for p in written)}")
-    for line in table_lines(rows):
-        click.echo(line)
+    with usage_errors():
+        check_configs(spec, chosen)
+    report = run_lever_spec(spec, only=chosen, score_only=score_only, notify=to_stderr, bars=TerminalBars(progress))
+    if report.rows:  # nothing answered yet: nothing to show
+        for line in table_lines(report.rows):
+            click.echo(line)

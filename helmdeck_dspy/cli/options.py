@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import click
@@ -293,3 +294,42 @@ class CallBar:
         if self.bar is not None:
             self.bar.close()
             self.bar = None
+
+
+class TerminalBars:
+    """The benchmark flows' progress (``bars``, see :mod:`helmdeck_dspy.bench.progress`) as tqdm
+    bars on stderr.
+
+    Args:
+        show: Draw the bars (``None``: only when stderr is a terminal).
+    """
+
+    def __init__(self, show: bool | None = None) -> None:
+        self.show = show
+
+    @contextmanager
+    def stage(self, label: str, total: int, unit: str = " plan") -> Iterator[Callable[[int], Any]]:
+        with progress_bar(total, label, unit=unit, show=self.show) as bar:
+            yield bar.update
+
+    @contextmanager
+    def calls(self) -> Iterator[CallBar]:
+        bar = CallBar(self.show)
+        try:
+            yield bar
+        finally:
+            bar.close()
+
+
+@contextmanager
+def usage_errors() -> Iterator[None]:
+    """Turn a library :class:`~helmdeck_dspy.errors.UsageValueError` raised while checking arguments
+    into click's usage error: ``Invalid value for ARGUMENT: ...`` when it names its argument."""
+    from helmdeck_dspy.errors import UsageValueError
+
+    try:
+        yield
+    except UsageValueError as exc:
+        if exc.argument:
+            raise click.BadParameter(str(exc), param_hint=exc.argument) from None
+        raise click.UsageError(str(exc)) from None

@@ -62,6 +62,7 @@ class HeldOutSpec(BaseModel):
     timeout_s: float = Field(default=600.0, gt=0)
     config: list[HeldOutConfig]
     folder: Path = Field(default=Path("."), exclude=True)
+    path: Path = Field(default=Path("heldout.toml"), exclude=True, description="The file it was read from.")
 
     @model_validator(mode="after")
     def _consistent(self) -> HeldOutSpec:
@@ -121,5 +122,5 @@ def load_spec(path: str | Path) -> HeldOutSpec:
         spec = HeldOutSpec.model_validate(data)
     except ValidationError as exc:
         raise DataFileError(str(p), validation_message(exc, subject="(top level)")) from None
-    spec.folder = p.parent
+    spec.folder, spec.path = p.parent, p
     return spec

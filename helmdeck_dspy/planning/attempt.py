@@ -96,7 +96,8 @@ def render_options_for(planner: PlannerParts, selected: RoutingGuide | None = No
     from helmdeck_dspy.program.adapter import RenderOptions  # imports dspy
 
     render = RenderOptions.for_budget(planner.budget, planner.variant, planner.options.max_tokens, catalog=selected,
-                                      native=wants_native(planner), constrained=constrained_for(planner))
+                                      native=wants_native(planner), constrained=constrained_for(planner),
+                                      fit_decision=planner.options.fit_decision)
     if not planner.options.catalog_fitting:
         return render
     full = planner.catalog

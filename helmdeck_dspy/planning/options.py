@@ -41,6 +41,8 @@ class PlannerOptions(BaseModel):
         catalog_fitting: Fit the prompt to the catalog (the default): demos naming tools outside it
             are left out, and a catalog without pipelines gets instructions for a plain list of
             tools. Off reproduces the planner before this (helmdeck's instructions and demos always).
+        fit_decision: Under constrained decoding, open the answer with the ``tool_fits`` decision
+            (the default); off, an empty ``steps`` list is the only way to say no tool fits.
         demo_pool: Worked examples to choose each request's demos from (the nearest by BM25 over the
             request words, each shown with its own tools; ``program.demo_pool``), besides the
             program's own demos.
@@ -76,6 +78,7 @@ class PlannerOptions(BaseModel):
     constrained_decoding: bool | None = None
     coerce_args: bool = True
     catalog_fitting: bool = True
+    fit_decision: bool = True
     demo_pool: DemoPool | None = Field(default=None, repr=False)
     caller: str | None = None
     record_path: Path | None = None

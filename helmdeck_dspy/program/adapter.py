@@ -37,7 +37,13 @@ from helmdeck_dspy.program.calls import (
     completion_from_response,
     log_completion,
 )
-from helmdeck_dspy.program.answer_schema import CONSTRAINED_FORMAT, SchemaWire, plan_schema
+from helmdeck_dspy.program.answer_schema import (
+    CONSTRAINED_FORMAT,
+    CONSTRAINED_STEPS_FORMAT,
+    SchemaWire,
+    has_fit_decision,
+    plan_schema,
+)
 from helmdeck_dspy.program.demo_pool import PoolDemo, signature_line
 from helmdeck_dspy.program.native_tools import NativeTool, native_tools
 from helmdeck_dspy.program.sections import (
@@ -98,7 +104,7 @@ class RenderOptions(BaseModel):
     @classmethod
     def for_budget(
         cls, budget: Any, variant: str, max_tokens: int | None = None, *, catalog: Any = None,
-        native: bool | None = None, constrained: SchemaWire | None = None,
+        native: bool | None = None, constrained: SchemaWire | None = None, fit_decision: bool = True,
     ) -> RenderOptions:
         """The request a budget asks for: the catalog in the system message when the model caches
         prefixes, the budget's output cap unless overridden, and a JSON-object response format
@@ -109,10 +115,11 @@ class RenderOptions(BaseModel):
         selected ``catalog``, when given, is also offered as native tools.
 
         With ``constrained`` (the wire of :func:`constrained_wire`) and a ``catalog``, the answer is
-        decoded under that catalog's :func:`plan_schema` instead (no native tools, no bare JSON mode)."""
+        decoded under that catalog's :func:`plan_schema` instead (no native tools, no bare JSON mode),
+        opening with the ``tool_fits`` decision unless ``fit_decision`` is False."""
         if constrained is not None and catalog is not None:
             return cls(variant=variant, catalog_in_system=budget.supports_prefix_cache,
-                       max_tokens=max_tokens or budget.output_tokens, answer_schema=plan_schema(catalog, variant),
+                       max_tokens=max_tokens or budget.output_tokens, answer_schema=plan_schema(catalog, variant, fit_decision),
                        schema_wire=constrained)
         use_native = budget.native_tool_calls if native is None else native
         tools = native_tools(catalog) if use_native and catalog is not None else ()
@@ -191,7 +198,8 @@ class PlanAdapter(dspy.Adapter):
         """The answer-format section: the variant's, or the schema's when the answer is constrained."""
         if self.options.answer_schema is not None:
             more = ' It also holds "more_steps_likely": true | false.' if self.options.variant == "single_pick" else ""
-            return ANSWER_FORMAT_MARK + CONSTRAINED_FORMAT + more
+            fmt = CONSTRAINED_FORMAT if has_fit_decision(self.options.answer_schema) else CONSTRAINED_STEPS_FORMAT
+            return ANSWER_FORMAT_MARK + fmt + more
         return FORMAT_SINGLE_PICK if self.options.variant == "single_pick" else FORMAT_FULL_STEPS
 
     def system_message(self, signature: Any, catalog: str) -> str:
@@ -243,8 +251,10 @@ class PlanAdapter(dspy.Adapter):
         for demo in self.options.pool_demos:
             tools = "\n".join(signature_line(p) for p in demo.tools)
             steps = [{"tool": s["tool"], "args": s.get("args") or {}} for s in demo.steps]
-            if self.options.answer_schema is not None:
+            if has_fit_decision(self.options.answer_schema):
                 answer: dict[str, Any] = {"tool_fits": bool(steps), "steps": steps}
+            elif self.options.answer_schema is not None:
+                answer = {"steps": steps}
             else:
                 answer = {"steps": [{"order": i, **s, "rationale": ""} for i, s in enumerate(steps, 1)]}
             messages.append({"role": "user", "content": f"{DEMO_TOOLS_HEADER}\n{tools}\n\n{self.request_text(demo.intent)}"})
@@ -258,7 +268,7 @@ class PlanAdapter(dspy.Adapter):
             user = f"{CATALOG_HEADER}\n{catalog}\n\n{user}"
         user += f"\n\n{CLOSING_LINE}"
         if self.options.instructions is not None or self.options.answer_schema is not None:
-            user += f" {NO_FIT_CONSTRAINED if self.options.answer_schema is not None else NO_FIT_FREE}"
+            user += f" {NO_FIT_CONSTRAINED if has_fit_decision(self.options.answer_schema) else NO_FIT_FREE}"
         return [
             {"role": "system", "content": self.system_message(signature, catalog)},
             *self.format_demos(signature, demos),

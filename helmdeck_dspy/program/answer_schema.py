@@ -9,10 +9,11 @@ that catalog:
   required arguments, types and enums then hold by construction), else any object;
 - a pipeline run is the branch whose ``tool`` is ``helmdeck__pipeline-run`` and whose ``args.id``
   is an enum of the selected pipelines;
-- the answer opens with ``tool_fits``, a boolean: whether any catalog tool fits the request at
-  all. Under a grammar a small model rarely closes an empty ``steps`` list on its own (it picks
-  the nearest tool instead); one explicit decision first lets it say no, and the guards keep no
-  steps when it does. ``steps`` may also be empty.
+- by default the answer opens with ``tool_fits``, a boolean: whether any catalog tool fits the
+  request at all, an explicit decision before any step (the guards keep no steps when it is
+  false). Without it (``fit_decision=False``) an empty ``steps`` list is the only way to say no,
+  as in the plain prompt's ``[]``; docs/results/bfcl-levers.md compares the two. ``steps`` may
+  be empty either way.
 
 Only keywords that llama.cpp's JSON-Schema-to-grammar conversion enforces are kept (see
 :data:`KEPT_KEYWORDS`); every object is closed (``additionalProperties: false``) where the entry
@@ -99,15 +100,17 @@ def step_branches(catalog: RoutingGuide) -> list[dict[str, Any]]:
     return branches
 
 
-def plan_schema(catalog: RoutingGuide, variant: str) -> dict[str, Any]:
-    """The answer schema for one request over ``catalog`` (see the module docstring)."""
+def plan_schema(catalog: RoutingGuide, variant: str, fit_decision: bool = True) -> dict[str, Any]:
+    """The answer schema for one request over ``catalog`` (see the module docstring); with
+    ``fit_decision``, the leading ``tool_fits`` field."""
     branches = step_branches(catalog)
     steps: dict[str, Any] = {"type": "array", "maxItems": 1 if variant == "single_pick" else MAX_STEPS}
     if branches:
         steps["items"] = branches[0] if len(branches) == 1 else {"anyOf": branches}
     else:
         steps["maxItems"] = 0
-    properties: dict[str, Any] = {"tool_fits": {"type": "boolean"}, "steps": steps}
+    properties: dict[str, Any] = {"tool_fits": {"type": "boolean"}} if fit_decision else {}
+    properties["steps"] = steps
     if variant == "single_pick":
         properties["more_steps_likely"] = {"type": "boolean"}
     return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
@@ -135,5 +138,15 @@ def constrained_wire(model: str, flag: bool | None) -> SchemaWire | None:
 CONSTRAINED_FORMAT = """: one JSON object, decoded under a schema of the catalog's tools:
 {"tool_fits": true | false, "steps": [{"tool": "<catalog id>", "args": {<the tool's arguments>}}]}
 "tool_fits" says whether any catalog tool can do what the request asks; when it is false, "steps" is empty."""
-"""The answer format shown under a schema (after the answer-format mark); single_pick adds
-``more_steps_likely``."""
+"""The answer format shown under a schema with the fit decision (after the answer-format mark);
+single_pick adds ``more_steps_likely``."""
+
+CONSTRAINED_STEPS_FORMAT = """: one JSON object, decoded under a schema of the catalog's tools:
+{"steps": [{"tool": "<catalog id>", "args": {<the tool's arguments>}}]}
+"steps" is empty when no catalog tool can do what the request asks."""
+"""The answer format shown under a schema without the fit decision."""
+
+
+def has_fit_decision(schema: dict[str, Any] | None) -> bool:
+    """Whether an answer schema opens with the ``tool_fits`` decision."""
+    return schema is not None and "tool_fits" in schema.get("properties", {})

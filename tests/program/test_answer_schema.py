@@ -34,6 +34,11 @@ def test_single_pick_holds_one_step_and_more_steps_likely():
     assert schema["required"] == ["tool_fits", "steps", "more_steps_likely"]
 
 
+def test_without_the_fit_decision_the_answer_is_the_steps_alone():
+    schema = plan_schema(CATALOG, "single_pick", fit_decision=False)
+    assert schema["required"] == ["steps", "more_steps_likely"] and "tool_fits" not in schema["properties"]
+
+
 def test_an_empty_catalog_allows_only_an_empty_plan():
     assert plan_schema(RoutingGuide(), "full_steps")["properties"]["steps"]["maxItems"] == 0
 

@@ -4,6 +4,7 @@ import json
 
 from helmdeck_dspy.catalog.models import Pack, RoutingGuide
 from helmdeck_dspy.program.adapter import PlanAdapter, RenderOptions
+from helmdeck_dspy.program.answer_schema import plan_schema
 from helmdeck_dspy.program.demo_pool import DemoPool, PoolDemo, signature_line
 from helmdeck_dspy.program.sections import DEMO_TOOLS_HEADER
 from helmdeck_dspy.signatures.plan import signature_for
@@ -31,11 +32,18 @@ def test_signature_line_marks_optional_arguments():
 
 def test_pool_demos_are_rendered_with_their_own_tools_in_the_answer_format():
     catalog = RoutingGuide(packs=(WEATHER,))
-    options = RenderOptions(pool_demos=POOL.nearest("triangle poem"), answer_schema={"type": "object"})
-    messages = PlanAdapter(options).format(signature_for("full_steps"), [], {"user_intent": "hi", "catalog": catalog.render()})
+    def render(fit_decision: bool) -> list[dict[str, str]]:
+        options = RenderOptions(pool_demos=POOL.nearest("triangle poem"),
+                                answer_schema=plan_schema(catalog, "full_steps", fit_decision))
+        return PlanAdapter(options).format(signature_for("full_steps"), [], {"user_intent": "hi", "catalog": catalog.render()})
+
+    messages = render(True)
     users = [m["content"] for m in messages if m["role"] == "user"]
     answers = [json.loads(m["content"]) for m in messages if m["role"] == "assistant"]
     assert users[0].startswith(DEMO_TOOLS_HEADER) and "weather.now(city: string)" in users[0]
     assert answers[0] == {"tool_fits": False, "steps": []}
     assert answers[1] == {"tool_fits": True, "steps": [{"tool": "geometry.area", "args": {"base": 6}}]}
-    assert "EXAMPLE" not in users[-1] and "hi" in users[-1]
+    assert "EXAMPLE" not in users[-1] and "hi" in users[-1] and "tool_fits to false" in users[-1]
+    without = render(False)  # no fit decision: an empty steps list says no, in demos and in the format shown
+    assert [json.loads(m["content"]) for m in without if m["role"] == "assistant"][0] == {"steps": []}
+    assert "tool_fits" not in without[0]["content"] and "tool_fits" not in without[-1]["content"]

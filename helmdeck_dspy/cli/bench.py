@@ -11,6 +11,7 @@ from helmdeck_dspy.cli.options import (
     api_base_option,
     budgets_option,
     emit_json,
+    force_option,
     json_option,
     lm_option,
     max_tokens_option,
@@ -94,14 +95,16 @@ def _split(values: tuple[str, ...]) -> list[str] | None:
 @click.option("--traces", "trace_paths", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Score the plan records of a trace file against the gold calls (repeatable).")
 @budgets_option
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None, help="Write report.md and report.json here.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Write report.md and report.json into this folder (replaced whole, as one set).")
+@force_option("--out")
 @progress_option
 @json_option('Print the report as JSON: {"rankers": {NAME: {"tiers": ...}}}.')
 def bench_bfcl(
     data_dir: str, categories: tuple[str, ...], stray: tuple[str, ...], pool: bool, rankers: tuple[str, ...],
     limit: int | None, lm_spec: str | None, model: str | None, api_base: str | None, variant: str,
     max_tokens: int | None, baseline: str | None, record_path: str | None, trace_paths: tuple[str, ...], budgets_path: str | None,
-    out_dir: str | None, progress: bool | None, as_json: bool,
+    out_dir: str | None, force: bool, progress: bool | None, as_json: bool,
 ) -> None:
     """Selection recall and plan accuracy on BFCL questions.
 
@@ -111,7 +114,8 @@ def bench_bfcl(
     calls nothing); with --traces, recorded plans are scored.
     """
     from helmdeck_dspy.bench.bfcl.flow import choose_rankers, run_bfcl
-    from helmdeck_dspy.bench.bfcl.report import category_table, notes_lines, recall_table
+    from helmdeck_dspy.bench.bfcl.report import category_table, notes_lines, recall_table, write_report
+    from helmdeck_dspy.io.outputs import JSONL_FORMATS, check_output, staged_directory
 
     if stray:
         raise click.UsageError(f"unexpected argument {stray[0]!r} (categories and rankers follow their option)")
@@ -119,12 +123,21 @@ def bench_bfcl(
         raise click.UsageError("--baseline needs --lm (the LM to ask alone)")
     with usage_errors():
         choose_rankers(_split(rankers))
+    # the output rule, before any question is planned: a record file is appended to, a report
+    # folder holding anything is replaced only with --force, and whole
+    out = check_output(out_dir, directory=True, force=force) if out_dir else None
+    if record_path:
+        check_output(record_path, formats=JSONL_FORMATS, append=True, option="--record")
     report = run_bfcl(
         data_dir, categories=_split(categories), rankers=_split(rankers), pool=pool, limit=limit, lm_spec=lm_spec,
         model=model, api_base=api_base, variant=variant, max_tokens=max_tokens, baseline=baseline,
-        record_path=record_path, trace_paths=trace_paths, budgets=budgets_path, out_dir=out_dir, notify=to_stderr,
+        record_path=record_path, trace_paths=trace_paths, budgets=budgets_path, notify=to_stderr,
         bars=TerminalBars(progress),
     )
+    if out is not None:
+        with staged_directory(out.path) as build:
+            names = [p.name for p in write_report(report, build)]
+        to_stderr(f"wrote {', '.join(str(out.path / n) for n in names)}")
     if as_json:
         emit_json(report.model_dump(mode="json", exclude={"plan_accuracy": {"__all__": {"scores"}}}))
         return

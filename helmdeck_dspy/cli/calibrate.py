@@ -35,6 +35,10 @@ def calibrate_cmd(report_path: str, min_n: int | None, do_apply: bool, allow_sim
 
     report = load_report(report_path)
     table = load_budget_table(budgets_path)
+    if do_apply:  # a table that cannot be replaced is one line naming it, before anything is printed
+        from helmdeck_dspy.io.outputs import probe_writable
+
+        probe_writable(budgets_path or table.path, option="--budgets")
     cal = calibrate(report, table, min_n=min_n)
     if as_json:
         emit_json(cal.model_dump(mode="json"))

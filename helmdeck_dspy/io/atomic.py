@@ -37,7 +37,10 @@ def atomic_writer(path: str | Path, mode: str = "w") -> Iterator[IO]:
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}{TEMP_MARK}", dir=target.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}{TEMP_MARK}", dir=target.parent)
+    except OSError as exc:  # name the file being written, not the temporary one
+        raise OSError(exc.errno, exc.strerror, str(target)) from None
     try:
         os.chmod(tmp, 0o666 & ~_umask())
         encoding = None if "b" in mode else "utf-8"

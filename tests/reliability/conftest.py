@@ -8,14 +8,16 @@ most one error line, and that every file that was there before is there afterwar
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-ROOT_SKIP = "running as root: file modes do not stop root, so a read-only directory cannot be tested this way"
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
 
@@ -95,3 +97,23 @@ def unwritable_targets(tmp_path: Path) -> dict[str, Path]:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory\n")
     return {"proc": Path("/proc/helmdeck-no-such-dir"), "under-a-file": blocker}
+
+
+@contextmanager
+def read_only(directory: Path) -> Iterator[None]:
+    """``directory`` made unwritable while the block runs: mode 0555 for an ordinary user; for
+    root, whom modes do not stop, the immutable attribute (``chattr +i``), else the case is skipped."""
+    if not IS_ROOT:
+        directory.chmod(0o555)
+        try:
+            yield
+        finally:
+            directory.chmod(0o755)
+        return
+    chattr = shutil.which("chattr")
+    if chattr is None or subprocess.run([chattr, "+i", str(directory)], capture_output=True).returncode != 0:
+        pytest.skip("running as root, and this file system cannot make a directory immutable: nothing stops root")
+    try:
+        yield
+    finally:
+        subprocess.run([chattr, "-i", str(directory)], check=True)

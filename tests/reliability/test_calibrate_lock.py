@@ -18,6 +18,7 @@ from helmdeck_dspy.evaluation.runner import evaluate
 from helmdeck_dspy.io.resources import default_budgets_path
 from helmdeck_dspy.tasks import load_tasks
 from helmdeck_dspy.traces.runs import simulate
+from tests.reliability.conftest import assert_one_line, read_only
 
 MODELS = ("vendor-a/new-frontier", "vendor-b/new-frontier")
 
@@ -91,3 +92,16 @@ def test_two_cli_applies_at_once_keep_both_rows_and_crlf(cli, reports):
     assert data.count(b"\n") == data.count(b"\r\n")  # every line ending still CRLF
     rows = {r.match for r in load_budget_table(table).rows}
     assert set(MODELS) <= rows
+
+
+def test_an_apply_to_a_table_in_a_read_only_directory_is_one_line_naming_it(cli, reports):
+    folder = cli.cwd / "tables"
+    folder.mkdir()
+    table = fresh_table(folder / "budgets.toml")
+    before = table.read_bytes()
+    with read_only(folder):
+        run = cli("calibrate", "--report", str(reports[MODELS[0]]), "--budgets", str(table), "--apply",
+                  "--allow-simulated")
+    line = assert_one_line(run, 1, "cannot write --budgets", str(table))
+    assert ".tmp-" not in line and run.out == ""  # named before any proposal was printed
+    assert table.read_bytes() == before and sorted(p.name for p in folder.iterdir()) == ["budgets.toml"]

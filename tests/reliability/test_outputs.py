@@ -13,12 +13,16 @@ import pytest
 
 from helmdeck_dspy.io.resources import bundled_dir
 from helmdeck_dspy.traces.record import TraceRecord, write_traces
-from tests.reliability.conftest import IS_ROOT, ROOT_SKIP, assert_one_line, snapshot, unwritable_targets
+from tests.bench.bfcl.conftest import write_bfcl
+from tests.reliability.conftest import assert_one_line, read_only, snapshot, unwritable_targets
 
 PLAN = '{"steps": [{"order": 1, "tool": "blog.rewrite_for_audience", "args": {}}], "complexity": "single-action"}'
 OPENAI_ROW = {"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4o-mini",
               "choices": [{"index": 0, "message": {"role": "assistant", "content": PLAN}, "finish_reason": "stop"}],
               "usage": {"prompt_tokens": 10, "completion_tokens": 5}}
+
+OPENAI_TOOLS = [{"type": "function", "function": {"name": "notes_search", "description": "Search my notes.",
+                                                  "parameters": {"type": "object", "properties": {}}}}]
 
 
 def traces_file(path: Path, n: int = 3) -> Path:
@@ -125,18 +129,48 @@ def test_plan_record_to_an_unwritable_path_fails_before_the_call(cli, tmp_path):
 
 
 @pytest.mark.parametrize("which", ["proc", "under-a-file"])
-@pytest.mark.parametrize("command", ["convert", "import", "simulate", "eval"])
+@pytest.mark.parametrize("command", ["convert", "import", "simulate", "eval", "record", "fit", "catalog", "bench"])
 def test_unwritable_outputs_are_one_line(cli, tmp_path, which, command):
     parent = unwritable_targets(tmp_path)[which]
     src = traces_file(cli.cwd / "a.jsonl")
     (cli.cwd / "f.jsonl").write_text(json.dumps(OPENAI_ROW) + "\n")
+    (cli.cwd / "tools.json").write_text(json.dumps(OPENAI_TOOLS))
+    write_bfcl(cli.cwd / "bfcl")
     args = {
         "convert": ["traces", "convert", str(src), str(parent / "o.jsonl")],
         "import": ["traces", "import", "openai", "f.jsonl", "--out", str(parent / "o.parquet")],
         "simulate": ["traces", "simulate", "-p", "frontier-like", "--n", "1", "--out", str(parent / "o.jsonl")],
         "eval": ["eval", str(src), "--out", str(parent / "report")],
+        "record": ["traces", "record", "-m", "m/x", "--lm", "sim:frontier-like", "--n", "1", "--out",
+                   str(parent / "r.jsonl")],
+        "fit": ["traces", "fit", str(src), "--name", "mine", "--out", str(parent / "p.toml")],
+        "catalog": ["catalog", "import", "tools.json", "--out", str(parent / "c.json")],
+        "bench": ["bench", "bfcl", "--data", "bfcl", "--rankers", "lexical", "--out", str(parent / "rep")],
     }[command]
     assert_one_line(cli(*args), 1, "cannot write", str(parent))
+
+
+def test_bench_bfcl_keeps_a_report_folder_and_checks_outputs_before_planning(cli, tmp_path):
+    from tests.fault_server import FaultServer, ok
+
+    write_bfcl(cli.cwd / "bfcl")
+    mine = cli.cwd / "rep"
+    mine.mkdir()
+    (mine / "report.md").write_text("my own report\n")
+    lm = ["--lm", "openai/m", "--api-base"]
+    env = {"OPENAI_API_KEY": "sk-test-0123456789abcdef"}
+    bench = ["bench", "bfcl", "--data", "bfcl", "--rankers", "lexical"]
+    with FaultServer(ok(PLAN)) as server:
+        assert_one_line(cli(*bench, *lm, server.url, "--out", "rep", env=env), 2, "rep", "--force")
+        assert_one_line(cli(*bench, *lm, server.url, "--record", "r.csv", env=env), 2, "--record", ".csv")
+        parent = unwritable_targets(tmp_path)["proc"]
+        assert_one_line(cli(*bench, *lm, server.url, "--record", str(parent / "r.jsonl"), env=env), 1, "cannot write")
+        sent = len(server.requests)
+    assert sent == 0  # every refusal came before the first question was planned
+    assert snapshot(mine) == {"report.md": b"my own report\n"} and not (cli.cwd / "r.csv").exists()
+    assert cli(*bench, "--out", "rep", "--force").code == 0  # replaced whole: the new set only
+    assert sorted(p.name for p in mine.iterdir()) == ["report.json", "report.md"]
+    assert (mine / "report.md").read_text() != "my own report\n"
 
 
 def test_the_current_directory_is_never_an_output_directory(cli):
@@ -146,16 +180,15 @@ def test_the_current_directory_is_never_an_output_directory(cli):
     assert snapshot(cli.cwd) == before
 
 
-@pytest.mark.skipif(IS_ROOT, reason=ROOT_SKIP)
 def test_a_read_only_directory_is_one_line(cli):
     src = traces_file(cli.cwd / "a.jsonl")
     locked = cli.cwd / "locked"
     locked.mkdir()
-    locked.chmod(0o555)
-    try:
-        assert_one_line(cli("traces", "convert", str(src), str(locked / "o.jsonl")), 1, "cannot write")
-    finally:
-        locked.chmod(0o755)
+    (locked / "mine.txt").write_text("kept\n")
+    with read_only(locked):
+        assert_one_line(cli("traces", "convert", str(src), str(locked / "o.jsonl")), 1, "cannot write", "locked")
+        assert_one_line(cli("eval", str(src), "--out", str(locked / "rep")), 1, "cannot write", "locked")
+    assert snapshot(locked) == {"mine.txt": b"kept\n"}
 
 
 def test_eval_never_replaces_a_directory_of_other_files(cli):

@@ -34,6 +34,16 @@ class BudgetFields(BaseModel):
     max_catalog_bytes: int = Field(
         ge=0, description="Cap on the compact catalog JSON in bytes; 0 sends it untrimmed."
     )
+    max_catalog_entries: int = Field(
+        default=0, ge=0,
+        description="When ranking has to cut the catalog: keep exactly this many entries (helmdeck's fixed top-N), "
+        "or 0 = as many as fit max_catalog_bytes, never fewer than the tier's floor (25 on tier B, 12 otherwise).",
+    )
+    compact_arg_schemas: bool = Field(
+        default=True,
+        description="When compacting, show tools' argument schemas as one signature line each (names, types, "
+        "required flags) instead of JSON Schema without descriptions.",
+    )
     allows_llm_filter: bool = Field(
         default=False,
         description="A low-confidence lexical selection may be refined by a small filter call.",

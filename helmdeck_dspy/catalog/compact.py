@@ -4,6 +4,11 @@ Mirrors helmdeck's trim order. Each step runs only while the catalog is still ov
 applies to every entry at once; its label is recorded whenever it runs. Names, ids, pipeline
 ``supersedes`` and the accepts/produces lists are never trimmed. Sizes are measured on
 :meth:`RoutingGuide.render`, the exact text a prompt carries.
+
+Packs with argument schemas (imported MCP tools, BFCL functions) get one more step, in one of two
+forms: by default each schema is shown as a compact signature (``args``: names, types, required
+flags; :mod:`~helmdeck_dspy.catalog.signature`), or, with the budget's ``compact_arg_schemas``
+off, the JSON Schema is kept and only its descriptions go.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from helmdeck_dspy.budgets import Budget
 from helmdeck_dspy.catalog.models import Pipeline, PipelineStep, RoutingGuide
+from helmdeck_dspy.catalog.signature import arg_signature
 
 _SENTENCE_END = re.compile(r"[.?!](?=\s|$)")
 
@@ -109,6 +115,14 @@ def _drop_parameter_descriptions(g: RoutingGuide) -> RoutingGuide:
     return g.model_copy(update={"packs": packs})
 
 
+def _parameters_as_signatures(g: RoutingGuide) -> RoutingGuide:
+    packs = tuple(
+        p.model_copy(update={"args": arg_signature(p.parameters)}) if p.parameters and not p.args else p
+        for p in g.packs
+    )
+    return g.model_copy(update={"packs": packs})
+
+
 def _has_parameters(g: RoutingGuide) -> bool:
     return any(p.parameters for p in g.packs)
 
@@ -132,38 +146,51 @@ TRIM_STEPS: tuple[tuple[str, Step, Callable[[RoutingGuide], bool] | None], ...] 
     ("pipeline.steps[].body", _drop_step_bodies, None),
     ("pipeline.inputs/outputs.schema", _drop_io_schemas, None),
     ("pack.parameters[].description", _drop_parameter_descriptions, _has_parameters),
+    ("pack.parameters->args", _parameters_as_signatures, _has_parameters),
     ("description.firstSentence", _first_sentences, None),
 )
 """The trim order: (label, step, applies). Each step returns a new catalog sharing unchanged
 entries. helmdeck's steps always run (and are labelled) while over the cap; a step of ours with an
 ``applies`` test runs only on catalogs it concerns (pack argument schemas, which helmdeck's
-routing guide does not carry), so helmdeck-shaped catalogs trim exactly as upstream."""
+routing guide does not carry), so helmdeck-shaped catalogs trim exactly as upstream. Of the two
+argument-schema steps only one runs: ``pack.parameters->args`` when signatures are on, else
+``pack.parameters[].description``."""
+
+_SIGNATURE_STEP = "pack.parameters->args"
+_DESCRIPTIONS_STEP = "pack.parameters[].description"
 
 
 def still_over_budget_label(size: int, cap: int) -> str:
     return f"still_over_budget({size}>{cap})"
 
 
-def compact_catalog(catalog: RoutingGuide, budget: Budget | int) -> tuple[RoutingGuide, Trim]:
+def compact_catalog(
+    catalog: RoutingGuide, budget: Budget | int, *, signatures: bool | None = None
+) -> tuple[RoutingGuide, Trim]:
     """Trim ``catalog`` toward the budget's ``max_catalog_bytes``; the input is never mutated.
 
-    Catalogs are immutable, so results are memoised per (catalog, cap).
+    Catalogs are immutable, so results are memoised per (catalog, cap, signatures).
 
     Args:
         catalog: The catalog to trim.
         budget: A :class:`Budget`, or the byte cap itself; a cap ``<= 0`` means no compaction.
+        signatures: Show argument schemas as compact signatures (True) or as JSON Schema without
+            descriptions (False); None follows the budget's ``compact_arg_schemas`` (True for a
+            bare cap).
 
     Returns:
         The trimmed catalog (the input itself when nothing ran) and the :class:`Trim` record.
     """
     max_bytes = budget if isinstance(budget, int) else budget.max_catalog_bytes
+    if signatures is None:
+        signatures = True if isinstance(budget, int) else budget.compact_arg_schemas
     before = catalog.size_bytes()
     if max_bytes <= 0 or before <= max_bytes:
         return catalog, Trim(before_bytes=before, after_bytes=before)
-    key = (catalog.fingerprint, max_bytes)
+    key = (catalog.fingerprint, max_bytes, signatures)
     hit = _MEMO.get(key)
     if hit is None:
-        hit = _compact(catalog, max_bytes)
+        hit = _compact(catalog, max_bytes, signatures)
         if len(_MEMO) >= _MEMO_SIZE:
             _MEMO.pop(next(iter(_MEMO)))
         _MEMO[key] = hit
@@ -171,18 +198,21 @@ def compact_catalog(catalog: RoutingGuide, budget: Budget | int) -> tuple[Routin
     return guide, trim.model_copy(deep=True)
 
 
-_MEMO: dict[tuple[str, int], tuple[RoutingGuide, Trim]] = {}
+_MEMO: dict[tuple[str, int, bool], tuple[RoutingGuide, Trim]] = {}
 _MEMO_SIZE = 64
 
 
-def _compact(catalog: RoutingGuide, max_bytes: int) -> tuple[RoutingGuide, Trim]:
+def _compact(catalog: RoutingGuide, max_bytes: int, signatures: bool) -> tuple[RoutingGuide, Trim]:
     before = catalog.size_bytes()
     guide = catalog
     dropped: list[str] = []
     size = before
+    skip = _DESCRIPTIONS_STEP if signatures else _SIGNATURE_STEP
     for label, step, applies in TRIM_STEPS:
         if size <= max_bytes:
             break
+        if label == skip:
+            continue
         if applies is not None and not applies(guide):
             continue
         guide = step(guide)

@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from helmdeck_dspy.catalog.text import token_set, tokenize
+from helmdeck_dspy.catalog.text import split_identifiers, terms, token_set, tokenize
 from helmdeck_dspy.errors import CatalogError, validation_message
 from helmdeck_dspy.io.datafiles import read_json
 from helmdeck_dspy.io.resources import default_catalog_path
@@ -88,9 +88,16 @@ class PipelineMetadata(_Metadata):
 
 
 class RankFeatures:
-    """Pre-tokenised fields of one entry, for the rankers."""
+    """Pre-tokenised fields of one entry, for the rankers.
 
-    __slots__ = ("keywords", "io", "name", "entry_id", "description", "supersedes", "document", "counts")
+    ``document``/``counts`` are the entry's text in helmdeck's tokens (:func:`tokenize`);
+    ``terms``/``term_counts`` the same text through the BM25 analyser (:func:`terms`: identifiers
+    split into words, stems), and ``id_terms`` the id's. ``arguments`` holds the words of a pack's
+    argument names.
+    """
+
+    __slots__ = ("keywords", "io", "name", "entry_id", "description", "supersedes", "arguments", "document",
+                 "counts", "terms", "term_counts", "id_terms")
 
     def __init__(self, entry: Pack | Pipeline) -> None:
         m = entry.metadata
@@ -100,17 +107,25 @@ class RankFeatures:
         self.entry_id = token_set(entry.entry_id)
         self.description = token_set(entry.description)
         self.supersedes = tuple(token_set(s) for s in getattr(m, "supersedes", ()))
+        schema = entry.parameters if isinstance(entry, Pack) and entry.parameters else None
+        arg_names = " ".join(parameter_words(schema, descriptions=False)) if schema else ""
+        self.arguments = token_set(split_identifiers(arg_names))
         parts = [entry.entry_id, entry.entry_id, entry.description, *m.intent_keywords, *m.accepts, *m.produces]
-        if isinstance(entry, Pack) and entry.parameters:
-            parts += parameter_words(entry.parameters)
+        if schema:
+            parts += parameter_words(schema)
         if isinstance(entry, Pipeline):
             parts += [entry.name, *m.supersedes]
-        self.document = tuple(tokenize(" ".join(parts)))
+        text = " ".join(parts)
+        self.document = tuple(tokenize(text))
         self.counts = Counter(self.document)
+        self.terms = tuple(terms(text))
+        self.term_counts = Counter(self.terms)
+        self.id_terms = frozenset(terms(entry.entry_id))
 
 
-def parameter_words(schema: dict[str, Any], depth: int = 0) -> list[str]:
-    """Argument names and their descriptions from a JSON Schema object (nested up to 16 levels)."""
+def parameter_words(schema: dict[str, Any], depth: int = 0, *, descriptions: bool = True) -> list[str]:
+    """Argument names and (unless ``descriptions`` is off) their descriptions from a JSON Schema
+    object, nested up to 16 levels."""
     words: list[str] = []
     if depth >= 16:
         return words
@@ -119,12 +134,12 @@ def parameter_words(schema: dict[str, Any], depth: int = 0) -> list[str]:
         for name, spec in props.items():
             words.append(str(name))
             if isinstance(spec, dict):
-                if isinstance(spec.get("description"), str):
+                if descriptions and isinstance(spec.get("description"), str):
                     words.append(spec["description"])
-                words += parameter_words(spec, depth + 1)
+                words += parameter_words(spec, depth + 1, descriptions=descriptions)
     items = schema.get("items")
     if isinstance(items, dict):
-        words += parameter_words(items, depth + 1)
+        words += parameter_words(items, depth + 1, descriptions=descriptions)
     return words
 
 
@@ -156,6 +171,11 @@ class _Entry(_CachingModel):
         return json.dumps(self.to_wire(), ensure_ascii=False, separators=(",", ":"))
 
     @cached_property
+    def wire_bytes(self) -> int:
+        """UTF-8 size of :attr:`wire_json`."""
+        return len(self.wire_json.encode("utf-8"))
+
+    @cached_property
     def features(self) -> RankFeatures:
         return RankFeatures(self)  # type: ignore[arg-type]
 
@@ -165,14 +185,25 @@ class Pack(_Entry):
 
     ``parameters`` is an optional JSON Schema object for the tool's arguments (helmdeck's routing
     guide has none; catalogs converted from function-calling benchmarks such as BFCL carry one).
+    ``args`` is the same arguments as one compact signature line (``path: string, head?: number``,
+    :mod:`~helmdeck_dspy.catalog.signature`); compaction sets it at tiers B and C, and when it is set
+    the prompt shows it instead of ``parameters`` (which stays on the pack, for argument checks,
+    constrained decoding and native tools).
     """
 
     name: str = Field(min_length=1)
     description: str = ""
+    args: str = ""
     parameters: dict[str, Any] | None = None
     metadata: PackMetadata = Field(default_factory=PackMetadata)
 
-    _wire_fields: ClassVar[tuple[str, ...]] = ("name", "description", "parameters")
+    _wire_fields: ClassVar[tuple[str, ...]] = ("name", "description", "args", "parameters")
+
+    def to_wire(self) -> dict[str, Any]:
+        entry = super().to_wire()
+        if self.args:
+            entry.pop("parameters", None)
+        return entry
 
 
 class Pipeline(_Entry):
@@ -224,6 +255,16 @@ class RoutingGuide(_CachingModel):
 
     def render(self) -> str:
         return self.rendered
+
+    @staticmethod
+    def rendered_bytes(pack_bytes: list[int], pipeline_bytes: list[int]) -> int:
+        """What :meth:`size_bytes` would be for entries of these :attr:`~_Entry.wire_bytes`,
+        without rendering them (selection sizes many candidate subsets)."""
+
+        def block(sizes: list[int]) -> int:
+            return 4 + sum(sizes) + 2 * (len(sizes) - 1) if sizes else 2
+
+        return len('{"packs":,\n"pipelines":}') + block(pack_bytes) + block(pipeline_bytes)
 
     def size_bytes(self) -> int:
         """UTF-8 size of :meth:`render`."""

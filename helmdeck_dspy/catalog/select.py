@@ -4,10 +4,14 @@
 
 1. no cap (``max_catalog_bytes <= 0``): the catalog passes through;
 2. compaction (:func:`compact_catalog`); if it fits, done;
-3. otherwise rank the *compacted* catalog against the intent and keep the top N entries
-   (25 on tier B, 12 otherwise), packs first then pipelines, each in rank order, marking
-   ``lexical.top_n`` and, when the ranking is not confident, ``lexical.low_confidence``
-   (the trigger for the optional LLM filter pass).
+3. otherwise rank the catalog against the intent and cut it (:func:`cut_ranked`), packs first then
+   pipelines, each in rank order, marking ``lexical.top_n`` and, when the ranking is not
+   confident, ``lexical.low_confidence`` (the trigger for the optional LLM filter pass).
+
+The cut: helmdeck keeps a fixed top N (25 on tier B, 12 otherwise); a budget row's
+``max_catalog_entries`` still fixes N that way. By default (``max_catalog_entries = 0``) the
+byte cap decides: the top N always, then every further entry, in rank order, that still fits
+``max_catalog_bytes``. Compact entries (signatures instead of argument schemas) so buy more tools.
 
 Beyond helmdeck: a pipeline whose ``supersedes`` lists a pack the intent names verbatim always
 survives the cut, so "use blog.rewrite_for_audience ..." still offers the pipeline that replaces it.
@@ -16,7 +20,7 @@ survives the cut, so "use blog.rewrite_for_audience ..." still offers the pipeli
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from helmdeck_dspy.budgets import Budget
@@ -46,20 +50,31 @@ def _superseding_for_named_packs(catalog: RoutingGuide, intent: str) -> list[str
     return [p.id for p in catalog.pipelines if named.intersection(p.metadata.supersedes)]
 
 
-def _cut(ranked: list[Ranked], n: int, must_keep: list[str]) -> list[Ranked]:
-    kept = ranked[:n]
-    kept_ids = {r.id for r in kept}
+def cut_ranked(
+    ranked: list[Ranked], catalog: RoutingGuide, n: int, *, max_bytes: int = 0, must_keep: Sequence[str] = ()
+) -> list[Ranked]:
+    """The entries a ranking cut keeps, by score then id.
+
+    The first ``n`` are kept, with ``must_keep`` ids present in ``ranked`` taking the places of the
+    lowest-ranked others. With ``max_bytes > 0`` every further entry, in rank order, whose wire
+    form still fits the catalog under ``max_bytes`` (sized as ``catalog`` renders it) is kept too.
+    """
     by_id = {r.id: r for r in ranked}
-    for entry_id in must_keep:
-        if entry_id in kept_ids or entry_id not in by_id:
-            continue
-        # Replace the lowest-ranked entry that is not itself protected.
-        for i in range(len(kept) - 1, -1, -1):
-            if kept[i].id not in must_keep:
-                kept_ids.discard(kept[i].id)
-                kept[i] = by_id[entry_id]
-                kept_ids.add(entry_id)
-                break
+    protected_ids = set(must_keep)
+    order = [by_id[i] for i in dict.fromkeys(must_keep) if i in by_id]
+    order += [r for r in ranked if r.id not in protected_ids]
+    kept = order[:n]
+    if max_bytes > 0:
+        sizes = {e.entry_id: e.wire_bytes for e in (*catalog.packs, *catalog.pipelines)}
+        pack_sizes = [sizes[r.id] for r in kept if r.kind == "pack"]
+        pipe_sizes = [sizes[r.id] for r in kept if r.kind != "pack"]
+        for r in order[n:]:
+            group = pack_sizes if r.kind == "pack" else pipe_sizes
+            group.append(sizes[r.id])
+            if RoutingGuide.rendered_bytes(pack_sizes, pipe_sizes) <= max_bytes:
+                kept.append(r)
+            else:
+                group.pop()
     return sorted(kept, key=lambda r: (-r.score, r.id))
 
 
@@ -104,7 +119,10 @@ def select_catalog(
         return compacted, trim
 
     ranked = RANKERS[ranker](compacted if rank_source == "compacted" else catalog, intent, prior)
-    kept = _cut(ranked, top_n_for(budget.tier), _superseding_for_named_packs(catalog, intent))
+    fixed = budget.max_catalog_entries
+    kept = cut_ranked(ranked, compacted, fixed or top_n_for(budget.tier),
+                      max_bytes=0 if fixed else budget.max_catalog_bytes,
+                      must_keep=_superseding_for_named_packs(catalog, intent))
     selected = restrict_catalog(compacted, [r.id for r in kept])
     dropped = [*trim.dropped, MARK_TOP_N]
     if should_escalate(ranked):

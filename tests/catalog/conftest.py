@@ -113,7 +113,8 @@ def make_big_catalog_dict() -> Callable[[int, int], dict[str, Any]]:
     return big_catalog_dict
 
 
-def budget(cap: int, tier: str = "C") -> Budget:
+def budget(cap: int, tier: str = "C", entries: int = 0, signatures: bool = True) -> Budget:
+    """A budget with this catalog cap; ``entries`` fixes the ranking cut (helmdeck's top N), 0 fills the cap."""
     return Budget(
         model="m",
         matched="fallback",
@@ -121,7 +122,14 @@ def budget(cap: int, tier: str = "C") -> Budget:
         input_tokens=16000,
         output_tokens=1500,
         max_catalog_bytes=cap,
+        max_catalog_entries=entries,
+        compact_arg_schemas=signatures,
     )
+
+
+def helmdeck_budget(cap: int, tier: str = "C") -> Budget:
+    """helmdeck's cut: a fixed top N (25 on tier B, 12 otherwise)."""
+    return budget(cap, tier, entries=25 if tier == "B" else 12)
 
 
 @pytest.fixture

@@ -293,8 +293,8 @@ def test_parameter_descriptions_are_trimmed_only_on_catalogs_that_have_them():
     packs = tuple(Pack(name=f"t{i}", description="Short.", parameters=schema) for i in range(20))
     with_params = RoutingGuide(packs=packs)
     cap = with_params.size_bytes() // 2
-    trimmed, trim = compact_catalog(with_params, cap)
-    assert "pack.parameters[].description" in trim.dropped
+    trimmed, trim = compact_catalog(with_params, cap, signatures=False)
+    assert "pack.parameters[].description" in trim.dropped and "pack.parameters->args" not in trim.dropped
     assert trimmed.packs[0].parameters == {"type": "object", "properties": {"city": {"type": "string"}}}
     assert with_params.packs[0].parameters == schema  # the input is untouched
 
@@ -302,3 +302,36 @@ def test_parameter_descriptions_are_trimmed_only_on_catalogs_that_have_them():
     _, trim = compact_catalog(plain, plain.size_bytes() // 2)
     assert "pack.parameters[].description" not in trim.dropped
     assert "description.firstSentence" in trim.dropped
+
+
+def test_argument_schemas_become_signature_lines_by_default():
+    from helmdeck_dspy.catalog.models import Pack, RoutingGuide
+
+    schema = {"type": "object", "required": ["city"],
+              "properties": {"city": {"type": "string", "description": "The city to look up " * 8},
+                             "days": {"type": "integer", "description": "How many days ahead"}}}
+    with_params = RoutingGuide(packs=tuple(Pack(name=f"t{i}", description="Short.", parameters=schema)
+                                           for i in range(20)))
+    cap = with_params.size_bytes() // 2
+    trimmed, trim = compact_catalog(with_params, cap)
+    assert "pack.parameters->args" in trim.dropped and "pack.parameters[].description" not in trim.dropped
+    pack = trimmed.packs[0]
+    assert pack.args == "city: string, days?: integer"
+    assert pack.parameters == schema  # kept whole for argument checks and constrained decoding
+    assert '"args":"city: string, days?: integer"' in trimmed.render() and '"parameters"' not in trimmed.render()
+    assert trim.after_bytes == trimmed.size_bytes() <= cap
+    # The JSON Schema form keeps more bytes per tool than the signature.
+    as_schema, _ = compact_catalog(with_params, cap, signatures=False)
+    assert as_schema.size_bytes() > trimmed.size_bytes()
+
+
+def test_the_budget_row_switches_signatures_off(make_budget):
+    from helmdeck_dspy.catalog.models import Pack, RoutingGuide
+
+    schema = {"type": "object", "properties": {"q": {"type": "string", "description": "Query text " * 10}}}
+    guide = RoutingGuide(packs=tuple(Pack(name=f"t{i}", parameters=schema) for i in range(10)))
+    cap = guide.size_bytes() // 2
+    on, _ = compact_catalog(guide, make_budget(cap))
+    off, _ = compact_catalog(guide, make_budget(cap).model_copy(update={"compact_arg_schemas": False}))
+    assert on.packs[0].args == "q?: string" and off.packs[0].args == ""
+    assert off.packs[0].parameters == {"type": "object", "properties": {"q": {"type": "string"}}}

@@ -1,5 +1,7 @@
 """Budget-fitted selection: helmdeck's select_test.go cases, RestrictCatalog from filter_test.go,
-and the selection guarantees we add (priors, full-catalog ranking, supersedes protection)."""
+and the selection guarantees we add (priors, full-catalog ranking, supersedes protection). Tests of
+helmdeck's fixed top-N cut use ``helmdeck_budget`` (a budget row with ``max_catalog_entries``);
+the default cut, which fills the byte cap, is tested in test_fill.py."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from helmdeck_dspy.catalog.models import RoutingGuide
 from helmdeck_dspy.catalog.ranking import rank_lexical, should_escalate
 from helmdeck_dspy.catalog.select import restrict_catalog, select_catalog
 
-from .conftest import big_catalog_dict, budget
+from .conftest import big_catalog_dict, budget, helmdeck_budget
 
 TOP_N = "lexical.top_n"
 LOW = "lexical.low_confidence"
@@ -63,7 +65,7 @@ def test_upstream_cap_5000_on_three_packs_has_no_lexical(make_big_catalog):
 
 def test_lexical_escalation_caps_tier_c_at_twelve(make_big_catalog):
     rg = make_big_catalog(40, 15)
-    out, trim = select_catalog(rg, budget(10000), "rewrite a blog for audience using markdown")
+    out, trim = select_catalog(rg, helmdeck_budget(10000), "rewrite a blog for audience using markdown")
     assert TOP_N in trim.dropped
     assert _has_over(trim.dropped)
     total = len(out.packs) + len(out.pipelines)
@@ -169,7 +171,7 @@ def test_restrict_does_not_duplicate_repeated_ids():
 @pytest.mark.parametrize("tier,n", [("B", 25), ("C", 12), ("A", 12)])
 def test_top_n_per_tier(make_big_catalog, tier, n):
     rg = make_big_catalog(40, 15)
-    out, trim = select_catalog(rg, budget(10000, tier), "keyword one input_kind_a")
+    out, trim = select_catalog(rg, helmdeck_budget(10000, tier), "keyword one input_kind_a")
     assert TOP_N in trim.dropped
     assert len(out.packs) + len(out.pipelines) == n
     assert trim.after_bytes == out.size_bytes()
@@ -177,18 +179,18 @@ def test_top_n_per_tier(make_big_catalog, tier, n):
 
 def test_tier_b_keeps_everything_when_catalog_is_smaller_than_its_cap(make_big_catalog):
     rg = make_big_catalog(14, 6)  # 20 entries, over the byte cap even when compacted
-    out, trim = select_catalog(rg, budget(3000, "B"), "anything")
+    out, trim = select_catalog(rg, helmdeck_budget(3000, "B"), "anything")
     assert TOP_N in trim.dropped
     assert sorted(out.ids()) == sorted(rg.ids())
-    out_c, _ = select_catalog(rg, budget(3000, "C"), "anything")
+    out_c, _ = select_catalog(rg, helmdeck_budget(3000, "C"), "anything")
     assert len(out_c.ids()) == 12
 
 
 def test_selected_entries_are_grouped_and_in_rank_order(make_big_catalog):
     rg = make_big_catalog(20, 10)
     intent = "transform this source_a into output_kind_a"
-    out, trim = select_catalog(rg, budget(3000), intent)
-    compacted, _ = compact_catalog(rg, budget(3000))
+    out, trim = select_catalog(rg, helmdeck_budget(3000), intent)
+    compacted, _ = compact_catalog(rg, helmdeck_budget(3000))
     top = rank_lexical(compacted, intent)[:12]
     assert out.ids() == [r.id for r in top if r.kind == "pack"] + [r.id for r in top if r.kind == "pipeline"]
     # Selected entries are the compacted ones.
@@ -332,7 +334,7 @@ def test_after_bytes_matches_returned_catalog(make_big_catalog, cap, tier):
 
 def test_bm25_ranker_in_select():
     rg = _with(30, 2, extra_packs=[{"name": "zz.kraken", "description": "Summons the sea creature."}])
-    out, trim = select_catalog(rg, budget(2000), "summon the kraken", ranker="bm25")
+    out, trim = select_catalog(rg, helmdeck_budget(2000), "summon the kraken", ranker="bm25")
     assert TOP_N in trim.dropped
     assert out.packs[0].name == "zz.kraken"
     assert len(out.ids()) == 12
@@ -355,12 +357,12 @@ def test_bundled_catalog_escalates_to_lexical_on_tiers_b_and_c(cap, tier, n):
     from helmdeck_dspy.catalog.models import load_catalog
 
     rg = load_catalog()
-    out, trim = select_catalog(rg, budget(cap, tier), "parse this pdf and turn it into a blog post")
+    out, trim = select_catalog(rg, helmdeck_budget(cap, tier), "parse this pdf and turn it into a blog post")
     assert _has_over(trim.dropped) and TOP_N in trim.dropped
     assert len(out.ids()) == n
     assert "doc.parse" in out.ids() and "builtin.doc-rewrite-blog" in out.ids()
 
-    out, _ = select_catalog(rg, budget(cap, tier), "use blog.rewrite_for_audience to rewrite my notes for executives")
+    out, _ = select_catalog(rg, helmdeck_budget(cap, tier), "use blog.rewrite_for_audience to rewrite my notes for executives")
     assert "blog.rewrite_for_audience" in out.ids()
     for p in rg.pipelines:
         if "blog.rewrite_for_audience" in p.metadata.supersedes:

@@ -42,10 +42,15 @@ def test_tier_budgets_use_each_tiers_common_cap(budgets):
     assert budgets["B"].max_catalog_bytes == 22000 and budgets["C"].max_catalog_bytes == 10000
 
 
+def _fixed_cut(budgets):
+    """helmdeck's fixed top N (25 on tier B, 12 otherwise) instead of the default cut that fills the byte cap."""
+    return {t: b.model_copy(update={"max_catalog_entries": 25 if t == "B" else 12}) for t, b in budgets.items()}
+
+
 def test_pooled_catalog_is_cut_and_named_gold_tools_survive(budgets):
     data = _synthetic()
     assert data.pool()[0].size_bytes() > 22000
-    result = measure_recall(data, budgets, ["lexical", "bm25"], pool=True)
+    result = measure_recall(data, _fixed_cut(budgets), ["lexical", "bm25"], pool=True)
     assert result.catalog_entries == 80 and result.n_questions == 10
     for r in result.rankers.values():
         a, b, c = r.tiers["A"], r.tiers["B"], r.tiers["C"]
@@ -63,7 +68,7 @@ def test_a_ranker_that_ignores_the_intent_loses_recall(budgets, monkeypatch):
         return rank.sort_ranked([rank.Ranked(p.name, "pack", float(i)) for i, p in enumerate(catalog.packs)])
 
     monkeypatch.setitem(rank.RANKERS, "blind", reverse_alphabetical)
-    result = measure_recall(_synthetic(), budgets, ["blind"], pool=True)
+    result = measure_recall(_synthetic(), _fixed_cut(budgets), ["blind"], pool=True)
     c = result.rankers["blind"].tiers["C"]
     # Only the 12 highest-numbered tools survive; gold tools q0..q72 step 8 -> only tool_072 is among them.
     assert c.full_plan_recall == pytest.approx(0.1)

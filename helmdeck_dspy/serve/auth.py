@@ -100,7 +100,9 @@ def read_token_file(path: str | Path) -> dict[str, str]:
     Raises:
         TokenFileError: Unreadable, not TOML, no ``[tokens]`` table, or an unusable entry.
     """
-    data = parse_toml(read_text(path, TokenFileError), path, TokenFileError)
+    text = read_text(path, TokenFileError)
+    _refuse_repeated_names(text, path)
+    data = parse_toml(text, path, TokenFileError)
     table = data.get("tokens")
     if not isinstance(table, dict) or not table:
         raise TokenFileError(str(path), 'expected a [tokens] table of caller = "token" entries')
@@ -109,6 +111,29 @@ def read_token_file(path: str | Path) -> dict[str, str]:
         if problem:
             raise TokenFileError(str(path), problem)
     return dict(table)
+
+
+_ENTRY = re.compile(r"""^\s*(?:"([^"]+)"|'([^']+)'|([A-Za-z0-9._@-]+))\s*=""")
+
+
+def _refuse_repeated_names(text: str, path: str | Path) -> None:
+    """Name a caller given two tokens in the file's ``[tokens]`` table (TOML itself only says it
+    "cannot overwrite a value")."""
+    seen: dict[str, int] = {}
+    in_tokens = False
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if stripped.startswith("["):
+            in_tokens = stripped.replace(" ", "") == "[tokens]"
+            continue
+        match = _ENTRY.match(line) if in_tokens else None
+        if match is None:
+            continue
+        name = next(g for g in match.groups() if g is not None)
+        if name in seen:
+            raise TokenFileError(str(path), f"caller {name!r} is named twice (first on line {seen[name]}); give each "
+                                            "caller one token", number)
+        seen[name] = number
 
 
 def load_tokens(tokens_file: str | Path | None = None, environ: Mapping[str, str] | None = None) -> CallerTokens:

@@ -31,27 +31,63 @@ def every_file(root: Path) -> dict[Path, bytes]:
     return {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
-def test_a_plan_leaves_no_secret_and_no_reversible_word(cli):
-    intent = f"{WORDS} with key {SECRET}"
-    with FaultServer(ok(PLAN)) as server:
-        run = cli("plan", intent, "-m", "openai/audit-model", "--lm", "openai/audit-model", "--api-base", server.url,
-                  "--no-filter", "--record", "rec.jsonl", env={"OPENAI_API_KEY": SECRET})
-        assert len(server.requests) == 1
-    assert run.code == 0, run.err
-    files = {**every_file(cli.home), **every_file(cli.cwd)}
-    assert cli.home / "history.sqlite" in files and cli.home / "history.key" in files
-    for path, data in files.items():
+def audit(home: Path, written: dict[Path, bytes], intent: str, *, plans: int) -> None:
+    """No file written holds the secret; the history holds no request word, in clear or as an
+    unkeyed hash (the dictionary attack the issue ran)."""
+    assert home / "history.sqlite" in written and home / "history.key" in written
+    for path, data in written.items():
         assert SECRET.encode() not in data, path
-    history = files[cli.home / "history.sqlite"]
+    history = written[home / "history.sqlite"]
     assert b"hunter2" not in history and b"password" not in history
-    rows = HistoryStore(cli.home / "history.sqlite").rows()
-    assert len(rows) == 1
+    rows = HistoryStore(home / "history.sqlite").rows()
+    assert len(rows) == plans
     stored = json.dumps([r.model_dump() for r in rows])
     for word in tokenize(intent):  # a dictionary of the request's own words finds none of its hashes
         assert unkeyed(word, 4) not in stored and unkeyed(word, 8) not in stored, word
     assert unkeyed(intent.strip().lower(), 8) not in stored
     assert unkeyed(json.dumps({"audience": "developers", "note": "hunter2"}, sort_keys=True,
                               separators=(",", ":")), 8) not in stored
+
+
+def test_a_plan_leaves_no_secret_and_no_reversible_word(cli):
+    intent = f"{WORDS} with key {SECRET}"
+    (cli.cwd / "context.txt").write_text(f"the deploy key is {SECRET}\n")
+    cache = cli.cwd / "dspy-cache"  # DSPy's disk cache is audited too
+    with FaultServer(ok(PLAN)) as server:
+        run = cli("plan", intent, "-m", "openai/audit-model", "--lm", "openai/audit-model", "--api-base", server.url,
+                  "--no-filter", "--record", "rec.jsonl", "--context-file", "context.txt",
+                  env={"OPENAI_API_KEY": SECRET, "HELMDECK_DSPY_CACHE": str(cache), "DSPY_CACHEDIR": str(cache)})
+        assert len(server.requests) == 1
+    assert run.code == 0, run.err
+    assert SECRET not in run.out and SECRET not in run.err
+    written = {**every_file(cli.home), **every_file(cli.cwd)}
+    del written[cli.cwd / "context.txt"]  # the user's own input
+    assert cli.cwd / "rec.jsonl" in written
+    audit(cli.home, written, intent, plans=1)
+
+
+def test_a_plan_over_mcp_leaves_no_secret_and_no_reversible_word(tmp_path):
+    pytest.importorskip("mcp")
+    import anyio
+
+    from tests.serve.conftest import server_env, stdio_client
+
+    home, cache = tmp_path / "home", tmp_path / "dspy-cache"
+    intent = f"{WORDS} with key {SECRET}"
+    env = server_env(home, OPENAI_API_KEY=SECRET, HELMDECK_DSPY_CACHE=str(cache), DSPY_CACHEDIR=str(cache))
+
+    async def plan(url: str) -> str:
+        async with stdio_client(home, "--lm", "openai/audit-model", "--api-base", url, env=env) as client:
+            result = await client.call_tool("helmdeck.plan", {"user_intent": intent, "model": "openai/audit-model",
+                                                              "context": f"the deploy key is {SECRET}"})
+            assert not result.is_error, result
+            return json.dumps(result.structured_content)
+
+    with FaultServer(ok(PLAN)) as server:
+        answer = anyio.run(plan, server.url)
+        assert server.requests  # the plan reached the loopback LM
+    assert SECRET not in answer
+    audit(home, {**every_file(home), **every_file(cache)}, intent, plans=1)
 
 
 def test_history_files_are_private(cli):

@@ -235,3 +235,25 @@ def test_what_a_killed_writer_left_is_swept_by_the_next_run(cli):
     assert cli("traces", "convert", str(src), "out.jsonl").code == 0
     assert cli("traces", "convert", str(src), "ds").code == 0
     assert not leftover.exists() and not staging.exists()
+
+
+def test_a_killed_import_leaves_no_output_and_the_next_run_sweeps_its_temporary_file(cli):
+    rows = cli.cwd / "big.jsonl"
+    with rows.open("w") as handle:
+        for i in range(40_000):
+            handle.write(json.dumps({**OPENAI_ROW, "id": f"chatcmpl-{i}"}) + "\n")
+    proc = cli.spawn("traces", "import", "openai", "big.jsonl", "--out", "imp.jsonl")
+    deadline = time.monotonic() + 120
+    temporary: list[Path] = []
+    while not temporary and proc.poll() is None and time.monotonic() < deadline:
+        temporary = [p for p in cli.cwd.iterdir() if p.name.startswith(".imp.jsonl.") and ".tmp-" in p.name]
+        time.sleep(0.02)
+    assert temporary, "the import finished before its temporary file was seen"
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=60)
+    assert not (cli.cwd / "imp.jsonl").exists()  # nothing half-written under the real name
+    assert all(p.exists() for p in temporary)  # what the killed writer left, until the next run
+    run = cli("traces", "import", "openai", "big.jsonl", "--out", "imp.jsonl")
+    assert run.code == 0, run.err
+    assert [p.name for p in cli.cwd.iterdir() if p.name.startswith(".imp.jsonl.")] == []
+    assert sum(1 for _ in (cli.cwd / "imp.jsonl").open()) == 40_000

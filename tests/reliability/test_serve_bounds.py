@@ -29,23 +29,48 @@ def test_a_one_megabyte_request_is_refused_before_any_lm_call(tmp_path, field):
     args = {"user_intent": "rewrite my notes", "model": "openai/bounded-model"}
     args[field] = MEGABYTE
 
-    async def call(url: str) -> dict:
+    async def call(server: FaultServer) -> dict:
         env = server_env(home, OPENAI_API_KEY=KEY)
-        async with stdio_client(home, "--lm", "openai/bounded-model", "--api-base", url, env=env) as client:
+        async with stdio_client(home, "--lm", "openai/bounded-model", "--api-base", server.url, env=env) as client:
             result = await client.call_tool("helmdeck.plan", args)
             assert result.is_error
+            assert len(server.requests) == 0  # refused before the filter and before the plan
             fresh = f"rewrite my notes as a blog post ({field}, {time.time_ns()})"  # never answered from a cache
             small = await client.call_tool("helmdeck.plan", {"user_intent": fresh, "model": "openai/bounded-model"})
             assert not small.is_error  # the same server still plans a request that fits
             return result.structured_content
 
     with FaultServer(ok(PLAN)) as server:
-        refused = anyio.run(call, server.url)
+        refused = anyio.run(call, server)
         bodies = [r.body for r in server.requests]
     assert refused["error"] == "invalid_argument" and refused["argument"] == field
     assert "input tokens" in refused["message"]
     assert bodies and all(len(str(b)) < 200_000 for b in bodies)  # only the small request reached the LM
     assert not any(MEGABYTE[:1000] in str(b) for b in bodies)
+
+
+def test_a_remote_callers_one_megabyte_intent_over_http_makes_no_lm_call(tmp_path, monkeypatch):
+    """Under the SDK's 4 MiB body limit, so the budget is what stops it: a token caller, over HTTP."""
+    from helmdeck_dspy.serve.auth import CallerTokens
+    from tests.serve.conftest import http_client
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    token = "remote-caller-token-0123456789"
+    with FaultServer(ok(PLAN)) as lm:
+        config = ServeConfig(transport="http", lm_spec="openai/bounded-model", api_base=lm.url,
+                             history_path=tmp_path / "history.sqlite")
+        with http_server(config, CallerTokens({"remote": token})) as running:
+            async def call() -> dict:
+                async with http_client(running.url, token) as client:
+                    result = await client.call_tool("helmdeck.plan", {"user_intent": MEGABYTE,
+                                                                      "model": "openai/bounded-model"})
+                    assert result.is_error
+                    return result.structured_content
+
+            refused = anyio.run(call)
+        sent = len(lm.requests)
+    assert refused["error"] == "invalid_argument" and refused["argument"] == "user_intent"
+    assert sent == 0
 
 
 @pytest.mark.parametrize("where", ["intent", "context-file"])
@@ -99,7 +124,12 @@ def test_http_sessions_are_capped_per_caller_and_expire_when_idle(tmp_path):
         assert _initialize(client, running.url)[0] == 200
 
 
-def test_a_caller_named_twice_in_the_tokens_is_refused(cli):
-    tokens = "alice=aaaaaaaaaaaaaaaaaaaa,alice=bbbbbbbbbbbbbbbbbbbb"
-    run = cli("serve", "--transport", "http", "--port", "0", env={"HELMDECK_DSPY_TOKENS": tokens}, timeout=60)
-    assert_one_line(run, 1, "alice", "named twice")
+@pytest.mark.parametrize("where", ["environment", "file and environment", "file"])
+def test_a_caller_named_twice_in_the_tokens_is_refused(cli, where):
+    (cli.cwd / "tokens.toml").write_text('[tokens]\nalice = "aaaaaaaaaaaaaaaaaaaa"\n'
+                                         + ('alice = "cccccccccccccccccccc"\n' if where == "file" else ""))
+    env = {"HELMDECK_DSPY_TOKENS": "alice=aaaaaaaaaaaaaaaaaaaa,alice=bbbbbbbbbbbbbbbbbbbb"} \
+        if where == "environment" else {"HELMDECK_DSPY_TOKENS": "alice=bbbbbbbbbbbbbbbbbbbb"}
+    files = [] if where == "environment" else ["--tokens-file", "tokens.toml"]
+    run = cli("serve", "--transport", "http", "--port", "0", *files, env=env, timeout=60)
+    assert_one_line(run, 1, "'alice'", "named")

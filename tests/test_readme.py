@@ -43,6 +43,7 @@ DIRECTIVE = re.compile(r"^<!--\s*readme-check:\s*(.*?)\s*-->$")
 LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 INLINE_CODE = re.compile(r"`[^`\n]*`")
 EXTERNAL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")  # https:, mailto:, ...
+HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
 
 
 @dataclass(frozen=True)
@@ -81,8 +82,8 @@ def fenced_blocks(text: str) -> list[Block]:
     return blocks
 
 
-def prose(text: str) -> str:
-    """``text`` without fenced blocks and inline code, where link-like text is not a link."""
+def outside_fences(text: str) -> list[str]:
+    """The lines of ``text`` that are not inside a fenced block."""
     out: list[str] = []
     in_fence: str | None = None
     for line in text.splitlines():
@@ -94,8 +95,29 @@ def prose(text: str) -> str:
             if line.startswith(in_fence):
                 in_fence = None
             continue
-        out.append(INLINE_CODE.sub("", line))
-    return "\n".join(out)
+        out.append(line)
+    return out
+
+
+def prose(text: str) -> str:
+    """``text`` without fenced blocks and inline code, where link-like text is not a link."""
+    return "\n".join(INLINE_CODE.sub("", line) for line in outside_fences(text))
+
+
+def anchors(text: str) -> set[str]:
+    """The anchors GitHub gives the headings of ``text`` (lower case, punctuation dropped, spaces
+    to hyphens, repeats numbered)."""
+    seen: dict[str, int] = {}
+    out: set[str] = set()
+    for line in outside_fences(text):
+        m = HEADING.match(line)
+        if not m:
+            continue
+        slug = re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-")
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        out.add(slug if n == 0 else f"{slug}-{n}")
+    return out
 
 
 def doc_files() -> list[Path]:
@@ -120,14 +142,16 @@ def test_relative_links_resolve_inside_the_repository(doc: Path) -> None:
     text = doc.read_text(encoding="utf-8")
     bad: list[str] = []
     for target in LINK.findall(prose(text)):
-        if EXTERNAL.match(target) or target.startswith("#"):
+        if EXTERNAL.match(target):
             continue
-        path = target.split("#", 1)[0].split("?", 1)[0]
-        resolved = (doc.parent / path).resolve()
+        path, _, anchor = target.partition("#")
+        resolved = (doc.parent / path).resolve() if path else doc
         if not resolved.is_relative_to(REPO):
             bad.append(f"{target}: points outside the repository")
         elif not resolved.exists():
             bad.append(f"{target}: no such file")
+        elif anchor and resolved.suffix == ".md" and anchor not in anchors(resolved.read_text(encoding="utf-8")):
+            bad.append(f"{target}: no heading with that anchor")
     assert not bad, f"{doc.relative_to(REPO)}: " + "; ".join(bad)
     assert "../shared" not in text, f"{doc.relative_to(REPO)} names a path outside the repository (../shared)"
 

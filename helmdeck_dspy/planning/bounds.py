@@ -1,7 +1,8 @@
 """Bounded input: a request larger than its model's budget is refused before any LM call.
 
 The budget row's ``input_tokens`` is the context the planner may fill for that model. A request
-whose intent and context alone hold more tokens than that cannot be planned well (the instructions
+whose intent and context (and, in a single_pick loop, the steps already run, as the prompt shows
+them) alone hold more tokens than that cannot be planned well (the instructions
 and the catalog have to fit too) and, sent anyway, would cost the operator a paid call, twice when
 the LLM filter runs first. :func:`check_request` is the one place this is decided; the CLI's
 ``plan`` and the MCP server's ``helmdeck.plan`` call it with the planner's budget before planning.
@@ -20,49 +21,64 @@ from helmdeck_dspy.errors import InputTooLargeError
 
 @dataclass(frozen=True)
 class RequestSize:
-    """The size of a request's intent and context, in tokens (an upper bound when not counted)."""
+    """The size of a request's intent, context and prior steps, in tokens (an upper bound when not counted)."""
 
     intent_tokens: int
     context_tokens: int
     counted: bool
+    prior_tokens: int = 0
 
     @property
     def total(self) -> int:
-        return self.intent_tokens + self.context_tokens
+        return self.intent_tokens + self.context_tokens + self.prior_tokens
 
 
-def measure(intent: str, context: str | None, limit: int) -> RequestSize:
+def _bytes(text: str | None) -> int:
+    return len(text.encode("utf-8", "surrogatepass")) if text else 0
+
+
+def measure(intent: str, context: str | None, limit: int, prior: str | None = None) -> RequestSize:
     """The request's size, counted only when its bytes could exceed ``limit`` tokens."""
-    intent_bytes = len(intent.encode("utf-8", "surrogatepass"))
-    context_bytes = len(context.encode("utf-8", "surrogatepass")) if context else 0
-    if intent_bytes + context_bytes <= limit:
-        return RequestSize(intent_bytes, context_bytes, counted=False)
+    sizes = [_bytes(intent), _bytes(context), _bytes(prior)]
+    if sum(sizes) <= limit:
+        return RequestSize(sizes[0], sizes[1], counted=False, prior_tokens=sizes[2])
     from helmdeck_dspy.io.tokens import count_tokens
 
-    return RequestSize(count_tokens(intent), count_tokens(context) if context else 0, counted=True)
+    def count(text: str | None) -> int:
+        return count_tokens(text) if text else 0
+
+    return RequestSize(count(intent), count(context), counted=True, prior_tokens=count(prior))
 
 
-def check_request(intent: str, context: str | None, *, input_tokens: int, model: str) -> RequestSize:
-    """Refuse a request whose intent and context hold more tokens than ``input_tokens``.
+def check_request(intent: str, context: str | None, *, input_tokens: int, model: str,
+                  prior: str | None = None) -> RequestSize:
+    """Refuse a request whose intent, context and prior steps hold more tokens than ``input_tokens``.
 
     Args:
         intent: The user's request.
         context: Material sent with it (None: none).
         input_tokens: The budget row's ``input_tokens`` (0: the row sets no limit).
         model: The model id, for the message.
+        prior: The steps a single_pick loop already ran, as text the prompt would carry (None: none).
 
     Returns:
         The request's size.
 
     Raises:
         InputTooLargeError: The request is too large; ``argument`` names ``user_intent`` when the
-            intent alone is, else ``context``.
+            intent alone is, else ``context`` when the intent and context are, else ``prior_steps``.
     """
-    size = measure(intent, context, input_tokens) if input_tokens else RequestSize(0, 0, counted=False)
+    size = measure(intent, context, input_tokens, prior) if input_tokens else RequestSize(0, 0, counted=False)
     if not input_tokens or size.total <= input_tokens:
         return size
-    argument = "user_intent" if size.intent_tokens > input_tokens else "context"
+    if size.intent_tokens > input_tokens:
+        argument = "user_intent"
+    elif size.intent_tokens + size.context_tokens > input_tokens or not size.prior_tokens:
+        argument = "context"
+    else:
+        argument = "prior_steps"
+    prior_part = f", prior steps {size.prior_tokens}" if size.prior_tokens else ""
     raise InputTooLargeError(
         f"invalid argument {argument}: the request holds about {size.total} tokens (intent {size.intent_tokens}, "
-        f"context {size.context_tokens}), more than the {input_tokens} input tokens the budget of {model} allows; "
-        "shorten it or send less context", argument)
+        f"context {size.context_tokens}{prior_part}), more than the {input_tokens} input tokens the budget of "
+        f"{model} allows; shorten it or send less", argument)

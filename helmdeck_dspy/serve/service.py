@@ -99,8 +99,8 @@ class PlanService:
         The step cap: a request whose ``prior_steps`` already reach it is refused, and a plan that
         brings the loop to it has ``more_steps_likely`` cleared, so a client looping on that flag stops.
 
-        A request whose intent and context exceed the model's ``input_tokens`` is refused before
-        any LM call (:func:`~helmdeck_dspy.planning.bounds.check_request`).
+        A request whose intent, context and prior steps exceed the model's ``input_tokens`` is
+        refused before any LM call (:func:`~helmdeck_dspy.planning.bounds.check_request`).
 
         Raises:
             StepCapError: ``prior_steps`` already hold ``max_steps`` steps.
@@ -114,7 +114,8 @@ class PlanService:
                                f"{self.max_steps} per loop (serve --max-steps)")
         budget = budget_for(request.model, self.table)
         context = request.context_text()
-        check_request(request.user_intent, context, input_tokens=budget.input_tokens, model=request.model)
+        check_request(request.user_intent, context, input_tokens=budget.input_tokens, model=request.model,
+                      prior=request.prior_steps_text())
         planner = self.planner(request.model).derive(max_tokens=request.max_tokens)  # a copy: per-call settings
         planner.options = planner.options.model_copy(update={"caller": caller})
         planner.catalog = self.catalog_for(request.tools)  # the caller's tools, else the server's catalog

@@ -49,8 +49,10 @@ def test_a_one_megabyte_request_is_refused_before_any_lm_call(tmp_path, field):
     assert not any(MEGABYTE[:1000] in str(b) for b in bodies)
 
 
-def test_a_remote_callers_one_megabyte_intent_over_http_makes_no_lm_call(tmp_path, monkeypatch):
-    """Under the SDK's 4 MiB body limit, so the budget is what stops it: a token caller, over HTTP."""
+@pytest.mark.parametrize("field", ["user_intent", "prior_steps"])
+def test_a_remote_callers_one_megabyte_request_over_http_makes_no_lm_call(tmp_path, monkeypatch, field):
+    """Under the SDK's 4 MiB body limit, so the budget is what stops it: a token caller, over HTTP,
+    with the megabyte in the intent or in the arguments of a step it says it already ran."""
     from helmdeck_dspy.serve.auth import CallerTokens
     from tests.serve.conftest import http_client
 
@@ -62,14 +64,16 @@ def test_a_remote_callers_one_megabyte_intent_over_http_makes_no_lm_call(tmp_pat
         with http_server(config, CallerTokens({"remote": token})) as running:
             async def call() -> dict:
                 async with http_client(running.url, token) as client:
-                    result = await client.call_tool("helmdeck.plan", {"user_intent": MEGABYTE,
-                                                                      "model": "openai/bounded-model"})
+                    args = {"user_intent": MEGABYTE, "model": "openai/bounded-model"} if field == "user_intent" else \
+                        {"user_intent": "rewrite my notes", "model": "openai/bounded-model",
+                         "prior_steps": [{"order": 1, "tool": "notes.read", "args": {"text": MEGABYTE}, "output": "ok"}]}
+                    result = await client.call_tool("helmdeck.plan", args)
                     assert result.is_error
                     return result.structured_content
 
             refused = anyio.run(call)
         sent = len(lm.requests)
-    assert refused["error"] == "invalid_argument" and refused["argument"] == "user_intent"
+    assert refused["error"] == "invalid_argument" and refused["argument"] == field
     assert sent == 0
 
 

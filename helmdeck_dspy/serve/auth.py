@@ -124,7 +124,7 @@ def _refuse_repeated_names(text: str, path: str | Path) -> None:
     for number, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
         if stripped.startswith("["):
-            in_tokens = stripped.replace(" ", "") == "[tokens]"
+            in_tokens = stripped.split("#", 1)[0].replace(" ", "") == "[tokens]"
             continue
         match = _ENTRY.match(line) if in_tokens else None
         if match is None:

@@ -51,7 +51,8 @@ def test_token_file_and_its_errors(tmp_path):
     good.write_text(f'# who may call\n[tokens]\nalice = "{A}"\n"bob@example.org" = "{B}"\n')
     assert read_token_file(good) == {"alice": A, "bob@example.org": B}
     for text, problem in [("[tokens]\nalice = 3\n", "at least 16"), ("alice = 'x'\n", r"\[tokens\] table"),
-                          ("[tokens\n", "not valid TOML")]:
+                          ("[tokens\n", "not valid TOML"),
+                          (f'[tokens]  # callers\nalice = "{A}"\n"alice" = "{B}"\n', r"3: caller 'alice' is named twice")]:
         bad = tmp_path / "bad.toml"
         bad.write_text(text)
         with pytest.raises(TokenFileError, match=problem):

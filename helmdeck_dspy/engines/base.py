@@ -16,11 +16,9 @@ from dspy.lm15 import (
 
 from helmdeck_dspy.decoding.causes import normalize_finish_reason
 from helmdeck_dspy.decoding.tool_calls import ToolCall
+from helmdeck_dspy.program.calls import LATENCY_KEY, RAW_FINISH_KEY, TOOL_CALLS_KEY
 
 _LM15_FINISH = {"stop": "stop", "length": "length", "safety": "content_filter", "tool_calls": "tool_call"}
-RAW_FINISH_KEY = "helmdeck_finish_reason_raw"
-LATENCY_KEY = "helmdeck_latency_ms"  # a simulated latency, when an engine simulates one
-TOOL_CALLS_KEY = "helmdeck_tool_calls"  # recorded tool calls as they were, unreadable arguments included
 
 
 def make_response(
@@ -67,23 +65,3 @@ def make_response(
         usage=Usage(input_tokens=prompt_tokens, output_tokens=completion_tokens),
         provider_data=data,
     )
-
-
-def raw_finish_reason(response: Response) -> str | None:
-    """The provider's own finish_reason spelling: the one an engine kept, else the one in the
-    provider's response body when lm15 passed it on (chat completions ``choices[0].finish_reason``,
-    Anthropic ``stop_reason``, Gemini ``candidates[0].finishReason``), else lm15's own class."""
-    data = response.provider_data or {}
-    if RAW_FINISH_KEY in data:
-        return data[RAW_FINISH_KEY]
-    raw = _body_finish(data)
-    return raw if raw else response.finish_reason
-
-
-def _body_finish(data: dict) -> str | None:
-    for key, inner in (("choices", "finish_reason"), ("candidates", "finishReason")):
-        items = data.get(key)
-        if isinstance(items, list) and items and isinstance(items[0], dict) and isinstance(items[0].get(inner), str):
-            return items[0][inner]
-    stop = data.get("stop_reason")
-    return stop if isinstance(stop, str) else None

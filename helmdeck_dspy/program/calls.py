@@ -7,12 +7,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from helmdeck_dspy.decoding.parsing import ParseResult
 from helmdeck_dspy.decoding.tool_calls import ToolCall, coerce_tool_calls
-from helmdeck_dspy.engines.base import LATENCY_KEY, TOOL_CALLS_KEY, raw_finish_reason
 from helmdeck_dspy.program.sections import CallKind
+
+if TYPE_CHECKING:
+    from dspy.lm15 import Response
+
+# Keys of an lm15 Response's ``provider_data`` that the engines write and the call log reads.
+RAW_FINISH_KEY = "helmdeck_finish_reason_raw"
+LATENCY_KEY = "helmdeck_latency_ms"  # a simulated latency, when an engine simulates one
+TOOL_CALLS_KEY = "helmdeck_tool_calls"  # recorded tool calls as they were, unreadable arguments included
 
 
 @dataclass
@@ -94,3 +101,23 @@ def completion_from_response(
         refusal="".join(p.text for p in parts if isinstance(p, RefusalPart)) or None,
         native_tools=native_tools,
     )
+
+
+def raw_finish_reason(response: Response) -> str | None:
+    """The provider's own finish_reason spelling: the one an engine kept, else the one in the
+    provider's response body when lm15 passed it on (chat completions ``choices[0].finish_reason``,
+    Anthropic ``stop_reason``, Gemini ``candidates[0].finishReason``), else lm15's own class."""
+    data = response.provider_data or {}
+    if RAW_FINISH_KEY in data:
+        return data[RAW_FINISH_KEY]
+    raw = _body_finish(data)
+    return raw if raw else response.finish_reason
+
+
+def _body_finish(data: dict) -> str | None:
+    for key, inner in (("choices", "finish_reason"), ("candidates", "finishReason")):
+        items = data.get(key)
+        if isinstance(items, list) and items and isinstance(items[0], dict) and isinstance(items[0].get(inner), str):
+            return items[0][inner]
+    stop = data.get("stop_reason")
+    return stop if isinstance(stop, str) else None

@@ -12,7 +12,7 @@ from dspy.lm15 import Config, Message, Request, TextPart
 
 from helmdeck_dspy.catalog.models import load_catalog
 from helmdeck_dspy.decoding.parsing import parse_completion
-from helmdeck_dspy.engines.base import LATENCY_KEY, raw_finish_reason
+from helmdeck_dspy.program.calls import LATENCY_KEY, raw_finish_reason
 from helmdeck_dspy.engines.profile import Shape, SimProfile, Timing, load_profile
 from helmdeck_dspy.engines.sim import SimEngine, sim_model_name
 from helmdeck_dspy.errors import DataFileError

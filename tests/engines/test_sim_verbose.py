@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from helmdeck_dspy.engines.base import raw_finish_reason
+from helmdeck_dspy.program.calls import raw_finish_reason
 from tests.engines.test_sim_knobs import DEV, engine, request, text_of
 
 

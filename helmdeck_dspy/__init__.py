@@ -23,7 +23,7 @@ _EXPORTS: dict[str, str] = {
     "RetryPolicy": "helmdeck_dspy.planning.resilience.policy",
     "FallbackChain": "helmdeck_dspy.planning.resilience.policy",
     "HistoryStore": "helmdeck_dspy.planning.history",
-    "make_lm": "helmdeck_dspy.planning.lm",
+    "make_lm": "helmdeck_dspy.engines.lm_spec",
     "parse_completion": "helmdeck_dspy.decoding.parsing",
     "ParseResult": "helmdeck_dspy.decoding.parsing",
     "Budget": "helmdeck_dspy.budgets",

@@ -99,7 +99,7 @@ def plan_cmd(
 
 def _print_result(result: PlanResult, lm_spec: str) -> None:
     """Print the plan (or why there is none, then exit 1) as text; a simulated LM says so."""
-    from helmdeck_dspy.planning.lm import trace_source
+    from helmdeck_dspy.engines.lm_spec import trace_source
     from helmdeck_dspy.traces.record import is_simulated, source_kind
 
     kind = source_kind(trace_source(lm_spec))

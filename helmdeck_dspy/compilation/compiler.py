@@ -57,10 +57,10 @@ from helmdeck_dspy.compilation.settings import (
     load_optimizer_settings,
 )
 from helmdeck_dspy.compilation.tier_setup import TierSetup
+from helmdeck_dspy.engines.lm_spec import make_lm
 from helmdeck_dspy.errors import HelmdeckError, InputError
 from helmdeck_dspy.io.atomic import atomic_writer
 from helmdeck_dspy.io.datafiles import file_sha256
-from helmdeck_dspy.planning.lm import make_lm
 from helmdeck_dspy.program.modules import MODULES
 from helmdeck_dspy.program.store import (
     load_compiled_state,

@@ -4,7 +4,7 @@
 installed model on a free 127.0.0.1 port and returns what an OpenAI-compatible endpoint needs:
 the model string ``llamacpp/NAME`` (see :mod:`helmdeck_dspy.local.provider`), the ``api_base``
 and a placeholder API key.
-:func:`helmdeck_dspy.planning.lm.make_lm` passes them down its ordinary live path, so a local
+:func:`helmdeck_dspy.engines.lm_spec.make_lm` passes them down its ordinary live path, so a local
 model is called exactly as any OpenAI-compatible endpoint is. The servers stop when the process
 exits (see :mod:`helmdeck_dspy.local.server`).
 """

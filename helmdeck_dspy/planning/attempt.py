@@ -20,13 +20,13 @@ from helmdeck_dspy.catalog.ranking.embedding import encoder
 from helmdeck_dspy.catalog.select import select_catalog
 from helmdeck_dspy.decoding.parsing import ParseResult
 from helmdeck_dspy.domain import PIPELINE_RUN_TOOL
+from helmdeck_dspy.engines.lm_spec import trace_source
 from helmdeck_dspy.errors import DeadlineExceeded
+from helmdeck_dspy.io.redaction import redact, scrub, secret_values
 from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY
 from helmdeck_dspy.planning.history import HistoryStore
-from helmdeck_dspy.planning.lm import trace_source
 from helmdeck_dspy.planning.options import PlannerOptions
 from helmdeck_dspy.planning.recording import record_exchanges
-from helmdeck_dspy.planning.redaction import redact, scrub, secret_values
 from helmdeck_dspy.planning.resilience.classify import (
     ErrorInfo,
     classify_error,

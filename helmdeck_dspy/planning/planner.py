@@ -19,14 +19,14 @@ from helmdeck_dspy.budgets import Budget, BudgetTable, budget_for, load_budget_t
 from helmdeck_dspy.catalog.compact import Trim
 from helmdeck_dspy.catalog.models import RoutingGuide, load_catalog
 from helmdeck_dspy.domain import VARIANTS
+from helmdeck_dspy.engines.lm_spec import make_lm
 from helmdeck_dspy.errors import ArgumentError
+from helmdeck_dspy.io.redaction import protect_loggers
 from helmdeck_dspy.planning.attempt import render_options_for, run_attempt, select_for
 from helmdeck_dspy.planning.execution import LoopResult, run_loop
 from helmdeck_dspy.planning.guards import GuardedStep
 from helmdeck_dspy.planning.history import HistoryStore, record_quietly
-from helmdeck_dspy.planning.lm import make_lm
 from helmdeck_dspy.planning.options import PlannerOptions
-from helmdeck_dspy.planning.redaction import protect_loggers
 from helmdeck_dspy.planning.resilience.classify import ErrorInfo
 from helmdeck_dspy.planning.resilience.loop import run_plan
 from helmdeck_dspy.planning.resilience.policy import (

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from helmdeck_dspy.budgets import Budget
-from helmdeck_dspy.planning.redaction import redact
+from helmdeck_dspy.io.redaction import redact
 from helmdeck_dspy.traces.record import TraceRecord, append_trace, utc_now
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from helmdeck_dspy.errors import ServeRefusedError, TokenFileError
 from helmdeck_dspy.io.datafiles import parse_toml, read_text
-from helmdeck_dspy.planning.redaction import register_secret
+from helmdeck_dspy.io.redaction import register_secret
 
 TOKENS_ENV = "HELMDECK_DSPY_TOKENS"
 TOKENS_FILE_ENV = "HELMDECK_DSPY_TOKENS_FILE"

@@ -15,10 +15,10 @@ from typing import Any, NamedTuple
 from helmdeck_dspy.budgets import budget_for, load_budget_table
 from helmdeck_dspy.catalog.models import RoutingGuide, load_catalog
 from helmdeck_dspy.catalog.ranking import RANKERS
+from helmdeck_dspy.engines.lm_spec import make_lm
 from helmdeck_dspy.errors import ArgumentError, StepCapError
 from helmdeck_dspy.planning.bounds import check_request
 from helmdeck_dspy.planning.history import HistoryStore
-from helmdeck_dspy.planning.lm import make_lm
 from helmdeck_dspy.planning.planner import Planner
 from helmdeck_dspy.planning.resilience.policy import resolve_resilience
 from helmdeck_dspy.planning.result import PlanResult

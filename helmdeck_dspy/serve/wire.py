@@ -19,10 +19,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import PydanticCustomError
 
 from helmdeck_dspy.domain import Complexity, Variant
+from helmdeck_dspy.engines.lm_spec import lm_kind
 from helmdeck_dspy.errors import ArgumentError, validation_message
 from helmdeck_dspy.local.endpoint import SPEC_PREFIX as LOCAL_PREFIX
 from helmdeck_dspy.planning.execution import OUTPUT_CHARS
-from helmdeck_dspy.planning.lm import lm_kind
 from helmdeck_dspy.planning.result import PlanResult
 from helmdeck_dspy.program.store import ProgramRef
 from helmdeck_dspy.signatures.types import ExecutedStep

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from helmdeck_dspy.domain import VARIANTS
+from helmdeck_dspy.engines.lm_spec import make_lm, run_settings, trace_source
 from helmdeck_dspy.engines.profile import SimProfile, list_profiles, load_profile
 from helmdeck_dspy.planning.attempt import recorded_run
-from helmdeck_dspy.planning.lm import make_lm, run_settings, trace_source
 from helmdeck_dspy.planning.resilience.policy import RetryPolicy
 from helmdeck_dspy.tasks import PlanTask
 from helmdeck_dspy.traces.io import read_traces

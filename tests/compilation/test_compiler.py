@@ -14,8 +14,8 @@ from helmdeck_dspy.cli.app import cli, main
 from helmdeck_dspy.compilation.compiler import compile_program
 from helmdeck_dspy.compilation.manifest import CompileResult, manifest_path
 from helmdeck_dspy.compilation.tier_setup import TierSetup, load_tier_config
+from helmdeck_dspy.engines.lm_spec import make_lm
 from helmdeck_dspy.errors import HelmdeckError
-from helmdeck_dspy.planning.lm import make_lm
 from helmdeck_dspy.planning.planner import Planner
 from helmdeck_dspy.program.adapter import CATALOG_HEADER
 from helmdeck_dspy.program.calls import capture_completions

@@ -8,6 +8,7 @@ import pytest
 from helmdeck_dspy.budgets import budget_for
 from helmdeck_dspy.compilation.tier_setup import load_tier_config
 from helmdeck_dspy.domain import TIERS
+from helmdeck_dspy.engines.lm_spec import lm_kind, make_lm
 from helmdeck_dspy.engines.profile import (
     SimProfile,
     list_profiles,
@@ -16,7 +17,6 @@ from helmdeck_dspy.engines.profile import (
 )
 from helmdeck_dspy.engines.sim import SimEngine
 from helmdeck_dspy.errors import DataFileError, HelmdeckError
-from helmdeck_dspy.planning.lm import lm_kind, make_lm
 
 BUNDLED = ["frontier-like", "kimi-like", "mid-tier", "nemotron-like"]
 

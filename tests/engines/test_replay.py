@@ -10,13 +10,13 @@ from dspy.lm15 import Config, Message, Request, TextPart, ThinkingPart
 
 from helmdeck_dspy.catalog.filter import FILTER_SYSTEM
 from helmdeck_dspy.engines.base import make_response
+from helmdeck_dspy.engines.lm_spec import make_lm
 from helmdeck_dspy.engines.replay import (
     ReplayEngine,
     ReplayExhausted,
     ReplayNoFilterRecord,
 )
 from helmdeck_dspy.errors import HelmdeckError, LMSpecError
-from helmdeck_dspy.planning.lm import make_lm
 from helmdeck_dspy.planning.planner import Planner
 from helmdeck_dspy.program.calls import capture_completions, raw_finish_reason
 

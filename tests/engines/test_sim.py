@@ -31,13 +31,13 @@ from helmdeck_dspy.catalog.models import RoutingGuide, load_catalog
 from helmdeck_dspy.catalog.select import restrict_catalog, select_catalog
 from helmdeck_dspy.decoding.parsing import parse_completion
 from helmdeck_dspy.domain import PIPELINE_RUN_TOOL
-from helmdeck_dspy.program.calls import LATENCY_KEY, raw_finish_reason
+from helmdeck_dspy.engines.lm_spec import make_lm
 from helmdeck_dspy.engines.profile import Planning, Shape, SimProfile, Timing
 from helmdeck_dspy.engines.sim import LEAK_TEXTS, SimEngine
 from helmdeck_dspy.io.tokens import count_tokens
-from helmdeck_dspy.planning.lm import make_lm
 from helmdeck_dspy.planning.planner import Planner
 from helmdeck_dspy.program.adapter import PlanAdapter, RenderOptions
+from helmdeck_dspy.program.calls import LATENCY_KEY, raw_finish_reason
 from helmdeck_dspy.program.calls import capture_completions
 from helmdeck_dspy.program.modules import MODULES
 from helmdeck_dspy.tasks import load_tasks

@@ -125,7 +125,7 @@ def test_serve_reports_a_server_that_dies_with_its_log_tail(fake_serve):
 
 
 def test_the_command_module_imports_no_heavy_library():
-    code = ("import sys, helmdeck_dspy.cli.models, helmdeck_dspy.planning.lm\n"
+    code = ("import sys, helmdeck_dspy.cli.models, helmdeck_dspy.engines.lm_spec\n"
             "print(sorted(m for m in ('dspy', 'litellm', 'llama_cpp', 'mlflow', 'datasets', 'torch') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=PROJECT_ROOT)
     assert out.stdout.strip() == "[]"

@@ -28,7 +28,7 @@ def _stop(stop_local_servers):
 
 
 def _plans(constrained: bool):
-    from helmdeck_dspy.planning.lm import make_lm
+    from helmdeck_dspy.engines.lm_spec import make_lm
     from helmdeck_dspy.planning.planner import Planner
 
     lm = make_lm(f"local:{REAL_MODEL}", cache=False, num_retries=0, sampling={"temperature": 0.0, "seed": 7})

@@ -6,6 +6,7 @@ import functools
 
 import pytest
 
+from helmdeck_dspy.engines.lm_spec import make_lm, trace_source
 from helmdeck_dspy.errors import (
     MissingExtraError,
     ModelNotInstalledError,
@@ -15,7 +16,6 @@ from helmdeck_dspy.local import endpoint
 from helmdeck_dspy.local import server as server_module
 from helmdeck_dspy.local.endpoint import LOCAL_API_KEY, local_lm_args, managed_server
 from helmdeck_dspy.local.server import LocalServer
-from helmdeck_dspy.planning.lm import make_lm, trace_source
 from tests.local.conftest import fake_server_command
 
 

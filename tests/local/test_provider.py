@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from helmdeck_dspy.planning.lm import make_lm
+from helmdeck_dspy.engines.lm_spec import make_lm
 from tests.fault_server import FaultServer, ok
 
 

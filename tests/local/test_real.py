@@ -51,7 +51,7 @@ def test_serve_answers_one_chat_completion_and_stops(tmp_path):
 
 def test_make_lm_local_plans_one_intent_through_the_live_path(tmp_path):
     from helmdeck_dspy.budgets import load_budget_table
-    from helmdeck_dspy.planning.lm import make_lm
+    from helmdeck_dspy.engines.lm_spec import make_lm
     from helmdeck_dspy.planning.planner import Planner
     from helmdeck_dspy.planning.resilience.policy import RetryPolicy
     from helmdeck_dspy.traces.io import read_traces

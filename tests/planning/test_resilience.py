@@ -18,7 +18,7 @@ from dspy.utils.exceptions import (
 from pydantic import ValidationError
 
 from helmdeck_dspy.errors import DataFileError, DeadlineExceeded
-from helmdeck_dspy.planning.redaction import MASK, redact
+from helmdeck_dspy.io.redaction import MASK, redact
 from helmdeck_dspy.planning.resilience.classify import (
     ErrorInfo,
     classify_error,

@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from helmdeck_dspy.errors import DataFileError, validation_message
 from helmdeck_dspy.bench.bfcl.baseline import PLAIN_VARIANT, ask_plain
 from helmdeck_dspy.bench.bfcl.load import discover, load_bfcl
 from helmdeck_dspy.bench.bfcl.models import BfclQuestion, BfclSet
 from helmdeck_dspy.bench.bfcl.score import example_call
+from helmdeck_dspy.errors import DataFileError, validation_message
 from helmdeck_dspy.io.datafiles import parse_toml, read_text
 from helmdeck_dspy.program.demo_pool import DemoPool, PoolDemo
 
@@ -165,8 +165,8 @@ def load_spec_tasks(spec: LeverSpec, *, split: bool = True) -> list[PlanTask]:
 
 def _task_questions(spec: LeverSpec, *, split: bool = True) -> list[BfclQuestion]:
     """The spec's gold tasks as questions over its catalog."""
-    from helmdeck_dspy.catalog.models import load_catalog
     from helmdeck_dspy.bench.bfcl.gold_tasks import questions_from_tasks
+    from helmdeck_dspy.catalog.models import load_catalog
 
     assert spec.catalog is not None
     return questions_from_tasks(load_spec_tasks(spec, split=split), load_catalog(spec.folder / spec.catalog),
@@ -245,7 +245,7 @@ def pending_pairs(spec: LeverSpec, data: BfclSet, only: set[str] | None = None) 
 
 def _record_plain(spec: LeverSpec, lm: Any, q: BfclQuestion, catalog: Any, path: Path, max_tokens: int,
                   budget: Any, run: dict[str, Any]) -> None:
-    from helmdeck_dspy.planning.lm import trace_source
+    from helmdeck_dspy.engines.lm_spec import trace_source
     from helmdeck_dspy.planning.recording import record_exchanges
 
     try:
@@ -271,7 +271,7 @@ def run_levers(
         progress: Called before each call with the config name and the question.
     """
     from helmdeck_dspy.budgets import load_budget_table
-    from helmdeck_dspy.planning.lm import make_lm, run_settings
+    from helmdeck_dspy.engines.lm_spec import make_lm, run_settings
     from helmdeck_dspy.planning.planner import Planner  # imports dspy
     from helmdeck_dspy.planning.resilience.policy import RetryPolicy
 

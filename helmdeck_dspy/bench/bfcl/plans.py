@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
-from helmdeck_dspy.catalog.models import RoutingGuide
+from helmdeck_dspy.bench.bfcl.baseline import PLAIN_VARIANT, ask_plain, decode_plain
 from helmdeck_dspy.bench.bfcl.models import BfclQuestion, BfclSet
 from helmdeck_dspy.bench.bfcl.score import (
     AccuracySummary,
@@ -27,10 +27,10 @@ from helmdeck_dspy.bench.bfcl.score import (
     summarise,
     summarise_by_category,
 )
-from helmdeck_dspy.bench.bfcl.baseline import PLAIN_VARIANT, ask_plain, decode_plain
+from helmdeck_dspy.catalog.models import RoutingGuide
+from helmdeck_dspy.engines.lm_spec import make_lm, trace_source
 from helmdeck_dspy.evaluation.scoring import guard_completion
 from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY
-from helmdeck_dspy.planning.lm import make_lm, trace_source
 from helmdeck_dspy.traces.io import load_traces
 from helmdeck_dspy.traces.record import TraceRecord
 

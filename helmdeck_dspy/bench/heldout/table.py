@@ -17,16 +17,16 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from helmdeck_dspy.bench.heldout.spec import HeldOutConfig, HeldOutSpec
 from helmdeck_dspy.budgets import load_budget_table
 from helmdeck_dspy.catalog.models import load_catalog
+from helmdeck_dspy.engines.lm_spec import trace_source
 from helmdeck_dspy.evaluation.replay import RecordOutcome, ReplayContext, replay_record
 from helmdeck_dspy.evaluation.stats import (
     bootstrap_mean_ci,
     newcombe_paired_diff,
     wilson,
 )
-from helmdeck_dspy.bench.heldout.spec import HeldOutConfig, HeldOutSpec
-from helmdeck_dspy.planning.lm import trace_source
 from helmdeck_dspy.tasks import load_tasks
 from helmdeck_dspy.traces.io import read_traces
 from helmdeck_dspy.traces.record import TraceRecord, is_simulated, source_kind

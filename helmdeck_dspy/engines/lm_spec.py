@@ -24,14 +24,14 @@ from typing import Any
 
 from helmdeck_dspy.domain import DEFAULT_TIMEOUT_S
 from helmdeck_dspy.errors import LMSpecError
-from helmdeck_dspy.local.endpoint import SPEC_PREFIX as LOCAL_PREFIX
-from helmdeck_dspy.local.endpoint import local_lm_args, local_run_settings
-from helmdeck_dspy.local.provider import PREFIX as LLAMACPP_PREFIX
-from helmdeck_dspy.planning.redaction import (
+from helmdeck_dspy.io.redaction import (
     protect_loggers,
     register_env_secrets,
     register_secret,
 )
+from helmdeck_dspy.local.endpoint import SPEC_PREFIX as LOCAL_PREFIX
+from helmdeck_dspy.local.endpoint import local_lm_args, local_run_settings
+from helmdeck_dspy.local.provider import PREFIX as LLAMACPP_PREFIX
 
 DEFAULT_RETRIES = 2
 """Retries a live LM built outside the planner makes on its own (the planner builds with 0)."""

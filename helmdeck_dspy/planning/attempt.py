@@ -65,7 +65,7 @@ def select_for(planner: PlannerParts, intent: str) -> tuple[RoutingGuide, Trim]:
         planner.catalog, planner.budget, intent, ranker=options.ranker, prior=prior, rank_source=options.rank_source
     )
     if options.use_filter:
-        from helmdeck_dspy.catalog.filter import (  # imports dspy
+        from helmdeck_dspy.program.catalog_filter import (  # imports dspy
             apply_filter,
             should_filter,
         )

@@ -8,7 +8,6 @@ import warnings
 import pytest
 from dspy.lm15 import Config, Message, Request, TextPart, ThinkingPart
 
-from helmdeck_dspy.catalog.filter import FILTER_SYSTEM
 from helmdeck_dspy.engines.base import make_response
 from helmdeck_dspy.engines.lm_spec import make_lm
 from helmdeck_dspy.engines.replay import (
@@ -19,6 +18,7 @@ from helmdeck_dspy.engines.replay import (
 from helmdeck_dspy.errors import HelmdeckError, LMSpecError
 from helmdeck_dspy.planning.planner import Planner
 from helmdeck_dspy.program.calls import capture_completions, raw_finish_reason
+from helmdeck_dspy.program.catalog_filter import FILTER_SYSTEM
 
 NEMOTRON = "openrouter/nvidia/nemotron-3-super-120b-a12b:free"
 PLAN = json.dumps({"steps": [{"order": 1, "tool": "image.generate", "args": {}, "rationale": "r"}],

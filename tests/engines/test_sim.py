@@ -22,11 +22,6 @@ import pytest
 from dspy.lm15 import Config, Message, Request, TextPart, ThinkingPart
 
 from helmdeck_dspy.budgets import budget_for
-from helmdeck_dspy.catalog.filter import (
-    FILTER_SYSTEM,
-    filter_user_message,
-    parse_filter_ids,
-)
 from helmdeck_dspy.catalog.models import RoutingGuide, load_catalog
 from helmdeck_dspy.catalog.select import restrict_catalog, select_catalog
 from helmdeck_dspy.decoding.parsing import parse_completion
@@ -39,6 +34,11 @@ from helmdeck_dspy.planning.planner import Planner
 from helmdeck_dspy.program.adapter import PlanAdapter, RenderOptions
 from helmdeck_dspy.program.calls import LATENCY_KEY, raw_finish_reason
 from helmdeck_dspy.program.calls import capture_completions
+from helmdeck_dspy.program.catalog_filter import (
+    FILTER_SYSTEM,
+    filter_user_message,
+    parse_filter_ids,
+)
 from helmdeck_dspy.program.modules import MODULES
 from helmdeck_dspy.tasks import load_tasks
 

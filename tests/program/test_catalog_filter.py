@@ -7,7 +7,14 @@ from dspy.lm15 import Message, Response, TextPart, ThinkingPart, Usage
 
 from helmdeck_dspy.budgets import Budget
 from helmdeck_dspy.catalog.compact import Trim, compact_catalog, first_sentence
-from helmdeck_dspy.catalog.filter import (
+from helmdeck_dspy.catalog.models import RoutingGuide
+from helmdeck_dspy.catalog.select import (
+    MARK_LOW_CONFIDENCE,
+    MARK_TOP_N,
+    restrict_catalog,
+    select_catalog,
+)
+from helmdeck_dspy.program.catalog_filter import (
     FILTER_MAX_TOKENS,
     FILTER_SYSTEM,
     apply_filter,
@@ -15,13 +22,6 @@ from helmdeck_dspy.catalog.filter import (
     merge_keep_order,
     parse_filter_ids,
     should_filter,
-)
-from helmdeck_dspy.catalog.models import RoutingGuide
-from helmdeck_dspy.catalog.select import (
-    MARK_LOW_CONFIDENCE,
-    MARK_TOP_N,
-    restrict_catalog,
-    select_catalog,
 )
 
 from .conftest import build_big_catalog

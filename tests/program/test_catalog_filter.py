@@ -24,7 +24,7 @@ from helmdeck_dspy.program.catalog_filter import (
     should_filter,
 )
 
-from .conftest import build_big_catalog
+from tests.catalog.conftest import build_big_catalog
 
 
 def make_budget(cap: int = 0, allows: bool = True, tier: str = "C") -> Budget:

@@ -205,11 +205,11 @@ def traces_fit(
     """
     import re
 
-    from helmdeck_dspy.engines.fit import fit_profile
-    from helmdeck_dspy.engines.fit_check import check_profile
-    from helmdeck_dspy.engines.fit_toml import write_profile
     from helmdeck_dspy.engines.profile import load_profile, profiles_dir
     from helmdeck_dspy.errors import InputError
+    from helmdeck_dspy.fitting.check import check_profile
+    from helmdeck_dspy.fitting.fit import fit_profile
+    from helmdeck_dspy.fitting.render import write_profile
     from helmdeck_dspy.io.outputs import TOML_FORMATS, check_output
 
     if not re.fullmatch(r"[a-z0-9][a-z0-9.-]*", name):

@@ -52,7 +52,7 @@ class Shape(BaseModel):
     verbose_sigma: float = Field(0.3, ge=0, description="Log-normal spread of the verbose extra.")
     rationale_words: int = Field(12, ge=1)
     strict_json_obeys: bool = Field(True, description="With response_format json_object, no fences or prose.")
-    # What small real models do that the knobs above cannot say (fitted profiles, engines/fit.py).
+    # What small real models do that the knobs above cannot say (fitted profiles, fitting/fit.py).
     # Each defaults to 0 (or 1 for the scale), and the simulator draws nothing for it then, so a
     # profile that leaves them alone answers exactly as before they existed.
     empty_stop_rate: float = Field(0.0, ge=0, le=1, description="An empty answer that ends normally (finish_reason stop).")

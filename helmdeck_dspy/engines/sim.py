@@ -6,7 +6,7 @@ whole request), and then dresses the answer the way the profile's model does: re
 separate field or inline ``<think>`` tags, reasoning leaks, verbose answers (each step's rationale
 stays one sentence; the extra words go in the answer's reasoning), code fences,
 trailing prose, empty 200s, content filters, and truncation at ``max_tokens`` with
-``finish_reason = length``; and, for profiles fitted to small real models (``engines/fit.py``),
+``finish_reason = length``; and, for profiles fitted to small real models (``fitting/fit.py``),
 whole answers in prose, empty answers that end normally, JSON that is not a plan or does not
 decode, answers that run on until the cap, a completion-token scale and per-variant values.
 Reasoning grows with the number of steps the prompt asks for, so single_pick (one step per call)

@@ -1,4 +1,4 @@
-"""Fitting a simulator profile to a trace set (engines/fit.py): a known mix of answers in, the
+"""Fitting a simulator profile to a trace set (fitting/fit.py): a known mix of answers in, the
 rates out; the documented TOML; the check; ``traces fit``."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import pytest
 from click.testing import CliRunner
 
 from helmdeck_dspy.cli.app import cli
-from helmdeck_dspy.engines.fit import fit_profile
-from helmdeck_dspy.engines.fit_check import check_profile
-from helmdeck_dspy.engines.fit_toml import render_profile, write_profile
 from helmdeck_dspy.engines.profile import SimProfile, load_profile
 from helmdeck_dspy.errors import InputError
+from helmdeck_dspy.fitting.check import check_profile
+from helmdeck_dspy.fitting.fit import fit_profile
+from helmdeck_dspy.fitting.render import render_profile, write_profile
 from helmdeck_dspy.io.datafiles import file_sha256
 from helmdeck_dspy.tasks import load_tasks
 from helmdeck_dspy.traces.record import TraceRecord, write_traces
@@ -138,7 +138,7 @@ def test_prose_length_is_a_log_normal_of_the_prose_that_ended_on_its_own(fitted)
 
 
 def test_rates_are_pooled_unless_the_variants_differ():
-    from helmdeck_dspy.engines.fit_values import Builder, split_rate
+    from helmdeck_dspy.fitting.values import Builder, split_rate
 
     assert split_rate({"full_steps": (4, 40), "single_pick": (2, 40)})[1] == {}
     assert split_rate({"full_steps": (12, 40), "single_pick": (2, 40)})[1] == {"full_steps": 0.3, "single_pick": 0.05}

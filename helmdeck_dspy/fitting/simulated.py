@@ -7,9 +7,9 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from helmdeck_dspy.engines.fit_data import Answer, right_tool_share, step_counts
-from helmdeck_dspy.engines.fit_values import Builder, split_rate
 from helmdeck_dspy.engines.profile import FAILURE_ROLL_RATES, SimProfile
+from helmdeck_dspy.fitting.data import Answer, right_tool_share, step_counts
+from helmdeck_dspy.fitting.values import Builder, split_rate
 
 MIN_STEPS = 10  # valid steps needed before the wrong-tool rate is solved by simulation
 BISECT_STEPS = 6  # wrong-tool rate to 1/64

@@ -1,7 +1,7 @@
 """Fitting a simulator profile to a real trace set: :func:`fit_profile`.
 
 From the plan records of one model (both prompt variants), read through the evaluator's replay and
-the planner's guards (:mod:`helmdeck_dspy.engines.fit_data`; calls the evaluator puts down to
+the planner's guards (:mod:`helmdeck_dspy.fitting.data`; calls the evaluator puts down to
 ``transport_error`` or ``rate_limited`` are left out, timeouts count as ``likely_timeout``), the fit
 estimates:
 
@@ -9,7 +9,7 @@ estimates:
   answers, prose with no JSON, JSON that is not a plan, JSON that does not decode, answers that
   run on until the cap cuts them), repaired answers ``malformed_rate``, fenced and prose-wrapped
   plans ``fence_rate`` / ``prose_rate``. A rate is pooled over the variants unless they differ
-  (:func:`~helmdeck_dspy.engines.fit_values.split_rate`); when the strict or tolerant share, or
+  (:func:`~helmdeck_dspy.fitting.values.split_rate`); when the strict or tolerant share, or
   any cause's, differs, the whole mix goes per variant;
 - **completion tokens**: a log-normal for prose that ends on its own (fitted to those answers;
   its tail above the cap is cut), the rest of the cut answers as runaways, so cut-offs at the cap
@@ -17,15 +17,15 @@ estimates:
   answers' median over the simulator's, per variant where they differ by more than 5%);
 - **plan noise**: the invented-tool rate (steps the guards demote for naming no catalog tool)
   and the self-call rate are counted; the missing-step and wrong-tool rates are solved by
-  simulation (:mod:`~helmdeck_dspy.engines.fit_sim`) so that the simulator's steps per plan and
+  simulation (:mod:`~helmdeck_dspy.fitting.simulated`) so that the simulator's steps per plan and
   share of steps naming a tool of the gold plan match the real ones;
 - **latency**: a Theil-Sen line through latency against completion tokens (tokens/s, when the
   tokens spread enough to show a slope), the time to first token as the median remainder.
 
 Everything else keeps the base profile's value (the simulator's defaults unless one is given) and
 is marked assumed: :attr:`FitResult.notes` says for each value whether it was fitted (from what)
-or assumed (why). :mod:`~helmdeck_dspy.engines.fit_toml` writes the documented TOML and
-:mod:`~helmdeck_dspy.engines.fit_check` checks the profile against the set.
+or assumed (why). :mod:`~helmdeck_dspy.fitting.render` writes the documented TOML and
+:mod:`~helmdeck_dspy.fitting.check` checks the profile against the set.
 """
 
 from __future__ import annotations
@@ -37,7 +37,13 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from helmdeck_dspy.engines.fit_data import (
+from helmdeck_dspy.engines.profile import (
+    FAILURE_ROLL_RATES,
+    FitSource,
+    Shape,
+    SimProfile,
+)
+from helmdeck_dspy.fitting.data import (
     Answer,
     TraceSet,
     read_answers,
@@ -46,14 +52,8 @@ from helmdeck_dspy.engines.fit_data import (
     step_counts,
     tasks_for,
 )
-from helmdeck_dspy.engines.fit_sim import clean, plan_noise_simulated, token_scale
-from helmdeck_dspy.engines.fit_values import ASSUMED, Builder, Value, split_rate
-from helmdeck_dspy.engines.profile import (
-    FAILURE_ROLL_RATES,
-    FitSource,
-    Shape,
-    SimProfile,
-)
+from helmdeck_dspy.fitting.simulated import clean, plan_noise_simulated, token_scale
+from helmdeck_dspy.fitting.values import ASSUMED, Builder, Value, split_rate
 
 ROLL_CAUSES = {
     "content_filter_rate": "answers a safety filter stopped (safety_filtered)",

@@ -17,14 +17,14 @@ from pathlib import Path
 
 from helmdeck_dspy.domain import FIT_CHECK_REPEATS as DEFAULT_REPEATS
 from helmdeck_dspy.domain import FIT_CHECK_TOLERANCE as DEFAULT_TOLERANCE
-from helmdeck_dspy.engines.fit_data import (
+from helmdeck_dspy.engines.profile import SimProfile
+from helmdeck_dspy.evaluation.stats import wilson
+from helmdeck_dspy.fitting.data import (
     read_trace_set,
     simulate_like,
     tasks_for,
     write_subset,
 )
-from helmdeck_dspy.engines.profile import SimProfile
-from helmdeck_dspy.evaluation.stats import wilson
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,18 @@
 """The shipped fitted simulator profiles (eval/profiles/fitted-*.toml) reproduce their real trace
 sets: simulated on the same tasks and variants, every strict, tolerant and failure-cause rate falls
 inside the real rate's Wilson 95% interval, and completion tokens p50 and latency p50 are within the
-check's tolerance (engines/fit_check.py)."""
+check's tolerance (fitting/check.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from helmdeck_dspy.engines.fit_check import (
+from helmdeck_dspy.engines.profile import list_profiles, load_profile
+from helmdeck_dspy.fitting.check import (
     DEFAULT_TOLERANCE,
     check_profile,
     fitted_traces_path,
 )
-from helmdeck_dspy.engines.profile import list_profiles, load_profile
 from helmdeck_dspy.io.datafiles import file_sha256
 from helmdeck_dspy.io.resources import bundled_dir
 

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from helmdeck_dspy.engines.fit import FitResult, Value
 from helmdeck_dspy.engines.profile import SimProfile
+from helmdeck_dspy.fitting.fit import FitResult, Value
 from helmdeck_dspy.io.atomic import atomic_write_text
 
 PARTS = ("planning", "shape", "timing")

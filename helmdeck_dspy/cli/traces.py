@@ -104,7 +104,7 @@ def traces_simulate(
 ) -> None:
     """Run the real plan modules against the simulated tier LM and record the traces."""
     from helmdeck_dspy.io.outputs import JSONL_FORMATS, check_output
-    from helmdeck_dspy.traces.runs import resolve_profiles, simulate
+    from helmdeck_dspy.recording.trace_sets import resolve_profiles, simulate
 
     check_output(out, formats=JSONL_FORMATS, force=force)
 
@@ -154,7 +154,7 @@ def traces_record(
     """
     from helmdeck_dspy.io.outputs import JSONL_FORMATS, check_output
     from helmdeck_dspy.planning.resilience.policy import resolve_resilience
-    from helmdeck_dspy.traces.runs import finished_records, partial_path, record
+    from helmdeck_dspy.recording.trace_sets import finished_records, partial_path, record
 
     done = None if force else finished_records(out)
     if done:
@@ -249,7 +249,7 @@ def _tasks_for(split: str) -> list[PlanTask]:
 @contextlib.contextmanager
 def _keep_partial(out: str) -> Iterator[None]:
     """On Ctrl-C, say where the exchanges recorded so far are (``OUT.partial.jsonl``)."""
-    from helmdeck_dspy.traces.runs import partial_path
+    from helmdeck_dspy.recording.trace_sets import partial_path
 
     try:
         yield

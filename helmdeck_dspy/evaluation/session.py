@@ -44,7 +44,7 @@ class EvalRun:
 
 def bundled_trace_paths() -> list[Path]:
     """The trace sets shipped with the package (``eval/traces/*.jsonl``), sorted; a recording still
-    in progress (``*.partial.jsonl``, see :func:`~helmdeck_dspy.traces.runs.partial_path`) is not one."""
+    in progress (``*.partial.jsonl``, see :func:`~helmdeck_dspy.recording.trace_sets.partial_path`) is not one."""
     return sorted(p for p in (bundled_dir() / "traces").glob("*.jsonl") if not p.name.endswith(".partial.jsonl"))
 
 

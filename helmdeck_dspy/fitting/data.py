@@ -150,7 +150,7 @@ def simulate_like(profile: SimProfile, tasks: dict[str, list[PlanTask]], max_tok
                   work_dir: str | Path) -> list[Path]:
     """Simulate ``profile`` on each variant's tasks at ``max_tokens``, once per seed, into ``work_dir``;
     the trace files."""
-    from helmdeck_dspy.traces.runs import simulate  # imports dspy
+    from helmdeck_dspy.recording.trace_sets import simulate  # imports dspy
 
     where = Path(work_dir)
     where.mkdir(parents=True, exist_ok=True)

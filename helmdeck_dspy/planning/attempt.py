@@ -26,7 +26,6 @@ from helmdeck_dspy.io.redaction import redact, scrub, secret_values
 from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY
 from helmdeck_dspy.planning.history import HistoryStore
 from helmdeck_dspy.planning.options import PlannerOptions
-from helmdeck_dspy.planning.recording import record_exchanges
 from helmdeck_dspy.planning.resilience.classify import (
     ErrorInfo,
     classify_error,
@@ -36,6 +35,7 @@ from helmdeck_dspy.planning.resilience.deadline import call_with_deadline, warm_
 from helmdeck_dspy.planning.result import Attempt, PlanResult, build_result
 from helmdeck_dspy.program.answer_schema import SchemaWire, constrained_wire
 from helmdeck_dspy.program.store import ProgramRef
+from helmdeck_dspy.recording.exchanges import record_exchanges
 from helmdeck_dspy.signatures.plan import variant_instructions
 from helmdeck_dspy.signatures.types import ExecutedStep
 

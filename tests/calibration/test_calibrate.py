@@ -18,8 +18,8 @@ from helmdeck_dspy.engines.profile import (
     load_profile,
 )
 from helmdeck_dspy.evaluation.runner import evaluate
+from helmdeck_dspy.recording.trace_sets import simulate
 from helmdeck_dspy.tasks import load_tasks
-from helmdeck_dspy.traces.runs import simulate
 from tests.conftest import PROJECT_ROOT
 
 BUNDLED_BUDGETS = PROJECT_ROOT / "compiled" / "budgets.toml"

@@ -307,8 +307,8 @@ def test_traces_record_keeps_a_partial_file_until_it_finishes(tmp_path, monkeypa
     """A recording run interrupted part-way leaves OUT.partial.jsonl with the exchanges so far."""
     from helmdeck_dspy.engines.profile import load_profile
     from helmdeck_dspy.planning.planner import Planner
+    from helmdeck_dspy.recording.trace_sets import partial_path, simulate
     from helmdeck_dspy.tasks import load_tasks
-    from helmdeck_dspy.traces.runs import partial_path, simulate
 
     out = tmp_path / "sim.jsonl"
     calls = {"n": 0}

@@ -16,8 +16,8 @@ from helmdeck_dspy.engines.profile import load_profile
 from helmdeck_dspy.evaluation.output import write_outputs
 from helmdeck_dspy.evaluation.runner import evaluate
 from helmdeck_dspy.io.resources import default_budgets_path
+from helmdeck_dspy.recording.trace_sets import simulate
 from helmdeck_dspy.tasks import load_tasks
-from helmdeck_dspy.traces.runs import simulate
 from tests.reliability.conftest import assert_one_line, read_only
 
 MODELS = ("vendor-a/new-frontier", "vendor-b/new-frontier")

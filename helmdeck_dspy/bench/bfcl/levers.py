@@ -246,7 +246,7 @@ def pending_pairs(spec: LeverSpec, data: BfclSet, only: set[str] | None = None) 
 def _record_plain(spec: LeverSpec, lm: Any, q: BfclQuestion, catalog: Any, path: Path, max_tokens: int,
                   budget: Any, run: dict[str, Any]) -> None:
     from helmdeck_dspy.engines.lm_spec import trace_source
-    from helmdeck_dspy.planning.recording import record_exchanges
+    from helmdeck_dspy.recording.exchanges import record_exchanges
 
     try:
         completion = ask_plain(lm, q.intent, catalog, max_tokens=max_tokens)

@@ -158,7 +158,7 @@ def plain_questions(
     the same call matcher as the planner's plans; ``record_path`` appends each exchange as a
     ``plain`` trace record."""
     from helmdeck_dspy.budgets import load_budget_table
-    from helmdeck_dspy.planning.recording import record_exchanges
+    from helmdeck_dspy.recording.exchanges import record_exchanges
 
     lm = make_lm(lm_spec, api_base=api_base, num_retries=0)
     budget = load_budget_table(budgets).lookup(model)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from helmdeck_dspy.bench.heldout.spec import HeldOutConfig, HeldOutSpec
-from helmdeck_dspy.traces.runs import partial_path
+from helmdeck_dspy.recording.trace_sets import partial_path
 
 Step = tuple[str, str, str]
 """(kind, config id, variant or "both"): ``compile`` or ``record``."""
@@ -92,8 +92,8 @@ def record_config(spec: HeldOutSpec, config: HeldOutConfig, variant: str, *, not
                   progress: Callable[[int], None] | None = None) -> Path:
     """Record ``config``'s scoring run for ``variant`` (or ``both``) on the spec's split; returns the file."""
     from helmdeck_dspy.planning.resilience.policy import RetryPolicy
+    from helmdeck_dspy.recording.trace_sets import record
     from helmdeck_dspy.tasks import load_tasks
-    from helmdeck_dspy.traces.runs import record
 
     variants = spec.variants if variant == "both" else [variant]
     out = spec.trace_files(config)[variants[0]]

@@ -7,9 +7,9 @@ import json
 from click.testing import CliRunner
 
 from helmdeck_dspy.cli.app import cli
+from helmdeck_dspy.recording.trace_sets import record
 from helmdeck_dspy.tasks import load_tasks
 from helmdeck_dspy.traces.io import read_traces
-from helmdeck_dspy.traces.runs import record
 
 
 def test_record_with_a_sim_spec_then_replay_it(tmp_path):

@@ -13,9 +13,9 @@ from helmdeck_dspy.domain import VARIANTS
 from helmdeck_dspy.engines.profile import list_profiles, load_profile
 from helmdeck_dspy.errors import DataFileError
 from helmdeck_dspy.io.resources import bundled_dir
+from helmdeck_dspy.recording.trace_sets import resolve_profiles, simulate
 from helmdeck_dspy.tasks import load_tasks
 from helmdeck_dspy.traces.io import read_traces
-from helmdeck_dspy.traces.runs import resolve_profiles, simulate
 
 DEV = load_tasks("dev")
 

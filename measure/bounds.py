@@ -138,7 +138,7 @@ CONTENTS = [
 MODELS = [TIER_C, "anthropic/claude-sonnet-4-6", TIER_B]
 
 
-def write_traces(path: Path, n: int) -> None:
+def write_jsonl_traces(path: Path, n: int) -> None:
     """``n`` small trace records cycling through a few completion shapes (strict, fenced with
     reasoning, truncated, prose, empty) and three models."""
     with path.open("w", encoding="utf-8") as out:
@@ -218,7 +218,7 @@ def main() -> int:
         plan = cases(args.quick)
         n_records = next(size for kind, _, size in plan if kind.startswith("eval"))
         t0 = time.perf_counter()
-        write_traces(workdir / "traces.jsonl", n_records)
+        write_jsonl_traces(workdir / "traces.jsonl", n_records)
         if not args.json:
             size_mb = (workdir / "traces.jsonl").stat().st_size / MB
             print(f"(wrote {n_records:,} trace records, {size_mb:.0f} MB, in {time.perf_counter() - t0:.1f} s)",

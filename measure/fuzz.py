@@ -1,7 +1,7 @@
 """Fuzzing the parsers that read outside input, with Hypothesis strategies (tests/strategies.py).
 
 Targets: ``parse_completion`` (content, finish_reason, reasoning_content), ``parse_catalog`` on
-JSON-ish objects, ``load_catalog`` on arbitrary file bytes, ``load_traces``/``read_traces`` on
+JSON-ish objects, ``load_catalog`` on arbitrary file bytes, ``load_traces``/``read_jsonl_traces`` on
 arbitrary JSONL bytes, and the evaluator's chunk replay on the same kind of files. An input
 passes when the target returns or raises one of our typed errors (``HelmdeckError``
 subclasses such as ``CatalogError`` and ``DataFileError``); anything else is an uncaught

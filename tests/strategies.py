@@ -423,12 +423,12 @@ def trace_files(draw: st.DrawFn) -> bytes:
 
 
 def check_load_traces(data: bytes) -> None:
-    """load_traces and read_traces, failing and skipping: only DataFileError may escape, and
+    """load_traces and read_jsonl_traces, failing and skipping: only DataFileError may escape, and
     skipped lines are reported as DataFileError."""
-    from helmdeck_dspy.traces.io import load_traces, read_traces
+    from helmdeck_dspy.traces.io import load_traces, read_jsonl_traces
 
     path = scratch_file("traces.jsonl", data)
-    for reader in (load_traces, read_traces):
+    for reader in (load_traces, read_jsonl_traces):
         for on_error in ("fail", "skip"):
             skipped: list[DataFileError] = []
             try:

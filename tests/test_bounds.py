@@ -16,7 +16,7 @@ from helmdeck_dspy.decoding.parsing import parse_completion
 from helmdeck_dspy.decoding.reasoning import split_reasoning
 from helmdeck_dspy.domain import MAX_JSON_DEPTH
 from helmdeck_dspy.errors import CatalogError, DataFileError
-from helmdeck_dspy.traces.io import load_traces, read_traces
+from helmdeck_dspy.traces.io import load_traces, read_jsonl_traces
 from tests.strategies import deep_text, synthetic_catalog
 
 STEP = {"tool": "blog.write", "args": {"topic": "launch"}, "rationale": "write it"}
@@ -125,7 +125,7 @@ def test_a_tag_after_the_json_still_counts():
 def test_trace_lines_with_lone_surrogates_are_bad_lines(tmp_path):
     path = tmp_path / "t.jsonl"
     path.write_text('{"id": "a", "note": "\\udb19"}\n{"id": "b", "note": "\\ud83d\\ude00"}\n', encoding="utf-8")
-    for reader in (load_traces, read_traces):
+    for reader in (load_traces, read_jsonl_traces):
         with pytest.raises(DataFileError, match="surrogate"):
             list(reader(path))
         skipped = []
@@ -182,7 +182,7 @@ def test_counts_beyond_two_to_the_53_are_bad_lines(tmp_path):
 def test_trace_lines_nested_too_deeply_are_bad_lines(tmp_path):
     path = tmp_path / "t.jsonl"
     path.write_text('{"id": "a", "extra": %s}\n{"id": "b"}\n' % deep_text(300, "{"), encoding="utf-8")
-    for reader in (load_traces, read_traces):
+    for reader in (load_traces, read_jsonl_traces):
         with pytest.raises(DataFileError, match="nested more than"):
             list(reader(path))
         assert [r.id for r in reader(path, on_error="skip")] == ["b"]

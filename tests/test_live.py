@@ -15,7 +15,7 @@ pytestmark = pytest.mark.skipif(not LIVE_MODEL, reason="set HELMDECK_LIVE_MODEL 
 
 def test_live_plan_returns_a_classified_result_and_records_it(tmp_path):
     from helmdeck_dspy.planning.planner import Planner
-    from helmdeck_dspy.traces.io import read_traces
+    from helmdeck_dspy.traces.io import read_jsonl_traces
 
     out = tmp_path / "live.jsonl"
     with warnings.catch_warnings():
@@ -25,7 +25,7 @@ def test_live_plan_returns_a_classified_result_and_records_it(tmp_path):
         )
     result = planner.plan("scrape https://example.org and turn it into a slide deck")
     assert result.ok or result.failure_cause is not None
-    records = list(read_traces(out))
+    records = list(read_jsonl_traces(out))
     assert records and records[-1].source == "live"
 
 

@@ -10,7 +10,7 @@ from dspy.lm15 import Request, Response
 from helmdeck_dspy.engines.base import make_response
 from helmdeck_dspy.errors import ReplayExhausted
 from helmdeck_dspy.program.sections import call_kind
-from helmdeck_dspy.traces.io import read_traces
+from helmdeck_dspy.traces.io import read_jsonl_traces
 from helmdeck_dspy.traces.record import TraceRecord
 
 
@@ -29,7 +29,7 @@ class ReplayEngine:
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
-        self.records: list[TraceRecord] = list(read_traces(path))
+        self.records: list[TraceRecord] = list(read_jsonl_traces(path))
         self.served = 0
         self.requests: list[Request] = []
         self._lock = threading.Lock()

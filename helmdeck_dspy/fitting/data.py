@@ -24,7 +24,7 @@ from helmdeck_dspy.io.datafiles import file_sha256
 from helmdeck_dspy.planning.guards import GuardedStep
 from helmdeck_dspy.tasks import PlanTask
 from helmdeck_dspy.traces.io import load_traces
-from helmdeck_dspy.traces.record import TraceRecord, write_traces
+from helmdeck_dspy.traces.record import TraceRecord, write_jsonl_traces
 
 TRANSPORT_CAUSES = frozenset({"transport_error", "rate_limited"})
 """Causes of an HTTP call that failed: the server's doing, not the model's; a fit leaves them out."""
@@ -170,7 +170,7 @@ def read_answers(files: Iterable[Path], ctx: ReplayContext) -> list[Answer]:
 
 def write_subset(trace_set: TraceSet, out: Path) -> Path:
     """The records a fit used (one model, no HTTP failures), as a trace file for the evaluator."""
-    write_traces(trace_set.records, out)
+    write_jsonl_traces(trace_set.records, out)
     return out
 
 

@@ -27,8 +27,8 @@ from helmdeck_dspy.engines.profile import SimProfile, list_profiles, load_profil
 from helmdeck_dspy.planning.attempt import recorded_run
 from helmdeck_dspy.planning.resilience.policy import RetryPolicy
 from helmdeck_dspy.tasks import PlanTask
-from helmdeck_dspy.traces.io import read_traces
-from helmdeck_dspy.traces.record import TraceRecord, write_traces
+from helmdeck_dspy.traces.io import read_jsonl_traces
+from helmdeck_dspy.traces.record import TraceRecord, write_jsonl_traces
 
 
 def resolve_profiles(names: Iterable[str]) -> list[SimProfile]:
@@ -68,7 +68,7 @@ def _resumable(scratch: Path) -> tuple[list[TraceRecord], set[str]]:
     A request counts as done when one of its plan records holds a completion; records of
     requests that only failed at the transport level are dropped, so the re-run asks again.
     """
-    records = list(read_traces(scratch, on_error="skip"))  # a torn last line is the killed write
+    records = list(read_jsonl_traces(scratch, on_error="skip"))  # a torn last line is the killed write
     done = {_record_key(r) for r in records if r.call == "plan" and r.error is None}
     return [r for r in records if _record_key(r) in done], done
 
@@ -101,7 +101,7 @@ def _run(
     done: set[str] = set()
     if scratch.exists() and resume:
         kept, done = _resumable(scratch)
-        write_traces(kept, scratch)
+        write_jsonl_traces(kept, scratch)
         if notify is not None:
             notify(f"resuming from {scratch}: {len(done)} request(s) already recorded are not sent again")
     else:
@@ -147,11 +147,11 @@ def _run(
         with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="helmdeck-record") as pool:
             for future in [pool.submit(plan, job) for job in jobs]:
                 future.result()
-    records = list(read_traces(scratch)) if scratch.exists() else []
+    records = list(read_jsonl_traces(scratch)) if scratch.exists() else []
     records.sort(key=lambda r: order.get(_record_key(r), len(order)))  # stable: a request's calls stay in order
     for i, rec in enumerate(records):
         rec.id = f"{rec.source.split(':', 1)[-1]}-{i:05d}"
-    write_traces(records, out)
+    write_jsonl_traces(records, out)
     scratch.unlink(missing_ok=True)
     return sum(1 for r in records if r.call == "plan")
 
@@ -162,7 +162,7 @@ def finished_records(out: str | Path) -> int | None:
     target = Path(out)
     if not target.is_file() or partial_path(target).exists():
         return None
-    return sum(1 for r in read_traces(target, on_error="skip") if r.call == "plan")
+    return sum(1 for r in read_jsonl_traces(target, on_error="skip") if r.call == "plan")
 
 
 def partial_path(out: str | Path) -> Path:

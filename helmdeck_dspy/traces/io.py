@@ -2,7 +2,7 @@
 ``datasets`` (a directory written by ``save_to_disk``).
 
 :func:`decode_record` is the one place a trace line (or a Parquet / dataset row) becomes a
-:class:`~helmdeck_dspy.traces.record.TraceRecord`: :func:`load_traces`, :func:`read_traces` and the
+:class:`~helmdeck_dspy.traces.record.TraceRecord`: :func:`load_traces`, :func:`read_jsonl_traces` and the
 evaluator's workers all use it, so a bad line reads ``file:line: <the same detail>`` everywhere.
 """
 
@@ -27,7 +27,7 @@ from helmdeck_dspy.io.jsonl import (
     text_lines,
 )
 from helmdeck_dspy.io.outputs import TRACE_FORMATS, check_output, staged_directory
-from helmdeck_dspy.traces.record import TraceRecord, write_traces
+from helmdeck_dspy.traces.record import TraceRecord, write_jsonl_traces
 
 FORMATS = ("jsonl", "parquet", "hf")
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
@@ -174,7 +174,7 @@ def save_traces(records: Iterable[TraceRecord], out: str | Path, *, force: bool 
     """
     target = check_output(out, formats=TRACE_FORMATS, force=force)
     if target.format == "jsonl":
-        return write_traces(records, target.path)
+        return write_jsonl_traces(records, target.path)
     table = _arrow_table(records)
     if target.format == "parquet":
         import pyarrow.parquet as pq
@@ -252,13 +252,15 @@ def load_traces(
     yield from _records(p, iter_raw_rows(p, fmt), on_error, report)
 
 
-def read_traces(
+def read_jsonl_traces(
     path: str | Path,
     *,
     on_error: OnError | str = "fail",
     report: Callable[[DataFileError], None] | None = None,
 ) -> Iterator[TraceRecord]:
-    """Stream the records of one JSONL trace file, whatever its name (an empty file has none).
+    """Stream the records of one JSONL trace file, whatever its name (an empty file has none): the
+    plumbing for a flow's own files (partial recordings, resumed runs). A trace set a user names
+    goes through :func:`load_traces`, which reads every supported format.
 
     Args and errors as :func:`load_traces`.
     """

@@ -149,8 +149,11 @@ def is_measured(kind: str) -> bool:
     return kind in MEASURED_KINDS
 
 
-def write_traces(records: Iterable[TraceRecord], path: str | Path) -> int:
-    """Write records as JSONL atomically (a temporary file renamed into place). Returns the count."""
+def write_jsonl_traces(records: Iterable[TraceRecord], path: str | Path) -> int:
+    """Write records as JSONL atomically (a temporary file renamed into place). Returns the count.
+
+    No output rule: for a flow's own files. A trace set a user names goes through
+    :func:`~helmdeck_dspy.traces.io.save_traces`, which checks the target and writes any format."""
     n = 0
     with atomic_writer(path) as out:
         for rec in records:

@@ -25,7 +25,7 @@ from helmdeck_dspy.program.store import (
     resolve_program,
 )
 from helmdeck_dspy.tasks import load_tasks
-from helmdeck_dspy.traces.io import read_traces
+from helmdeck_dspy.traces.io import read_jsonl_traces
 
 MODEL = "local/qwen2.5-coder-0.5b-instruct"
 OTHER = "local/qwen2.5-coder-1.5b-instruct"
@@ -102,7 +102,7 @@ def test_plan_results_and_trace_records_name_the_program_used(tmp_path, root):
     planner = Planner.for_model(MODEL, lm="sim:mid-tier", compiled_root=root, variant="single_pick", record_path=record)
     result = planner.plan(INTENT, task_id="t1")
     assert result.program == planner.program_ref and result.program.kind == "model"
-    (rec,) = list(read_traces(record))
+    (rec,) = list(read_jsonl_traces(record))
     assert rec.run["program"] == planner.program_ref.stamp()
 
 

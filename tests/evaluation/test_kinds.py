@@ -179,7 +179,7 @@ def test_calls_per_plan_are_the_same_when_a_request_spans_chunks_and_workers(tmp
 
 def test_the_comparison_pairs_requests_answered_under_both_variants(tmp_path):
     from helmdeck_dspy.evaluation.runner import evaluate
-    from helmdeck_dspy.traces.record import TraceRecord, write_traces
+    from helmdeck_dspy.traces.record import TraceRecord, write_jsonl_traces
 
     plan = '{"steps": [{"order": 1, "tool": "web.scrape", "args": {}, "rationale": "r"}], "complexity": "single-action"}'
     recs = []
@@ -191,7 +191,7 @@ def test_the_comparison_pairs_requests_answered_under_both_variants(tmp_path):
     recs.append(TraceRecord(id="unpaired", model="m/x", tier="C", prompt_variant="single_pick", task_id="t99",
                             intent="only single", content=plan, finish_reason="stop"))
     path = tmp_path / "t.jsonl"
-    write_traces(recs, path)
+    write_jsonl_traces(recs, path)
     (c,) = evaluate([path], progress=False).comparisons
     assert c.paired_n == 12 and c.single_pick_n == 13
     assert c.paired_strict_diff == pytest.approx(6 / 12)

@@ -20,7 +20,7 @@ from helmdeck_dspy.evaluation.aggregate import GroupAgg, agg_from_state, agg_to_
 from helmdeck_dspy.evaluation.checkpoint import checkpoint_path
 from helmdeck_dspy.evaluation.runner import evaluate
 from helmdeck_dspy.evaluation.stats import Reservoir
-from helmdeck_dspy.traces.record import TraceRecord, write_traces
+from helmdeck_dspy.traces.record import TraceRecord, write_jsonl_traces
 
 PLAN = json.dumps({"steps": [{"order": 1, "tool": "web.scrape", "args": {"url": "https://example.org"}}]})
 VOLATILE = {"created_at", "seconds"}
@@ -39,7 +39,7 @@ def make_traces(path: Path, n: int, seed: int = 0) -> Path:
             # two kinds, and requests that recur (calls per plan): both states must survive a resume
             source="live" if i % 3 else "sim:x", task_id=f"t{i % 37}", intent=f"intent {i % 37}",
         ))
-    write_traces(recs, path)
+    write_jsonl_traces(recs, path)
     return path
 
 

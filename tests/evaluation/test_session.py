@@ -11,7 +11,7 @@ from helmdeck_dspy.errors import DataFileError, InputError
 from helmdeck_dspy.evaluation import runner, session
 from helmdeck_dspy.evaluation.checkpoint import checkpoint_path
 from helmdeck_dspy.evaluation.session import bundled_trace_paths, run_eval
-from helmdeck_dspy.traces.record import TraceRecord, write_traces
+from helmdeck_dspy.traces.record import TraceRecord, write_jsonl_traces
 from tests.conftest import PROJECT_ROOT
 
 PLAN = json.dumps({"steps": [{"order": 1, "tool": "web.scrape", "args": {"url": "https://example.org"}}]})
@@ -19,7 +19,7 @@ VOLATILE = {"created_at", "seconds"}
 
 
 def traces(path: Path, n: int = 300) -> Path:
-    write_traces([TraceRecord(id=f"r{i}", model=f"m/{i % 2}", prompt_variant="full_steps", tier="C",
+    write_jsonl_traces([TraceRecord(id=f"r{i}", model=f"m/{i % 2}", prompt_variant="full_steps", tier="C",
                               content=PLAN if i % 3 else PLAN[:12], finish_reason="stop" if i % 3 else "length",
                               completion_tokens=100 + i) for i in range(n)], path)
     return path
@@ -70,7 +70,7 @@ def test_catalog_and_tasks_may_be_paths(tmp_path):
         "steps": [{"tool": "web.scrape"}], "complexity": "single-action",
     }) + "\n")
     path = tmp_path / "t.jsonl"
-    write_traces([TraceRecord(id="a", model="m/x", prompt_variant="full_steps", tier="C", task_id="t-1",
+    write_jsonl_traces([TraceRecord(id="a", model="m/x", prompt_variant="full_steps", tier="C", task_id="t-1",
                               content=PLAN, finish_reason="stop")], path)
     run = run_eval([path], catalog=PROJECT_ROOT / "eval" / "catalog" / "routing-guide.json", tasks=tasks)
     assert run.report.tasks == 1

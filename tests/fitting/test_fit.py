@@ -19,7 +19,7 @@ from helmdeck_dspy.fitting.fit import fit_profile
 from helmdeck_dspy.fitting.render import render_profile, write_profile
 from helmdeck_dspy.io.datafiles import file_sha256
 from helmdeck_dspy.tasks import load_tasks
-from helmdeck_dspy.traces.record import TraceRecord, write_traces
+from helmdeck_dspy.traces.record import TraceRecord, write_jsonl_traces
 
 MODEL = "local/qwen2.5-coder-0.5b-instruct"
 DEV = load_tasks("dev")
@@ -85,7 +85,7 @@ def synthetic_records() -> list[TraceRecord]:
 @pytest.fixture(scope="module")
 def trace_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("fit") / "local-synthetic.jsonl"
-    write_traces(synthetic_records(), path)
+    write_jsonl_traces(synthetic_records(), path)
     return path
 
 
@@ -239,7 +239,7 @@ def test_check_fails_a_profile_that_does_not_fit(fitted, trace_file, tmp_path):
 def test_a_set_of_two_models_needs_model(tmp_path, trace_file):
     two = tmp_path / "two.jsonl"
     other = [r.model_copy(update={"model": "local/other", "id": f"o-{r.id}"}) for r in synthetic_records()[:5]]
-    write_traces(synthetic_records() + other, two)
+    write_jsonl_traces(synthetic_records() + other, two)
     with pytest.raises(InputError, match="--model"):
         fit_profile(two, name="x")
     with pytest.raises(InputError, match="no plan records of 'local/none'"):
@@ -292,7 +292,7 @@ def test_a_base_model_that_answers_in_prose_is_fitted_and_reproduced(tmp_path):
                 intent=task.intent, max_tokens=CAP, content=content, finish_reason=finish, completion_tokens=tokens,
                 latency_ms=2000 + tokens * 1000 / 60 * rng.uniform(0.9, 1.1), call="plan"))
     path = tmp_path / "local-prose.jsonl"
-    write_traces(records, path)
+    write_jsonl_traces(records, path)
     result = fit_profile(path, name="fitted-prose", repeats=1, work_dir=tmp_path / "fit")
     p, notes = result.profile, result.notes
     assert p.model == "local/gemma-3-270m"

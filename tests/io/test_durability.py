@@ -2,7 +2,7 @@
 
 - Trace records are appended as one complete line per write; a writer killed with SIGKILL
   leaves every complete line readable and at most one torn last line, which every reader
-  (``read_traces``, ``load_traces``, ``evaluate`` on one or two workers) reports and never accepts.
+  (``read_jsonl_traces``, ``load_traces``, ``evaluate`` on one or two workers) reports and never accepts.
 - Reports, plots, compiled programs, the manifest, the budget table and Parquet/JSONL trace
   outputs are written to a temporary file and renamed: a failure part-way through a write
   leaves the previous file byte for byte, and no temporary file behind.
@@ -24,11 +24,11 @@ import pytest
 
 from helmdeck_dspy.errors import DataFileError
 from helmdeck_dspy.io import atomic as fileio
-from helmdeck_dspy.traces.io import read_traces
+from helmdeck_dspy.traces.io import read_jsonl_traces
 from helmdeck_dspy.traces.record import (
     TraceRecord,
     append_trace,
-    write_traces,
+    write_jsonl_traces,
 )
 from tests.conftest import PROJECT_ROOT
 
@@ -71,7 +71,7 @@ def _check_readers(path: Path, expect_ids: list[str], torn_at: int | None) -> No
     from helmdeck_dspy.evaluation.runner import evaluate
     from helmdeck_dspy.traces.io import load_traces
 
-    for reader in (read_traces, load_traces):
+    for reader in (read_jsonl_traces, load_traces):
         errors: list[DataFileError] = []
         got = [r.id for r in reader(path, on_error="skip", report=errors.append)]
         assert got == expect_ids
@@ -126,7 +126,7 @@ def test_a_torn_last_line_is_reported_and_never_accepted(tmp_path):
     path.write_bytes(b"\n".join(keep) + b"\n" + cut)
     append_trace(TraceRecord(id="after", model="m/x", content=PLAN, finish_reason="stop"), path, fsync=True)
     errors: list[DataFileError] = []
-    assert [r.id for r in read_traces(path, on_error="skip", report=errors.append)] == [*ids, "after"]
+    assert [r.id for r in read_jsonl_traces(path, on_error="skip", report=errors.append)] == [*ids, "after"]
     (err,) = errors
     assert err.line == 11 and "expected one JSON object per line" in err.detail
 
@@ -145,7 +145,7 @@ def test_append_is_one_write_per_record(tmp_path, monkeypatch):
     for i in range(3):
         append_trace(TraceRecord(id=f"r{i}", content=PLAN), path)
     assert len(writes) == 3 and all(w.endswith(b"\n") and w.count(b"\n") == 1 for w in writes)
-    assert [r.id for r in read_traces(path)] == ["r0", "r1", "r2"]
+    assert [r.id for r in read_jsonl_traces(path)] == ["r0", "r1", "r2"]
 
 
 # ------------------------------------------------------------------------------ atomic rewrites
@@ -268,7 +268,7 @@ def test_eval_report_and_plots_survive_a_failed_rewrite(tmp_path, monkeypatch):
     from helmdeck_dspy.evaluation.runner import evaluate
 
     traces = tmp_path / "t.jsonl"
-    write_traces([TraceRecord(id=f"r{i}", model="m/x", prompt_variant="full_steps", tier="C", content=PLAN,
+    write_jsonl_traces([TraceRecord(id=f"r{i}", model="m/x", prompt_variant="full_steps", tier="C", content=PLAN,
                               finish_reason="stop") for i in range(5)], traces)
     out = tmp_path / "rep"
     report = evaluate([traces], progress=False)
@@ -324,7 +324,7 @@ def test_traces_record_keeps_a_partial_file_until_it_finishes(tmp_path, monkeypa
     with pytest.raises(KeyboardInterrupt):
         simulate([load_profile("nemotron-like")], load_tasks("dev")[:6], out, variants=["full_steps"])
     assert not out.exists()
-    kept = [r for r in read_traces(partial_path(out)) if r.call == "plan"]
+    kept = [r for r in read_jsonl_traces(partial_path(out)) if r.call == "plan"]
     assert len(kept) == 3
     monkeypatch.undo()
     assert simulate([load_profile("nemotron-like")], load_tasks("dev")[:6], out, variants=["full_steps"]) == 6

@@ -15,7 +15,7 @@ from helmdeck_dspy.io.jsonl import (
     range_lines,
     text_lines,
 )
-from helmdeck_dspy.traces.io import load_traces, read_traces
+from helmdeck_dspy.traces.io import load_traces, read_jsonl_traces
 
 GOOD = json.dumps({"id": "ok", "model": "m/x", "content": "{}"})
 BAD = {
@@ -31,7 +31,7 @@ def test_every_reader_gives_the_same_detail(tmp_path, line):
     path = tmp_path / "t.jsonl"
     path.write_text(f"{GOOD}\n{line}\n{GOOD}\n", encoding="utf-8")
     want = f"{path}:2: {BAD[line]}"
-    for reader in (read_traces, load_traces):
+    for reader in (read_jsonl_traces, load_traces):
         errors: list[DataFileError] = []
         assert len(list(reader(path, on_error="skip", report=errors.append))) == 2
         assert [str(e) for e in errors] == [want]
@@ -46,7 +46,7 @@ def test_a_torn_last_line_and_a_record_error_read_the_same_everywhere(tmp_path):
     path = tmp_path / "t.jsonl"
     path.write_text(f'{GOOD}\n{{"id": "b", "max_tokens": "lots"}}\n{{"id": "c", "cont', encoding="utf-8")
     wrong = f"{path}:2: max_tokens: Input should be a valid integer, unable to parse string as an integer (got 'lots')"
-    for reader in (read_traces, load_traces):
+    for reader in (read_jsonl_traces, load_traces):
         errors: list[DataFileError] = []
         list(reader(path, on_error="skip", report=errors.append))
         assert [str(e) for e in errors] == [wrong, f"{path}:3: {TORN}"]

@@ -77,7 +77,7 @@ def test_make_lm_without_the_extra_says_how_to_install_it(monkeypatch):
 
 def test_the_planner_plans_through_a_local_spec_and_records_it_as_live(fake_engine, tmp_path):
     from helmdeck_dspy.planning.planner import Planner
-    from helmdeck_dspy.traces.io import read_traces
+    from helmdeck_dspy.traces.io import read_jsonl_traces
 
     out = tmp_path / "trace.jsonl"
     planner = Planner.for_model("local/qwen2.5-coder-0.5b-instruct", lm="local:qwen2.5-coder-0.5b",
@@ -85,14 +85,14 @@ def test_the_planner_plans_through_a_local_spec_and_records_it_as_live(fake_engi
     result = planner.plan("scrape https://example.org and summarise it")
     assert result.tier == planner.budget.tier and result.model == "local/qwen2.5-coder-0.5b-instruct"
     assert result.ok or result.failure_cause is not None
-    (record,) = list(read_traces(out))
+    (record,) = list(read_jsonl_traces(out))
     assert record.source == "live" and record.model == "local/qwen2.5-coder-0.5b-instruct"
 
 
 def test_a_server_that_dies_mid_run_ends_the_exchange_as_a_transport_error(fake_engine, tmp_path):
     from helmdeck_dspy.planning.planner import Planner
     from helmdeck_dspy.planning.resilience.policy import RetryPolicy
-    from helmdeck_dspy.traces.io import read_traces
+    from helmdeck_dspy.traces.io import read_jsonl_traces
 
     out = tmp_path / "trace.jsonl"
     planner = Planner.for_model("local/qwen2.5-coder-0.5b-instruct", lm="local:qwen2.5-coder-0.5b", use_filter=False,
@@ -101,5 +101,5 @@ def test_a_server_that_dies_mid_run_ends_the_exchange_as_a_transport_error(fake_
     managed_server("qwen2.5-coder-0.5b").process.kill()
     result = planner.plan("take a screenshot of https://example.com")
     assert result.failure_cause == "transport_error" and not result.ok
-    first, second = list(read_traces(out))
+    first, second = list(read_jsonl_traces(out))
     assert first.error is None and second.error

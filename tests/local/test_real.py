@@ -54,7 +54,7 @@ def test_make_lm_local_plans_one_intent_through_the_live_path(tmp_path):
     from helmdeck_dspy.engines.lm_spec import make_lm
     from helmdeck_dspy.planning.planner import Planner
     from helmdeck_dspy.planning.resilience.policy import RetryPolicy
-    from helmdeck_dspy.traces.io import read_traces
+    from helmdeck_dspy.traces.io import read_jsonl_traces
 
     lm = make_lm(f"local:{NAME}", cache=False)
     assert lm.model == f"llamacpp/{NAME}"
@@ -64,7 +64,7 @@ def test_make_lm_local_plans_one_intent_through_the_live_path(tmp_path):
     result = planner.plan("take a screenshot of https://example.org")
     assert result.tier == load_budget_table().lookup(MODEL.model_id).tier  # the bundled row decides
     assert result.ok or result.failure_cause is not None
-    (record,) = list(read_traces(out))
+    (record,) = list(read_jsonl_traces(out))
     assert record.source == "live" and record.model == MODEL.model_id
     assert record.error or record.completion_tokens
 
@@ -121,7 +121,7 @@ def test_a_server_dies_with_a_parent_killed_mid_answer(tmp_path):
 
 def test_record_both_variants_resume_after_a_kill_and_evaluate(tmp_path):
     from helmdeck_dspy.evaluation.runner import evaluate
-    from helmdeck_dspy.traces.io import read_traces
+    from helmdeck_dspy.traces.io import read_jsonl_traces
 
     out = tmp_path / "real.jsonl"
     partial = tmp_path / "real.jsonl.partial.jsonl"
@@ -133,7 +133,7 @@ def test_record_both_variants_resume_after_a_kill_and_evaluate(tmp_path):
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and first.poll() is None:
-            answered = [r for r in read_traces(partial, on_error="skip") if r.call == "plan" and r.error is None] \
+            answered = [r for r in read_jsonl_traces(partial, on_error="skip") if r.call == "plan" and r.error is None] \
                 if partial.exists() else []
             if answered:
                 break
@@ -147,7 +147,7 @@ def test_record_both_variants_resume_after_a_kill_and_evaluate(tmp_path):
     second = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert second.returncode == 0, second.stderr
     assert "1 request(s) already recorded are not sent again" in second.stderr
-    plans = [r for r in read_traces(out) if r.call == "plan"]
+    plans = [r for r in read_jsonl_traces(out) if r.call == "plan"]
     assert len(plans) == 4 and sum(r.recorded_at == kept.recorded_at and r.content == kept.content for r in plans) == 1
     assert all(r.source == "live" and r.cache_hit is not True and r.latency_ms > 100 for r in plans)
     assert {r.run["model_sha256"] for r in plans} == {MODEL.sha256}

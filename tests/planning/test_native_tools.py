@@ -10,7 +10,7 @@ from helmdeck_dspy.catalog.models import load_catalog
 from helmdeck_dspy.planning.planner import Planner
 from helmdeck_dspy.program.adapter import NATIVE_NOTE, RenderOptions
 from helmdeck_dspy.program.native_tools import native_tools
-from helmdeck_dspy.traces.io import read_traces
+from helmdeck_dspy.traces.io import read_jsonl_traces
 
 MISTRAL = "openrouter/mistralai/mistral-large"  # tier B, strict JSON
 INTENT = "scrape https://example.org and publish it as a blog post"
@@ -51,7 +51,7 @@ def test_native_on_offers_the_selected_catalog_and_records_the_calls(tmp_path):
     assert request.config.response_format is None and NATIVE_NOTE in request.system
     assert result.ok and result.parse_outcome == "native"
     assert [(s.tool, s.args) for s in result.steps] == [("web.scrape", {"url": "https://example.org"}), ("blog.publish", {})]
-    (rec,) = read_traces(rec_path)
+    (rec,) = read_jsonl_traces(rec_path)
     assert rec.native_tools is True and [c.name for c in rec.tool_calls] == ["web__scrape", "blog__publish"]
 
 

@@ -11,7 +11,7 @@ from helmdeck_dspy.errors import HelmdeckError
 from helmdeck_dspy.planning.history import HistoryStore
 from helmdeck_dspy.planning.planner import Planner
 from helmdeck_dspy.program.adapter import CATALOG_HEADER
-from helmdeck_dspy.traces.io import read_traces
+from helmdeck_dspy.traces.io import read_jsonl_traces
 
 NEMOTRON = "openrouter/nvidia/nemotron-3-super-120b-a12b:free"
 SONNET = "anthropic/claude-sonnet-4-6"
@@ -199,7 +199,7 @@ def test_record_writes_a_trace_record_per_call(tmp_path):
     out = tmp_path / "rec.jsonl"
     p = planner(tmp_path, NEMOTRON, {"content": THREE, "completion_tokens": 77, "prompt_tokens": 2100}, record_path=out)
     p.plan(INTENT)
-    (rec,) = list(read_traces(out))
+    (rec,) = list(read_jsonl_traces(out))
     assert rec.content == THREE and rec.finish_reason == "stop" and rec.completion_tokens == 77
     assert rec.model == NEMOTRON and rec.tier == "C" and rec.prompt_variant == "single_pick"
     assert rec.source == "replay" and rec.max_tokens == 1500 and rec.intent == INTENT
@@ -240,7 +240,7 @@ def test_recorded_filter_and_plan_calls_replay_to_the_same_result(tmp_path):
     filter_answer = {"content": json.dumps({"ids": ["helmdeck.memory_store", "image.generate"]}), "call": "filter"}
     out = tmp_path / "recorded.jsonl"
     first = planner(tmp_path, NEMOTRON, filter_answer, THREE, use_filter=True, record_path=out).plan(INTENT)
-    recs = list(read_traces(out))
+    recs = list(read_jsonl_traces(out))
     assert [r.call for r in recs] == ["filter", "plan"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

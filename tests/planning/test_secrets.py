@@ -19,7 +19,7 @@ from helmdeck_dspy.domain import PIPELINE_RUN_TOOL, UNKNOWN_TOOL
 from helmdeck_dspy.planning.history import HistoryStore
 from helmdeck_dspy.planning.planner import Planner
 from helmdeck_dspy.planning.resilience.policy import RetryPolicy
-from helmdeck_dspy.traces.io import read_traces
+from helmdeck_dspy.traces.io import read_jsonl_traces
 from tests.fault_server import FaultServer, ok, status
 
 KEY = "sk-helmdeck-FAKE-7f3a9c2e51d84b06a1e4"
@@ -90,7 +90,7 @@ def test_keys_never_reach_traces_reports_mlflow_or_logs(tmp_path, caplog, capsys
     assert out.exit_code == 1 and "transport_error" in out.output and "[REDACTED]" in out.output, out.output
 
     # eval the recorded traces into an out dir, logged to MLflow under tmp_path
-    records = read_traces(trace)
+    records = read_jsonl_traces(trace)
     assert any(r.error for r in records) and any(r.content for r in records)
     ev = CliRunner().invoke(cli, ["eval", str(trace), str(tmp_path / "cli-trace.jsonl"), "--out",
                                   str(tmp_path / "report"), "--mlflow", "--tracking-uri",

@@ -9,19 +9,19 @@ from click.testing import CliRunner
 from helmdeck_dspy.cli.app import cli
 from helmdeck_dspy.recording.trace_sets import record
 from helmdeck_dspy.tasks import load_tasks
-from helmdeck_dspy.traces.io import read_traces
+from helmdeck_dspy.traces.io import read_jsonl_traces
 
 
 def test_record_with_a_sim_spec_then_replay_it(tmp_path):
     tasks = load_tasks("dev")[:4]
     first = tmp_path / "first.jsonl"
     n = record("openrouter/deepseek/deepseek-v3.2", "sim:mid-tier", tasks, first, variants=("full_steps",))
-    recs = [r for r in read_traces(first) if r.call == "plan"]
+    recs = [r for r in read_jsonl_traces(first) if r.call == "plan"]
     assert n == 4 and [r.task_id for r in recs] == [t.id for t in tasks]
     assert {r.source for r in recs} == {"sim:mid-tier"} and {r.tier for r in recs} == {"B"}
     again = tmp_path / "again.jsonl"
     record("openrouter/deepseek/deepseek-v3.2", f"replay:{first}", tasks, again, variants=("full_steps",))
-    replayed = [r for r in read_traces(again) if r.call == "plan"]
+    replayed = [r for r in read_jsonl_traces(again) if r.call == "plan"]
     assert {r.source for r in replayed} == {"replay"}
     assert [r.content for r in replayed] == [r.content for r in recs]
 
@@ -64,7 +64,7 @@ def test_a_repeated_request_is_sent_again_never_answered_from_the_cache(tmp_path
         first = len(server.requests)
         _record_live(server, tasks, tmp_path / "b.jsonl", temperature=0.0, seed=7)
         assert len(server.requests) == 2 * first  # the identical second run reached the server again
-    recs = [r for r in read_traces(tmp_path / "b.jsonl") if r.call == "plan"]
+    recs = [r for r in read_jsonl_traces(tmp_path / "b.jsonl") if r.call == "plan"]
     assert len(recs) == 2 and all(r.cache_hit is None and r.latency_ms > 1 for r in recs)
     assert {(r.temperature, r.seed) for r in recs} == {(0.0, 7)}
     body = server.requests[-1].body
@@ -84,7 +84,7 @@ def test_an_interrupted_record_resumes_without_repeating_a_call(tmp_path, api_ke
     with FaultServer(ok(LIVE_PLAN)) as server:
         with pytest.raises(KeyboardInterrupt):
             _record_live(server, tasks, out, progress=stop_after_two, temperature=0.0)
-        answered = {r.task_id for r in read_traces(out.with_name("r.jsonl.partial.jsonl")) if r.call == "plan"}
+        answered = {r.task_id for r in read_jsonl_traces(out.with_name("r.jsonl.partial.jsonl")) if r.call == "plan"}
         before = len(server.requests)
         notes: list[str] = []
         n = _record_live(server, tasks, out, temperature=0.0, notify=notes.append)
@@ -92,7 +92,7 @@ def test_an_interrupted_record_resumes_without_repeating_a_call(tmp_path, api_ke
     assert len(answered) == 2 and n == 5
     plan_requests = [b for b in sent_again if "USER REQUEST" in b]
     assert len(plan_requests) == 3  # only the three unanswered tasks went out again
-    recs = [r for r in read_traces(out) if r.call == "plan"]
+    recs = [r for r in read_jsonl_traces(out) if r.call == "plan"]
     assert [r.task_id for r in recs] == [t.id for t in tasks]  # task order, one record each
     assert "2 request(s) already recorded" in notes[0]
     assert not out.with_name("r.jsonl.partial.jsonl").exists()
@@ -138,9 +138,9 @@ def test_concurrent_requests_are_written_in_task_order(tmp_path, api_key):
     with FaultServer(ok(LIVE_PLAN, delay_s=0.05)) as server:
         n = _record_live(server, tasks, out, concurrency=3)
         assert len(server.requests) >= 6
-    recs = [r for r in read_traces(out) if r.call == "plan"]
+    recs = [r for r in read_jsonl_traces(out) if r.call == "plan"]
     assert n == 6 and [r.task_id for r in recs] == [t.id for t in tasks]
-    assert [r.id for r in read_traces(out)] == sorted(r.id for r in read_traces(out))
+    assert [r.id for r in read_jsonl_traces(out)] == sorted(r.id for r in read_jsonl_traces(out))
 
 
 def test_a_failed_attempt_is_recorded_with_its_request_and_written_before_the_answer(tmp_path, api_key):
@@ -151,7 +151,7 @@ def test_a_failed_attempt_is_recorded_with_its_request_and_written_before_the_an
     with FaultServer([status(503), ok(LIVE_PLAN)]) as server:  # a budget row without the filter call
         record("local/qwen2.5-coder-0.5b-instruct", MODEL, tasks, out, api_base=server.url, variants=("single_pick",),
                temperature=0.0, seed=3)
-    recs = [r for r in read_traces(out) if r.call == "plan"]
+    recs = [r for r in read_jsonl_traces(out) if r.call == "plan"]
     first = [r for r in recs if r.task_id == tasks[0].id]
     assert [r.error is not None for r in first] == [True, False]  # the 503, then the retried answer
     assert {(r.temperature, r.seed) for r in first} == {(0.0, 3)}
@@ -168,5 +168,5 @@ def test_cli_timeout_and_retries_bound_each_recorded_request(tmp_path, api_key):
             "--n", "1", "--variant", "single_pick", "--timeout", "0.5", "--retries", "1", "--out", str(out)])
         assert result.exit_code == 0, result.output
         assert len(server.requests) == 2  # the first attempt and one retry, no more
-    recs = [r for r in read_traces(out) if r.call == "plan"]
+    recs = [r for r in read_jsonl_traces(out) if r.call == "plan"]
     assert len(recs) == 2 and all("0.5 s deadline" in r.error for r in recs)

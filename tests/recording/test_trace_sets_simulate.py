@@ -15,7 +15,7 @@ from helmdeck_dspy.errors import DataFileError
 from helmdeck_dspy.io.resources import bundled_dir
 from helmdeck_dspy.recording.trace_sets import resolve_profiles, simulate
 from helmdeck_dspy.tasks import load_tasks
-from helmdeck_dspy.traces.io import read_traces
+from helmdeck_dspy.traces.io import read_jsonl_traces
 
 DEV = load_tasks("dev")
 
@@ -33,7 +33,7 @@ def test_records_carry_source_task_and_variant(tmp_path):
     tasks = DEV[:5]
     profiles = [load_profile("nemotron-like"), load_profile("mid-tier")]
     written = simulate(profiles, tasks, out)
-    records = list(read_traces(out))
+    records = list(read_jsonl_traces(out))
     assert written == len(plans(records)) == 2 * 2 * 5
     assert len({r.id for r in records}) == len(records)
     for p in profiles:
@@ -56,14 +56,14 @@ def test_records_carry_source_task_and_variant(tmp_path):
 def test_a_requested_variant_only(tmp_path):
     out = tmp_path / "sim.jsonl"
     assert simulate([load_profile("frontier-like")], DEV[:3], out, variants=["single_pick"]) == 3
-    assert {r.prompt_variant for r in read_traces(out)} == {"single_pick"}
+    assert {r.prompt_variant for r in read_jsonl_traces(out)} == {"single_pick"}
 
 
 def test_n_larger_than_the_split_cycles_with_distinct_intents(tmp_path):
     out = tmp_path / "sim.jsonl"
     tasks = DEV[:3]
     assert simulate([load_profile("mid-tier")], tasks, out, variants=["full_steps"], n=8) == 8
-    records = plans(list(read_traces(out)))
+    records = plans(list(read_jsonl_traces(out)))
     assert [r.task_id for r in records] == [t.id for t in (tasks * 3)[:8]]
     assert len({r.intent for r in records}) == 8
     assert [r.intent for r in records[:3]] == [t.intent for t in tasks]
@@ -73,14 +73,14 @@ def test_n_larger_than_the_split_cycles_with_distinct_intents(tmp_path):
 def test_n_smaller_than_the_split_takes_the_first_tasks(tmp_path):
     out = tmp_path / "sim.jsonl"
     assert simulate([load_profile("mid-tier")], DEV, out, variants=["full_steps"], n=2) == 2
-    assert [r.task_id for r in plans(list(read_traces(out)))] == [DEV[0].id, DEV[1].id]
+    assert [r.task_id for r in plans(list(read_jsonl_traces(out)))] == [DEV[0].id, DEV[1].id]
 
 
 def test_max_tokens_and_seed(tmp_path):
     def contents(seed, name):
         out = tmp_path / name
         simulate([load_profile("nemotron-like")], DEV[:8], out, variants=["full_steps"], max_tokens=321, seed=seed)
-        records = plans(list(read_traces(out)))
+        records = plans(list(read_jsonl_traces(out)))
         assert all(r.max_tokens == 321 for r in records)
         return [(r.content, r.reasoning_content, r.completion_tokens) for r in records]
 
@@ -106,12 +106,12 @@ def test_cli_profile_all_covers_every_bundled_profile(tmp_path):
     assert r.exit_code == 0, r.output
     n_expected = len(list_profiles()) * 2 * 2
     assert f"wrote {n_expected} plan records" in r.output
-    records = plans(list(read_traces(out)))
+    records = plans(list(read_jsonl_traces(out)))
     assert Counter((r.source, r.prompt_variant) for r in records) == {
         (f"sim:{p}", v): 2 for p in list_profiles() for v in VARIANTS
     }
     assert {r.task_id for r in records} == {DEV[0].id, DEV[1].id}
-    assert len({r.id for r in read_traces(out)}) == len(list(read_traces(out)))
+    assert len({r.id for r in read_jsonl_traces(out)}) == len(list(read_jsonl_traces(out)))
 
 
 def test_cli_cycles_a_task_file_and_takes_a_profile_path(tmp_path):
@@ -123,7 +123,7 @@ def test_cli_cycles_a_task_file_and_takes_a_profile_path(tmp_path):
     r = run("traces", "simulate", "-p", str(prof), "--tasks", str(tasks), "--n", "5", "--variant", "single_pick",
             "--max-tokens", "700", "--out", str(out))
     assert r.exit_code == 0, r.output
-    records = plans(list(read_traces(out)))
+    records = plans(list(read_jsonl_traces(out)))
     assert [r.task_id for r in records] == [DEV[0].id, DEV[1].id] * 2 + [DEV[0].id]
     assert len({r.intent for r in records}) == 5
     assert {(r.source, r.prompt_variant, r.max_tokens) for r in records} == {("sim:mine", "single_pick", 700)}
@@ -148,7 +148,7 @@ def test_cli_needs_a_profile(tmp_path):
 
 def test_bundled_nemotron_style_set_covers_every_profile_variant_and_dev_task():
     path = bundled_dir() / "traces" / "nemotron-style.jsonl"
-    records = list(read_traces(path))
+    records = list(read_jsonl_traces(path))
     assert len({r.id for r in records}) == len(records)
     dev_ids = {t.id for t in DEV}
     for name in list_profiles():

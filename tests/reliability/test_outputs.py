@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from helmdeck_dspy.io.resources import bundled_dir
-from helmdeck_dspy.traces.record import TraceRecord, write_traces
+from helmdeck_dspy.traces.record import TraceRecord, write_jsonl_traces
 from tests.bench.bfcl.conftest import write_bfcl
 from tests.reliability.conftest import assert_one_line, read_only, snapshot, unwritable_targets
 
@@ -26,7 +26,7 @@ OPENAI_TOOLS = [{"type": "function", "function": {"name": "notes_search", "descr
 
 
 def traces_file(path: Path, n: int = 3) -> Path:
-    write_traces([TraceRecord(id=f"r{i}", model="m/x", tier="C", prompt_variant="full_steps", content=PLAN,
+    write_jsonl_traces([TraceRecord(id=f"r{i}", model="m/x", tier="C", prompt_variant="full_steps", content=PLAN,
                               finish_reason="stop") for i in range(n)], path)
     return path
 

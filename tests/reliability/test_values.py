@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-from helmdeck_dspy.traces.record import TraceRecord, write_traces
+from helmdeck_dspy.traces.record import TraceRecord, write_jsonl_traces
 from tests.reliability.conftest import assert_one_line
 
 SIM = ["--lm", "sim:frontier-like", "--no-filter"]
@@ -27,7 +27,7 @@ def test_an_empty_model_id_is_a_usage_error(cli, command):
 
 def test_negative_token_counts_in_traces_are_refused_with_file_and_line(cli):
     path = cli.cwd / "t.jsonl"
-    write_traces([TraceRecord(id="r0", model="m/x", content="{}", finish_reason="stop")], path)
+    write_jsonl_traces([TraceRecord(id="r0", model="m/x", content="{}", finish_reason="stop")], path)
     with path.open("a") as handle:
         handle.write(json.dumps({"id": "r1", "model": "m/x", "content": "{}", "completion_tokens": -5}) + "\n")
     assert_one_line(cli("eval", "t.jsonl"), 1, "t.jsonl:2", "completion_tokens")

@@ -10,7 +10,7 @@ from helmdeck_dspy.cli.app import main
 from helmdeck_dspy.decoding.parsing import parse_completion
 from helmdeck_dspy.errors import DataFileError
 from helmdeck_dspy.traces.importers import import_traces
-from helmdeck_dspy.traces.io import read_traces
+from helmdeck_dspy.traces.io import read_jsonl_traces
 
 OPENAI_PARTS = {
     "id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4o-2024-08-06", "created": 1700000000,
@@ -193,7 +193,7 @@ def test_cli_import_skips_bad_rows_and_writes_the_rest(tmp_path, capsys):
     code, stdout, stderr = run_cli(capsys, "traces", "import", "auto", str(src), "--out", str(out), "--on-error", "skip")
     assert code == 0, stderr
     assert f"{src}:2: tool_calls: expected a list, got a boolean" in stderr and "wrote 2 records" in stdout
-    assert [r.source for r in read_traces(out)] == ["import:gemini", "import:anthropic"]
+    assert [r.source for r in read_jsonl_traces(out)] == ["import:gemini", "import:anthropic"]
     code, _, stderr = run_cli(capsys, "traces", "import", "auto", str(src), "--out", str(tmp_path / "o2.jsonl"))
     assert code == 1 and "Traceback" not in stderr
     assert stderr.strip().splitlines() == [f"error: {src}:2: tool_calls: expected a list, got a boolean"]

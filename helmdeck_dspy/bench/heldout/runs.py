@@ -58,9 +58,9 @@ def _stale(spec: HeldOutSpec, config: HeldOutConfig, variant: str, path: Path) -
 
     from helmdeck_dspy.budgets import budget_for
     from helmdeck_dspy.program.store import resolve_program
-    from helmdeck_dspy.traces.io import read_traces
+    from helmdeck_dspy.traces.io import read_jsonl_traces
 
-    stamped = next(((r.run or {}).get("program") for r in read_traces(path, on_error="skip")
+    stamped = next(((r.run or {}).get("program") for r in read_jsonl_traces(path, on_error="skip")
                     if r.call == "plan" and r.prompt_variant == variant), None)
     if not isinstance(stamped, dict) or "sha256" not in stamped:
         return False

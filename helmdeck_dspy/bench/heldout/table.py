@@ -28,7 +28,7 @@ from helmdeck_dspy.evaluation.stats import (
     wilson,
 )
 from helmdeck_dspy.tasks import load_tasks
-from helmdeck_dspy.traces.io import read_traces
+from helmdeck_dspy.traces.io import read_jsonl_traces
 from helmdeck_dspy.traces.record import TraceRecord, is_simulated, source_kind
 
 
@@ -72,7 +72,7 @@ class RowScore(BaseModel):
 
 def _plan_records(path: Path, variant: str) -> list[TraceRecord]:
     """Every plan record of ``variant`` in ``path`` (retries included)."""
-    return [r for r in read_traces(path) if r.call == "plan" and r.prompt_variant == variant]
+    return [r for r in read_jsonl_traces(path) if r.call == "plan" and r.prompt_variant == variant]
 
 
 def _outcomes(records: list[TraceRecord], ctx: ReplayContext) -> tuple[dict[str, RecordOutcome], list[TraceRecord]]:

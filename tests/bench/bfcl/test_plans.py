@@ -6,7 +6,7 @@ import json
 
 from helmdeck_dspy.bench.bfcl.load import load_bfcl
 from helmdeck_dspy.bench.bfcl.plans import plan_questions, score_traces
-from helmdeck_dspy.traces.record import TraceRecord, write_traces
+from helmdeck_dspy.traces.record import TraceRecord, write_jsonl_traces
 
 
 def _plan_record(i: int, task_id: str, steps: list[dict], variant: str = "full_steps") -> TraceRecord:
@@ -29,7 +29,7 @@ def test_trace_records_are_scored_against_their_task(bfcl_dir, tmp_path):
         TraceRecord(id="r5", task_id="parallel_1", content="<think>hmm", finish_reason="length", prompt_variant="full_steps"),
     ]
     path = tmp_path / "t.jsonl"
-    write_traces(records, path)
+    write_jsonl_traces(records, path)
     acc = score_traces(data, path)
     assert acc.unscored == 1
     assert [s.exact for s in acc.scores] == [True, True, False, False, False]

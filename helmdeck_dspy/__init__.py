@@ -2,16 +2,19 @@
 
 The public API, importable from the top level::
 
-    from helmdeck_dspy import Planner, parse_completion, budget_for, evaluate, calibrate
+    from helmdeck_dspy import Planner, parse_completion, budget_for, run_eval, calibrate
 
 Names load on first use (module ``__getattr__``), so ``import helmdeck_dspy`` stays cheap and the
-CLI starts fast; ``docs/architecture.md`` maps the modules behind them.
+CLI starts fast; type checkers read the same names from the imports under ``TYPE_CHECKING`` (the
+package ships ``py.typed``). One name per job: ``run_eval`` evaluates trace sets (writing outputs
+only when given ``out_dir``), ``load_traces`` / ``save_traces`` read and write trace sets.
+``docs/architecture.md`` maps the modules behind them.
 """
 
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # public name -> the module that defines it
 _EXPORTS: dict[str, str] = {
@@ -36,10 +39,9 @@ _EXPORTS: dict[str, str] = {
     # evaluate -> calibrate
     "TraceRecord": "helmdeck_dspy.traces.record",
     "load_traces": "helmdeck_dspy.traces.io",
-    "read_traces": "helmdeck_dspy.traces.io",
+    "save_traces": "helmdeck_dspy.traces.io",
     "PlanTask": "helmdeck_dspy.tasks",
     "load_tasks": "helmdeck_dspy.tasks",
-    "evaluate": "helmdeck_dspy.evaluation.runner",
     "run_eval": "helmdeck_dspy.evaluation.session",
     "EvalReport": "helmdeck_dspy.evaluation.report",
     "calibrate": "helmdeck_dspy.calibration.calibrate",
@@ -64,10 +66,73 @@ _EXPORTS: dict[str, str] = {
     "DataFileError": "helmdeck_dspy.errors",
 }
 
-__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:  # the same names, for type checkers (keep in step with _EXPORTS)
+    from helmdeck_dspy.bench.bfcl.flow import run_bfcl as run_bfcl
+    from helmdeck_dspy.bench.bfcl.lever_flow import run_lever_spec as run_lever_spec
+    from helmdeck_dspy.bench.heldout.flow import run_heldout as run_heldout
+    from helmdeck_dspy.bench.heldout.spec import load_spec as load_spec
+    from helmdeck_dspy.bench.heldout.table import score_spec as score_spec
+    from helmdeck_dspy.budgets import (
+        Budget as Budget,
+        BudgetTable as BudgetTable,
+        budget_for as budget_for,
+        load_budget_table as load_budget_table,
+    )
+    from helmdeck_dspy.calibration.apply import apply_calibration as apply_calibration
+    from helmdeck_dspy.calibration.calibrate import calibrate as calibrate
+    from helmdeck_dspy.catalog.models import RoutingGuide as RoutingGuide, load_catalog as load_catalog
+    from helmdeck_dspy.catalog.select import select_catalog as select_catalog
+    from helmdeck_dspy.compilation.compiler import compile_program as compile_program
+    from helmdeck_dspy.compilation.estimate import estimate_calls as estimate_calls
+    from helmdeck_dspy.compilation.runs import compile_programs as compile_programs
+    from helmdeck_dspy.compilation.settings import OptimizerSettings as OptimizerSettings
+    from helmdeck_dspy.decoding.parsing import (
+        ParseResult as ParseResult,
+        parse_completion as parse_completion,
+    )
+    from helmdeck_dspy.engines.lm_spec import make_lm as make_lm
+    from helmdeck_dspy.errors import (
+        DataFileError as DataFileError,
+        HelmdeckError as HelmdeckError,
+        InputError as InputError,
+        RunError as RunError,
+    )
+    from helmdeck_dspy.evaluation.report import EvalReport as EvalReport
+    from helmdeck_dspy.evaluation.session import run_eval as run_eval
+    from helmdeck_dspy.planning.execution import LoopResult as LoopResult
+    from helmdeck_dspy.planning.history import HistoryStore as HistoryStore
+    from helmdeck_dspy.planning.options import PlannerOptions as PlannerOptions
+    from helmdeck_dspy.planning.planner import Planner as Planner
+    from helmdeck_dspy.planning.resilience.policy import (
+        FallbackChain as FallbackChain,
+        RetryPolicy as RetryPolicy,
+    )
+    from helmdeck_dspy.planning.result import PlanResult as PlanResult
+    from helmdeck_dspy.program.store import ProgramRef as ProgramRef, resolve_program as resolve_program
+    from helmdeck_dspy.tasks import PlanTask as PlanTask, load_tasks as load_tasks
+    from helmdeck_dspy.traces.io import load_traces as load_traces, save_traces as save_traces
+    from helmdeck_dspy.traces.record import TraceRecord as TraceRecord
+
+__version__: str
+"""The installed distribution's version (``0+unknown`` when running from a tree that is not installed)."""
+
+__all__ = sorted([*_EXPORTS, "__version__"])
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("helmdeck-dspy")
+    except PackageNotFoundError:
+        return "0+unknown"
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        globals()[name] = value = _version()
+        return value
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'helmdeck_dspy' has no attribute {name!r}")

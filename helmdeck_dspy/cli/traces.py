@@ -152,7 +152,9 @@ def traces_record(
     When OUT is already complete (a finished run wrote it), nothing is sent: the command says so
     and exits 0 (--force records again and replaces it).
     """
+    from helmdeck_dspy.budgets import load_budget_table
     from helmdeck_dspy.io.outputs import JSONL_FORMATS, check_output
+    from helmdeck_dspy.planning.options import PlannerOptions
     from helmdeck_dspy.planning.resilience.policy import resolve_resilience
     from helmdeck_dspy.recording.trace_sets import finished_records, partial_path, record
 
@@ -168,10 +170,13 @@ def traces_record(
     tasks = _tasks_for(split)
     variants = _variants(variant)
     with progress_bar(len(variants) * (n or len(tasks)), "record", show=progress) as bar, _keep_partial(out):
-        written = record(model, lm_spec, tasks, out, variants=variants, n=n, max_tokens=max_tokens, api_base=api_base,
-                         budgets=budgets_path, progress=bar.update, temperature=temperature, seed=seed,
-                         concurrency=concurrency, resume=resume is not False, notify=to_stderr, retry=retry,
-                         native_tools=native_tools, program=program)
+        options = PlannerOptions(
+            max_tokens=max_tokens, api_base=api_base, retry=retry, native_tool_calls=native_tools, program=program,
+            budgets=load_budget_table(budgets_path) if budgets_path is not None else None,
+        )
+        written = record(model, lm_spec, tasks, out, options=options, variants=variants, n=n, progress=bar.update,
+                         temperature=temperature, seed=seed, concurrency=concurrency, resume=resume is not False,
+                         notify=to_stderr)
     click.echo(f"wrote {written} plan records ({model} x {', '.join(variants)}) to {out}")
 
 

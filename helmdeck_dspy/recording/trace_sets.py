@@ -21,11 +21,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from helmdeck_dspy.budgets import load_budget_table
 from helmdeck_dspy.domain import VARIANTS
 from helmdeck_dspy.engines.lm_spec import make_lm, run_settings, trace_source
 from helmdeck_dspy.engines.profile import SimProfile, list_profiles, load_profile
 from helmdeck_dspy.planning.attempt import recorded_run
-from helmdeck_dspy.planning.resilience.policy import RetryPolicy
+from helmdeck_dspy.planning.options import PlannerOptions
 from helmdeck_dspy.tasks import PlanTask
 from helmdeck_dspy.traces.io import read_jsonl_traces
 from helmdeck_dspy.traces.record import TraceRecord, write_jsonl_traces
@@ -78,21 +79,18 @@ def _run(
     tasks: list[PlanTask],
     out: str | Path,
     *,
+    options: PlannerOptions,
     variants: Iterable[str],
     n: int | None,
-    max_tokens: int | None,
-    budgets: str | Path | None,
     progress: Callable[[int], None] | None,
     sampling: dict[str, Any] | None = None,
     concurrency: int = 1,
     resume: bool = True,
     notify: Callable[[str], None] | None = None,
-    retry: RetryPolicy | None = None,
-    native_tools: bool | None = None,
-    program: str | None = None,
 ) -> int:
     """Plan every (run, variant, task) once, ``concurrency`` requests at a time, and write the
-    records in that order (however the requests interleaved)."""
+    records in that order (however the requests interleaved). Each planner gets ``options`` with
+    the run's recording fields (``record_path``, ``record_source``, ``record_run``) set."""
     from helmdeck_dspy.planning.planner import Planner  # imports dspy
 
     chosen = list(itertools.islice(itertools.cycle(tasks), n)) if n else list(tasks)
@@ -114,13 +112,10 @@ def _run(
         for variant in variants:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                planner = Planner.for_model(
-                    model, lm=lm, variant=variant, max_tokens=max_tokens, record_path=scratch,
-                    budgets=budgets, record_source=source, record_run=run, retry=retry,
-                    native_tool_calls=native_tools, program=program,
-                )
-            cap = max_tokens or planner.budget.output_tokens
-            native = planner.budget.native_tool_calls if native_tools is None else native_tools
+                recording = {"record_path": scratch, "record_source": source, "record_run": run}
+                planner = Planner.from_options(model, lm, None, options.model_copy(update=recording), variant=variant)
+            cap = options.max_tokens or planner.budget.output_tokens
+            native = planner.budget.native_tool_calls if options.native_tool_calls is None else options.native_tool_calls
             for i, task in enumerate(chosen):
                 # Repeated tasks (n > len(tasks)) get a distinct request so the model is asked anew.
                 intent = task.intent if i < len(tasks) else f"{task.intent} (again, #{i // len(tasks)})"
@@ -194,8 +189,8 @@ def simulate(
          None)
         for p in profiles
     ]
-    return _run(runs, tasks, out, variants=variants, n=n, max_tokens=max_tokens, budgets=budgets, progress=progress,
-                resume=False)
+    options = PlannerOptions(max_tokens=max_tokens, budgets=load_budget_table(budgets) if budgets is not None else None)
+    return _run(runs, tasks, out, options=options, variants=variants, n=n, progress=progress, resume=False)
 
 
 def record(
@@ -204,20 +199,15 @@ def record(
     tasks: list[PlanTask],
     out: str | Path,
     *,
+    options: PlannerOptions | None = None,
     variants: Iterable[str] = VARIANTS,
     n: int | None = None,
-    max_tokens: int | None = None,
-    api_base: str | None = None,
-    budgets: str | Path | None = None,
     progress: Callable[[int], None] | None = None,
     temperature: float | None = None,
     seed: int | None = None,
     concurrency: int = 1,
     resume: bool = True,
     notify: Callable[[str], None] | None = None,
-    retry: RetryPolicy | None = None,
-    native_tools: bool | None = None,
-    program: str | None = None,
 ) -> int:
     """Plan the tasks with ``lm_spec`` (default: ``model`` itself, live); returns the plan records written.
 
@@ -225,19 +215,21 @@ def record(
     gave in this run. ``temperature`` and ``seed`` are sent with every call and kept on every
     record, with the local model's file hash, llama.cpp version and server settings for a
     ``local:NAME`` spec. An interrupted run leaves ``OUT.partial.jsonl``; running the same command
-    again (``resume``) sends only the requests not answered yet. ``retry`` sets the attempts and
-    the per-attempt deadline (default :class:`RetryPolicy`: 3 attempts of 120 s). ``native_tools``
-    offers the selected catalog as native tools (True), never does (False), or follows the budget
-    row's ``native_tool_calls`` (None); records say which way each request was made. ``program``
-    chooses the program (see :class:`~helmdeck_dspy.planning.options.PlannerOptions`); every record
-    names the one used in ``run.program``.
+    again (``resume``) sends only the requests not answered yet.
+
+    ``options`` are the planner's (:class:`~helmdeck_dspy.planning.options.PlannerOptions`; default:
+    the defaults): ``retry`` sets the attempts and the per-attempt deadline (3 attempts of 120 s by
+    default), ``api_base`` the live endpoint, ``max_tokens`` the output cap, ``budgets`` the budget
+    table, ``native_tool_calls`` offers the selected catalog as native tools (True), never does
+    (False) or follows the budget row (None), and records say which way each request was made;
+    ``program`` chooses the program, and every record names the one used in ``run.program``. The
+    recording fields (``record_path``, ``record_source``, ``record_run``) are this run's own.
     """
+    options = options or PlannerOptions()
     spec = lm_spec or model
     sampling = {k: v for k, v in (("temperature", temperature), ("seed", seed)) if v is not None}
-    retry = retry or RetryPolicy()
-    lm = make_lm(spec, api_base=api_base, cache=False, sampling=sampling, timeout=retry.timeout_s)
+    lm = make_lm(spec, api_base=options.api_base, cache=False, sampling=sampling, timeout=options.retry.timeout_s)
     return _run(
-        [(lm, model, trace_source(spec), run_settings(spec))], tasks, out, variants=variants, n=n,
-        max_tokens=max_tokens, budgets=budgets, progress=progress, sampling=sampling, concurrency=concurrency,
-        resume=resume, notify=notify, retry=retry, native_tools=native_tools, program=program,
+        [(lm, model, trace_source(spec), run_settings(spec))], tasks, out, options=options, variants=variants, n=n,
+        progress=progress, sampling=sampling, concurrency=concurrency, resume=resume, notify=notify,
     )

@@ -7,6 +7,7 @@ import json
 from click.testing import CliRunner
 
 from helmdeck_dspy.cli.app import cli
+from helmdeck_dspy.planning.options import PlannerOptions
 from helmdeck_dspy.recording.trace_sets import record
 from helmdeck_dspy.tasks import load_tasks
 from helmdeck_dspy.traces.io import read_jsonl_traces
@@ -24,6 +25,17 @@ def test_record_with_a_sim_spec_then_replay_it(tmp_path):
     replayed = [r for r in read_jsonl_traces(again) if r.call == "plan"]
     assert {r.source for r in replayed} == {"replay"}
     assert [r.content for r in replayed] == [r.content for r in recs]
+
+
+def test_record_plans_with_the_options_it_is_given(tmp_path):
+    tasks = load_tasks("dev")[:2]
+    out = tmp_path / "capped.jsonl"
+    options = PlannerOptions(max_tokens=321, program="bare", record_path=tmp_path / "ignored.jsonl")
+    record("openrouter/deepseek/deepseek-v3.2", "sim:mid-tier", tasks, out, options=options, variants=("full_steps",))
+    recs = [r for r in read_jsonl_traces(out) if r.call == "plan"]
+    assert len(recs) == 2 and {r.max_tokens for r in recs} == {321}
+    assert {r.run["program"]["kind"] for r in recs} == {"bare"}
+    assert not (tmp_path / "ignored.jsonl").exists()  # the recording fields are the run's own
 
 
 def test_cli_record(tmp_path):
@@ -48,8 +60,9 @@ LIVE_PLAN = json.dumps({
 MODEL = "openai/recorded-model"  # not in the table: the Tier C fallback (single_pick, filter allowed)
 
 
-def _record_live(server, tasks, out, **kw):
-    return record(MODEL, MODEL, tasks, out, api_base=server.url, variants=("single_pick",), **kw)
+def _record_live(server, tasks, out, program=None, **kw):
+    options = PlannerOptions(api_base=server.url, program=program)
+    return record(MODEL, MODEL, tasks, out, options=options, variants=("single_pick",), **kw)
 
 
 @pytest.fixture
@@ -149,8 +162,8 @@ def test_a_failed_attempt_is_recorded_with_its_request_and_written_before_the_an
     tasks = load_tasks("dev")[:2]
     out = tmp_path / "r.jsonl"
     with FaultServer([status(503), ok(LIVE_PLAN)]) as server:  # a budget row without the filter call
-        record("local/qwen2.5-coder-0.5b-instruct", MODEL, tasks, out, api_base=server.url, variants=("single_pick",),
-               temperature=0.0, seed=3)
+        record("local/qwen2.5-coder-0.5b-instruct", MODEL, tasks, out, options=PlannerOptions(api_base=server.url),
+               variants=("single_pick",), temperature=0.0, seed=3)
     recs = [r for r in read_jsonl_traces(out) if r.call == "plan"]
     first = [r for r in recs if r.task_id == tasks[0].id]
     assert [r.error is not None for r in first] == [True, False]  # the 503, then the retried answer

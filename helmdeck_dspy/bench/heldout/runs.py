@@ -91,6 +91,7 @@ def compile_config(spec: HeldOutSpec, config: HeldOutConfig, variant: str, *, no
 def record_config(spec: HeldOutSpec, config: HeldOutConfig, variant: str, *, notify: Callable[[str], None] | None = None,
                   progress: Callable[[int], None] | None = None) -> Path:
     """Record ``config``'s scoring run for ``variant`` (or ``both``) on the spec's split; returns the file."""
+    from helmdeck_dspy.planning.options import PlannerOptions
     from helmdeck_dspy.planning.resilience.policy import RetryPolicy
     from helmdeck_dspy.recording.trace_sets import record
     from helmdeck_dspy.tasks import load_tasks
@@ -101,8 +102,8 @@ def record_config(spec: HeldOutSpec, config: HeldOutConfig, variant: str, *, not
         if notify is not None:
             notify(f"{out}: already recorded with this program")
         return out
-    record(spec.model, spec.lm, load_tasks(spec.split), out, variants=variants, temperature=spec.temperature,
-           seed=spec.seed, retry=RetryPolicy(max_attempts=2, timeout_s=spec.timeout_s),
-           program=spec.program_for(config, variants[0]),
-           progress=progress, notify=notify)
+    options = PlannerOptions(retry=RetryPolicy(max_attempts=2, timeout_s=spec.timeout_s),
+                             program=spec.program_for(config, variants[0]))
+    record(spec.model, spec.lm, load_tasks(spec.split), out, options=options, variants=variants,
+           temperature=spec.temperature, seed=spec.seed, progress=progress, notify=notify)
     return out

@@ -593,12 +593,22 @@ def test_sim_lm_state_round_trips():
 # ----------------------------------------------------------------------------- the ADR 053 fit
 
 
+def _helmdeck_cut():
+    """The budget table with helmdeck's fixed top-N cut on every row (ADR 053 was measured under it;
+    the default now fills the byte budget with more tools)."""
+    from helmdeck_dspy.budgets import load_budget_table
+
+    table = load_budget_table()
+    rows = tuple(r.model_copy(update={"max_catalog_entries": 12}) for r in table.rows)
+    return table.model_copy(update={"rows": rows})
+
+
 def _adr053_run(variant: str) -> list:
     """60 variations of the ADR 053 request through the real planner at a 600-token cap."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         planner = Planner.for_model(NEMOTRON, lm=make_lm("sim:nemotron-like", cache=False), use_filter=False,
-                                    max_tokens=600, variant=variant)
+                                    max_tokens=600, variant=variant, budgets=_helmdeck_cut())
         completions = []
         for i in range(60):
             with capture_completions() as calls:

@@ -77,6 +77,9 @@ FORMAT_SINGLE_PICK = ANSWER_FORMAT_MARK + """: one JSON object and nothing else 
 
 NO_FIT_CONSTRAINED = "If none of the catalog's tools does what the request asks, set tool_fits to false."
 NO_FIT_FREE = "If none of the catalog's tools does what the request asks, return an empty steps list."
+STRICT_FIT = ("A tool fits only if calling it gives exactly what the request asks for; a tool on a related "
+              "subject that computes something else does not fit.")
+"""Said before the no-fit reminder with ``RenderOptions.strict_fit``: what "fits" means."""
 """The last words of a request under the plain tool-list instructions or a schema: the no-fit
 decision is put next to the request, where a small model still sees it."""
 
@@ -95,6 +98,8 @@ class RenderOptions(BaseModel):
     """When set, a demo is shown only if every tool its steps name is among these (the planner's
     catalog): demos compiled over another catalog are left out."""
     instructions: str | None = None
+    strict_fit: bool = False
+    """Spell out, before the no-fit reminder, that only a tool giving exactly what is asked fits."""
     pool_demos: tuple[PoolDemo, ...] = ()
     """Demos chosen for this request from a demo pool, each shown with its own tools after the
     program's demos."""
@@ -268,7 +273,8 @@ class PlanAdapter(dspy.Adapter):
             user = f"{CATALOG_HEADER}\n{catalog}\n\n{user}"
         user += f"\n\n{CLOSING_LINE}"
         if self.options.instructions is not None or self.options.answer_schema is not None:
-            user += f" {NO_FIT_CONSTRAINED if has_fit_decision(self.options.answer_schema) else NO_FIT_FREE}"
+            strict = f" {STRICT_FIT}" if self.options.strict_fit else ""
+            user += f"{strict} {NO_FIT_CONSTRAINED if has_fit_decision(self.options.answer_schema) else NO_FIT_FREE}"
         return [
             {"role": "system", "content": self.system_message(signature, catalog)},
             *self.format_demos(signature, demos),

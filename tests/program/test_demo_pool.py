@@ -47,3 +47,16 @@ def test_pool_demos_are_rendered_with_their_own_tools_in_the_answer_format():
     without = render(False)  # no fit decision: an empty steps list says no, in demos and in the format shown
     assert [json.loads(m["content"]) for m in without if m["role"] == "assistant"][0] == {"steps": []}
     assert "tool_fits" not in without[0]["content"] and "tool_fits" not in without[-1]["content"]
+
+
+def test_strict_fit_says_what_fits_just_before_the_no_fit_reminder():
+    catalog = RoutingGuide(packs=(WEATHER,))
+
+    def last_user(strict: bool) -> str:
+        options = RenderOptions(answer_schema=plan_schema(catalog, "full_steps"), strict_fit=strict)
+        messages = PlanAdapter(options).format(signature_for("full_steps"), [], {"user_intent": "hi", "catalog": catalog.render()})
+        return messages[-1]["content"]
+
+    assert "exactly what the request asks for" not in last_user(False)
+    assert last_user(True).endswith("does not fit. If none of the catalog's tools does what the request asks, "
+                                    "set tool_fits to false.")

@@ -93,8 +93,8 @@ def plot_rows(rows: list[LeverRow], path: Path) -> Path:
         err = [[100 * ((here[c].exact.rate or 0) - (here[c].exact.low or 0)) for c in xs],
                [100 * ((here[c].exact.high or 0) - (here[c].exact.rate or 0)) for c in xs]]
         ax.bar(range(len(xs)), rates, yerr=err, capsize=3, color=["#888888" if i == 0 else "#3b6ea8" for i in range(len(xs))])
-        ax.set_xticks(range(len(xs)), xs, rotation=45, ha="right", fontsize=8)
-        ax.set_title(f"{scope} (n={max(here[c].n for c in xs)})", fontsize=9)
+        ax.set_xticks(range(len(xs)), [f"{c} ({here[c].n})" for c in xs], rotation=45, ha="right", fontsize=8)
+        ax.set_title(scope, fontsize=9)  # rows may cover different questions: each bar says how many
         ax.set_ylim(0, 100)
     axes[0][0].set_ylabel("exact calls, % (95% CI)")
     fig.tight_layout()

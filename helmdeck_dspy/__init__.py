@@ -49,6 +49,8 @@ _EXPORTS: dict[str, str] = {
     # compile
     "compile_program": "helmdeck_dspy.compilation.compiler",
     "compile_programs": "helmdeck_dspy.compilation.runs",
+    "CompileOptions": "helmdeck_dspy.compilation.request",
+    "CompileRequest": "helmdeck_dspy.compilation.request",
     "OptimizerSettings": "helmdeck_dspy.compilation.settings",
     "estimate_calls": "helmdeck_dspy.compilation.estimate",
     "ProgramRef": "helmdeck_dspy.program.store",
@@ -85,6 +87,10 @@ if TYPE_CHECKING:  # the same names, for type checkers (keep in step with _EXPOR
     from helmdeck_dspy.catalog.select import select_catalog as select_catalog
     from helmdeck_dspy.compilation.compiler import compile_program as compile_program
     from helmdeck_dspy.compilation.estimate import estimate_calls as estimate_calls
+    from helmdeck_dspy.compilation.request import (
+        CompileOptions as CompileOptions,
+        CompileRequest as CompileRequest,
+    )
     from helmdeck_dspy.compilation.runs import compile_programs as compile_programs
     from helmdeck_dspy.compilation.settings import OptimizerSettings as OptimizerSettings
     from helmdeck_dspy.decoding.parsing import (

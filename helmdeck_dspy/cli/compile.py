@@ -87,6 +87,7 @@ def compile_cmd(
     else:
         targets = [(t, v) for t in TIERS for v in VARIANTS] if compile_all else [(tier, variant)]
     # deferred: compiling imports dspy, which --help and the other commands must not load
+    from helmdeck_dspy.compilation.request import CompileOptions
     from helmdeck_dspy.compilation.runs import compile_programs
     from helmdeck_dspy.compilation.settings import load_optimizer_settings
 
@@ -109,11 +110,11 @@ def compile_cmd(
                        f"dev {before} -> {after}  LM calls {r.lm_calls}{cached} of ~{r.estimated_calls} estimated  "
                        f"{r.seconds:.1f}s  -> {r.path}")
 
+    options = CompileOptions(model=model, optimizer=optimizer, lm=lm_spec, teacher_lm=teacher_lm, seed=seed,
+                             temperature=temperature, settings=settings, out_root=Path(out_root) if out_root else None)
     results = compile_programs(
-        targets, model=model, optimizer=optimizer, lm_spec=lm_spec, teacher_lm=teacher_lm, train_path=train_path,
-        dev_path=dev_path, out_root=Path(out_root) if out_root else None, seed=seed, temperature=temperature,
-        settings=settings, budgets=budgets_path, resume=resume, mlflow=use_mlflow, tracking_uri=tracking_uri,
-        notify=to_stderr, on_result=show, on_call=bar,
+        targets, options, train_path=train_path, dev_path=dev_path, budgets=budgets_path, resume=resume,
+        mlflow=use_mlflow, tracking_uri=tracking_uri, notify=to_stderr, on_result=show, on_call=bar,
     )
     if as_json:
         emit_json([r.model_dump() for r in results])

@@ -8,30 +8,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import dspy
 
 from helmdeck_dspy.compilation.settings import OptimizerSettings
 from helmdeck_dspy.compilation.tier_setup import TierSetup
-from helmdeck_dspy.errors import InputError
 from helmdeck_dspy.evaluation.scoring import score_prediction
 from helmdeck_dspy.program.adapter import PlanParseError
 from helmdeck_dspy.tasks import PlanTask
 
-Optimizer = Literal["fit", "bootstrap", "mipro", "gepa"]
-OPTIMIZERS: tuple[Optimizer, ...] = ("fit", "bootstrap", "mipro", "gepa")
-
 BOOTSTRAP_KEEP = 0.8
 """While bootstrapping, a demo is kept only when its plan scores at least this."""
-
-
-def check_optimizer(optimizer: str, lm_spec: str | None) -> None:
-    """Raise :class:`InputError` for an unknown optimizer, or one other than ``fit`` without an LM."""
-    if optimizer not in OPTIMIZERS:
-        raise InputError(f"unknown optimizer {optimizer!r}; expected one of {OPTIMIZERS}")
-    if optimizer != "fit" and not lm_spec:
-        raise InputError(f"optimizer {optimizer} needs an LM (--lm: a model, replay:PATH or sim:PROFILE)")
 
 
 def make_metric(setup: TierSetup, tasks: dict[str, PlanTask]) -> Any:

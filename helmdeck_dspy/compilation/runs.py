@@ -17,10 +17,7 @@ from helmdeck_dspy.budgets import load_budget_table
 from helmdeck_dspy.compilation.compiler import compile_program
 from helmdeck_dspy.compilation.manifest import CompileResult
 from helmdeck_dspy.compilation.meter import CallMeter
-from helmdeck_dspy.compilation.optimizers import Optimizer, check_optimizer
-from helmdeck_dspy.compilation.settings import OptimizerSettings
-from helmdeck_dspy.domain import TIERS, VARIANTS
-from helmdeck_dspy.errors import InputError
+from helmdeck_dspy.compilation.request import CompileOptions, CompileRequest
 from helmdeck_dspy.io.atomic import atomic_write_text
 from helmdeck_dspy.io.resources import compiled_dir
 from helmdeck_dspy.program.store import manifest_path
@@ -55,17 +52,10 @@ def finish_run(root: Path | None = None) -> None:
 
 def compile_programs(
     targets: Iterable[tuple[str | None, str]],
+    options: CompileOptions | None = None,
     *,
-    model: str | None = None,
-    optimizer: Optimizer = "fit",
-    lm_spec: str | None = None,
-    teacher_lm: str | None = None,
     train_path: str | Path | None = None,
     dev_path: str | Path | None = None,
-    out_root: str | Path | None = None,
-    seed: int = 0,
-    temperature: float | None = None,
-    settings: OptimizerSettings | None = None,
     budgets: str | Path | None = None,
     resume: bool | None = None,
     mlflow: bool = False,
@@ -77,16 +67,10 @@ def compile_programs(
     """Compile each (tier, variant) of ``targets`` in order, as one run.
 
     Args:
-        targets: The (tier, variant) programs to compile (tier None with ``model``).
-        model: Compile these variants as ``model``'s own programs, under its budget row.
-        optimizer: ``fit`` (no LM), ``bootstrap``, ``mipro`` or ``gepa``.
-        lm_spec: The task LM (``sim:auto``: each tier's simulator profile).
-        teacher_lm: The teacher / prompt / reflection LM (default: ``lm_spec``).
+        targets: The (tier, variant) programs to compile (tier None with ``options.model``).
+        options: How to compile them (optimizer, LMs, seed, output root; see
+            :class:`~.request.CompileOptions`); default: ``fit`` into the bundled ``compiled/``.
         train_path / dev_path: Task JSONL files (default: the bundled train and dev splits).
-        out_root: Where the programs, the manifest and the run marker go (default: the bundled ``compiled/``).
-        seed: Passed to the LM and the optimizers.
-        temperature: The task LM's sampling temperature (None: the endpoint's).
-        settings: Optimizer settings (default: ``eval/compile.toml``'s).
         budgets: The budget table a model's row is read from (default: the bundled one).
         resume: Skip programs already compiled from the same inputs. None does so only when this
             run continues an interrupted one with the same arguments (and says so via ``notify``).
@@ -100,34 +84,30 @@ def compile_programs(
         InputError: an unknown tier, variant or optimizer, or an optimizer that needs an LM without one.
         DataFileError: a task file, the manifest or a compiled program is bad.
     """
-    targets = list(targets)
-    for tier, variant in targets:
-        if (tier not in TIERS and not (model and tier is None)) or variant not in VARIANTS:
-            raise InputError(f"unknown tier/variant {tier}/{variant}")
-    check_optimizer(optimizer, lm_spec)
+    options = options or CompileOptions()
     train = load_tasks(path=train_path) if train_path else None
     dev = load_tasks(path=dev_path) if dev_path else None
-    root = Path(out_root) if out_root else None
-    table = load_budget_table(budgets) if model else None
-    run_args = {"targets": targets, "model": model, "optimizer": optimizer, "lm": lm_spec, "teacher_lm": teacher_lm,
-                "train": train_path, "dev": dev_path, "seed": seed, "temperature": temperature,
-                "settings": settings.model_dump() if settings else None}
-    interrupted = start_run(run_args, root)
+    table = load_budget_table(budgets) if options.model else None
+    requests = [CompileRequest(tier=tier, variant=variant, options=options, train=train, dev=dev, budgets=table)
+                for tier, variant in targets]
+    for request in requests:
+        request.check()
+    run_args = {"targets": [(r.tier, r.variant) for r in requests],
+                **options.model_dump(mode="json", exclude={"out_root"}), "train": train_path, "dev": dev_path}
+    interrupted = start_run(run_args, options.out_root)
     if resume is None:
         resume = interrupted
         if interrupted and notify is not None:
             notify(RESUMING)
     results = []
-    for tier, variant in targets:
-        r = compile_program(tier, variant, model=model, optimizer=optimizer, lm_spec=lm_spec, train=train, dev=dev,
-                            out_root=root, teacher_lm_spec=teacher_lm, seed=seed, temperature=temperature, resume=resume,
-                            settings=settings, budgets=table, notify=notify, on_call=on_call)
+    for request in requests:
+        r = compile_program(request, resume=resume, notify=notify, on_call=on_call)
         results.append(r)
         if mlflow and not r.skipped:
-            _log_to_mlflow(r, manifest_path(root).parent / r.path, tracking_uri)
+            _log_to_mlflow(r, manifest_path(options.out_root).parent / r.path, tracking_uri)
         if on_result is not None:
             on_result(r)
-    finish_run(root)
+    finish_run(options.out_root)
     return results
 
 

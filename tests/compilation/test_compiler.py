@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from helmdeck_dspy.budgets import budget_for
 from helmdeck_dspy.cli.app import cli, main
-from helmdeck_dspy.compilation.compiler import compile_program
+from tests.compile_helpers import compile_one
 from helmdeck_dspy.compilation.manifest import CompileResult, manifest_path
 from helmdeck_dspy.compilation.tier_setup import TierSetup, load_tier_config
 from helmdeck_dspy.engines.lm_spec import make_lm
@@ -43,7 +43,7 @@ def saved_demos(root, tier, variant):
                                                ("C", "single_pick")])
 def test_fit_writes_the_program_and_manifest_without_an_lm(tmp_path, tier, variant):
     config = load_tier_config(tier)
-    r = compile_program(tier, variant, optimizer="fit", out_root=tmp_path)
+    r = compile_one(tier, variant, optimizer="fit", out_root=tmp_path)
     assert r.lm_calls == 0 and r.prompt_tokens_used == 0 and r.completion_tokens_used == 0
     assert r.lm is None and r.dev_score_before is None and r.dev_score_after is None
     assert (r.tier, r.variant, r.optimizer, r.budget_model) == (tier, variant, "fit", config.budget_model)
@@ -80,7 +80,7 @@ def test_tier_c_prompt_fits_its_token_target(tmp_path):
     target = load_tier_config("C").prompt_token_target
     assert target == 4000
     for variant in ("full_steps", "single_pick"):
-        r = compile_program("C", variant, out_root=tmp_path)
+        r = compile_one("C", variant, out_root=tmp_path)
         assert r.prompt_tokens <= target
         assert r.demos == load_tier_config("C").max_demos
     assert set(manifest(tmp_path)["programs"]) == {"tier_C/full_steps", "tier_C/single_pick"}
@@ -92,18 +92,18 @@ def test_a_tight_prompt_token_target_limits_the_demos(tmp_path, monkeypatch):
 
     setup = TierSetup("C", "full_steps")
     bare = setup.prompt_tokens(MODULES["full_steps"](setup.render))
-    roomy = compile_program("C", "full_steps", out_root=tmp_path / "roomy")
+    roomy = compile_one("C", "full_steps", out_root=tmp_path / "roomy")
     assert roomy.demos == 3 and roomy.prompt_tokens > bare + 60
     tight = load_tier_config("C").model_copy(update={"prompt_token_target": roomy.prompt_tokens - 60})
     monkeypatch.setattr(compiler, "load_tier_config", lambda tier: tight)
-    r = compile_program("C", "full_steps", out_root=tmp_path / "tight")
+    r = compile_one("C", "full_steps", out_root=tmp_path / "tight")
     assert 1 <= r.demos < roomy.demos
     assert r.prompt_tokens <= tight.prompt_token_target
 
 
 def test_recompiling_replaces_the_manifest_entry(tmp_path):
-    first = compile_program("C", "single_pick", out_root=tmp_path, train=TRAIN[:40])
-    second = compile_program("C", "single_pick", out_root=tmp_path)
+    first = compile_one("C", "single_pick", out_root=tmp_path, train=TRAIN[:40])
+    second = compile_one("C", "single_pick", out_root=tmp_path)
     entries = manifest(tmp_path)["programs"]
     assert list(entries) == ["tier_C/single_pick"]
     assert entries["tier_C/single_pick"]["train_n"] == len(TRAIN) != first.train_n
@@ -115,7 +115,7 @@ def test_recompiling_replaces_the_manifest_entry(tmp_path):
 
 def test_sim_auto_measures_the_dev_score(tmp_path):
     dev = DEV[:10]
-    r = compile_program("C", "single_pick", optimizer="fit", lm_spec="sim:auto", dev=dev, out_root=tmp_path,
+    r = compile_one("C", "single_pick", optimizer="fit", lm="sim:auto", dev=dev, out_root=tmp_path,
                         seed=9137)
     assert r.lm == f"sim:{load_tier_config('C').sim_profile}" == "sim:nemotron-like"
     for score in (r.dev_score_before, r.dev_score_after):
@@ -129,9 +129,9 @@ def test_a_second_identical_bootstrap_compile_is_served_from_the_cache(tmp_path)
     # seed 4242 appears nowhere else in the suite: it is part of the sim LM's model string, so
     # the first compile cannot hit answers another test cached.
     train, dev = TRAIN[:12], DEV[:6]
-    kw = dict(optimizer="bootstrap", lm_spec="sim:mid-tier", train=train, dev=dev, seed=4242)
-    first = compile_program("B", "full_steps", out_root=tmp_path / "one", **kw)
-    second = compile_program("B", "full_steps", out_root=tmp_path / "two", **kw)
+    kw = dict(optimizer="bootstrap", lm="sim:mid-tier", train=train, dev=dev, seed=4242)
+    first = compile_one("B", "full_steps", out_root=tmp_path / "one", **kw)
+    second = compile_one("B", "full_steps", out_root=tmp_path / "two", **kw)
     assert first.lm_calls > 0
     assert second.lm_calls == 0 and second.prompt_tokens_used == 0
     assert (second.dev_score_before, second.dev_score_after, second.demos) == (
@@ -143,22 +143,22 @@ def test_a_second_identical_bootstrap_compile_is_served_from_the_cache(tmp_path)
 @pytest.mark.parametrize("optimizer", ["bootstrap", "mipro", "gepa"])
 def test_optimizers_other_than_fit_need_an_lm(tmp_path, optimizer):
     with pytest.raises(HelmdeckError, match="needs an LM"):
-        compile_program("B", "full_steps", optimizer=optimizer, out_root=tmp_path)
+        compile_one("B", "full_steps", optimizer=optimizer, out_root=tmp_path)
     assert not manifest_path(tmp_path).exists()
 
 
 def test_unknown_optimizer_tier_or_variant(tmp_path):
     with pytest.raises(HelmdeckError):
-        compile_program("B", "full_steps", optimizer="magic", out_root=tmp_path)  # type: ignore[arg-type]
+        compile_one("B", "full_steps", optimizer="magic", out_root=tmp_path)  # type: ignore[arg-type]
     with pytest.raises(HelmdeckError):
-        compile_program("D", "full_steps", out_root=tmp_path)
+        compile_one("D", "full_steps", out_root=tmp_path)
     with pytest.raises(HelmdeckError):
-        compile_program("B", "all_steps", out_root=tmp_path)
+        compile_one("B", "all_steps", out_root=tmp_path)
 
 
 @pytest.mark.parametrize("optimizer", ["mipro", "gepa"])
 def test_mipro_and_gepa_run_end_to_end_on_tiny_subsets(tmp_path, optimizer):
-    r = compile_program("B", "full_steps", optimizer=optimizer, lm_spec="sim:mid-tier", train=TRAIN[:6], dev=DEV[:4],
+    r = compile_one("B", "full_steps", optimizer=optimizer, lm="sim:mid-tier", train=TRAIN[:6], dev=DEV[:4],
                         out_root=tmp_path, seed=31)
     assert r.optimizer == optimizer and r.lm == "sim:mid-tier" and (r.train_n, r.dev_n) == (6, 4)
     assert r.lm_calls > 0
@@ -178,7 +178,7 @@ def test_mipro_and_gepa_run_end_to_end_on_tiny_subsets(tmp_path, optimizer):
 
 
 def test_compiled_program_loads_into_the_planner_with_demos_as_pairs(tmp_path):
-    r = compile_program("C", "single_pick", out_root=tmp_path)
+    r = compile_one("C", "single_pick", out_root=tmp_path)
     demos = saved_demos(tmp_path, "C", "single_pick")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -201,7 +201,7 @@ def test_compiled_program_loads_into_the_planner_with_demos_as_pairs(tmp_path):
 
 
 def test_tier_b_demos_leave_the_catalog_in_the_system_message(tmp_path):
-    r = compile_program("B", "full_steps", out_root=tmp_path)
+    r = compile_one("B", "full_steps", out_root=tmp_path)
     planner = Planner.for_model(DEEPSEEK, lm=make_lm("sim:mid-tier", cache=False), compiled_root=tmp_path,
                                 use_filter=False)
     with capture_completions() as calls:
@@ -261,3 +261,18 @@ def test_cli_compile_text_output_and_lm_errors(tmp_path, capsys):
         main(["compile", "--tier", "B", "--variant", "full_steps", "--optimizer", "bootstrap", "--out", str(tmp_path)])
     assert info.value.code == 1
     assert "needs an LM" in capsys.readouterr().err
+
+
+def test_target_and_run_write_nothing_until_persist(tmp_path):
+    from helmdeck_dspy.compilation.compiler import compile_target, compiled_entry, persist_compile, run_compile
+    from helmdeck_dspy.compilation.request import CompileOptions, CompileRequest
+
+    request = CompileRequest(tier="C", variant="single_pick", options=CompileOptions(out_root=tmp_path))
+    target = compile_target(request)
+    assert target.done() is None and compiled_entry(request) is None
+    run = run_compile(target)
+    assert list(tmp_path.iterdir()) == []  # the optimizer ran; nothing is on disk yet
+    result = persist_compile(target, run)
+    assert result.demos == len(run.program.plan.demos) > 0 and target.path.is_file()
+    again = compiled_entry(request)
+    assert again is not None and again.skipped and again.program_sha256 == result.program_sha256

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from helmdeck_dspy.compilation.compiler import compile_program
+from tests.compile_helpers import compile_one
 from helmdeck_dspy.compilation.estimate import estimate_calls
 from helmdeck_dspy.compilation.settings import load_optimizer_settings
 from helmdeck_dspy.errors import DataFileError
@@ -34,8 +34,8 @@ def cache_dir(tmp_path, monkeypatch):
 def test_the_calls_made_stay_within_the_estimates_maximum(tmp_path, optimizer):
     settings = load_optimizer_settings().model_copy(update={"valset": 4})
     seen = []
-    r = compile_program(None, "single_pick", model=MODEL, optimizer=optimizer, lm_spec="sim:mid-tier",
-                        teacher_lm_spec="sim:frontier-like", train=TRAIN, dev=DEV, out_root=tmp_path, settings=settings,
+    r = compile_one(None, "single_pick", model=MODEL, optimizer=optimizer, lm="sim:mid-tier",
+                        teacher_lm="sim:frontier-like", train=TRAIN, dev=DEV, out_root=tmp_path, settings=settings,
                         on_call=lambda meter: seen.append(meter.calls))
     est = estimate_calls(optimizer, settings, train_n=len(TRAIN), val_n=4, max_demos=4, scored=True)
     assert r.estimated_calls == est.total > 0
@@ -55,9 +55,9 @@ def test_the_estimate_bootstraps_as_many_demos_as_the_optimizer_does():
 
 def test_an_interrupted_compile_run_again_replays_its_calls_from_the_cache(tmp_path, cache_dir):
     settings = load_optimizer_settings().model_copy(update={"valset": 4})
-    kw = {"model": MODEL, "optimizer": "bootstrap", "lm_spec": "sim:mid-tier", "teacher_lm_spec": "sim:frontier-like",
+    kw = {"model": MODEL, "optimizer": "bootstrap", "lm": "sim:mid-tier", "teacher_lm": "sim:frontier-like",
           "train": TRAIN, "dev": DEV, "settings": settings}
-    full = compile_program(None, "single_pick", out_root=tmp_path / "full", **kw)
+    full = compile_one(None, "single_pick", out_root=tmp_path / "full", **kw)
     assert full.cached_calls == 0 and full.lm_calls > 6
 
     def stop_after_six(meter):
@@ -69,8 +69,8 @@ def test_an_interrupted_compile_run_again_replays_its_calls_from_the_cache(tmp_p
 
     dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=False, disk_cache_dir=str(cache_dir_2))
     with pytest.raises(Interrupt):
-        compile_program(None, "single_pick", out_root=tmp_path / "cut", on_call=stop_after_six, **kw)
-    again = compile_program(None, "single_pick", out_root=tmp_path / "cut", **kw)
+        compile_one(None, "single_pick", out_root=tmp_path / "cut", on_call=stop_after_six, **kw)
+    again = compile_one(None, "single_pick", out_root=tmp_path / "cut", **kw)
     assert again.cached_calls == 6  # the six answered before the cut are not asked again
     assert again.lm_calls == full.lm_calls - 6
     assert again.demos == full.demos

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from helmdeck_dspy.budgets import budget_for
 from helmdeck_dspy.cli.app import cli
-from helmdeck_dspy.compilation.compiler import compile_program
+from tests.compile_helpers import compile_one
 from helmdeck_dspy.errors import CompiledProgramError, InputError
 from helmdeck_dspy.io.resources import compiled_dir
 from helmdeck_dspy.planning.planner import Planner
@@ -24,6 +24,7 @@ from helmdeck_dspy.program.store import (
     read_manifest,
     resolve_program,
 )
+from helmdeck_dspy.compilation.settings import OptimizerSettings
 from helmdeck_dspy.tasks import load_tasks
 from helmdeck_dspy.traces.io import read_jsonl_traces
 
@@ -40,8 +41,8 @@ def root(tmp_path_factory) -> Path:
     shutil.copytree(compiled_dir() / "tier_B", path / "tier_B")
     shutil.copytree(compiled_dir() / "tier_C", path / "tier_C")
     shutil.copy(manifest_path(compiled_dir()), manifest_path(path))
-    compile_program(None, "single_pick", model=MODEL, optimizer="bootstrap", lm_spec="sim:mid-tier",
-                    teacher_lm_spec="sim:frontier-like", train=TRAIN, dev=DEV, out_root=path)
+    compile_one(None, "single_pick", model=MODEL, optimizer="bootstrap", lm="sim:mid-tier",
+                    teacher_lm="sim:frontier-like", train=TRAIN, dev=DEV, out_root=path)
     return path
 
 
@@ -146,7 +147,7 @@ def test_two_model_ids_with_one_slug_do_not_overwrite_each_others_program(tmp_pa
     shutil.copytree(root, copy)
     twin = MODEL.replace("/", "-")  # local-qwen2.5-coder-0.5b-instruct: the same folder name
     with pytest.raises(InputError, match="share the program folder"):
-        compile_program(None, "single_pick", model=twin, optimizer="bootstrap", lm_spec="sim:mid-tier",
+        compile_one(None, "single_pick", model=twin, optimizer="bootstrap", lm="sim:mid-tier",
                         train=TRAIN, dev=DEV, out_root=copy)
     assert read_manifest(copy)["programs"][model_key(MODEL, "single_pick")]["model"] == MODEL
 
@@ -163,9 +164,9 @@ def test_mlflow_logs_a_model_compile_with_its_estimate_and_call_counts(tmp_path,
 
     logged = []
     monkeypatch.setattr(runs, "log_compile_run", lambda params, metrics, path, **kw: logged.append((params, metrics, path)))
-    (r,) = runs.compile_programs([(None, "single_pick")], model=MODEL, optimizer="bootstrap", lm_spec="sim:mid-tier",
-                                 teacher_lm="sim:frontier-like", out_root=tmp_path, mlflow=True,
-                                 settings=runs.OptimizerSettings(valset=2))
+    options = runs.CompileOptions(model=MODEL, optimizer="bootstrap", lm="sim:mid-tier", teacher_lm="sim:frontier-like",
+                                  out_root=tmp_path, settings=OptimizerSettings(valset=2))
+    (r,) = runs.compile_programs([(None, "single_pick")], options, mlflow=True)
     (params, metrics, path), = logged
     assert path == model_program_path(MODEL, "single_pick", tmp_path)
     assert params["model"] == MODEL and params["teacher_lm"] == "sim:frontier-like"

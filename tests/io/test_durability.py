@@ -217,12 +217,12 @@ def test_budget_table_survives_a_failed_apply(tmp_path, monkeypatch):
 
 
 def test_compiled_program_and_manifest_survive_a_failed_write(tmp_path, monkeypatch):
-    from helmdeck_dspy.compilation.compiler import compile_program
+    from tests.compile_helpers import compile_one
     from helmdeck_dspy.compilation.manifest import manifest_path
     from helmdeck_dspy.program.modules import SinglePick
     from helmdeck_dspy.program.store import program_path
 
-    compile_program("C", "single_pick", out_root=tmp_path)
+    compile_one("C", "single_pick", out_root=tmp_path)
     program, manifest = program_path("C", "single_pick", tmp_path), manifest_path(tmp_path)
     old_program, old_manifest = program.read_bytes(), manifest.read_bytes()
 
@@ -233,14 +233,14 @@ def test_compiled_program_and_manifest_survive_a_failed_write(tmp_path, monkeypa
     with monkeypatch.context() as m:
         m.setattr(SinglePick, "save", torn_save)
         with pytest.raises(RuntimeError, match="killed while saving"):
-            compile_program("C", "single_pick", out_root=tmp_path, resume=False)
+            compile_one("C", "single_pick", out_root=tmp_path, resume=False)
     assert program.read_bytes() == old_program and manifest.read_bytes() == old_manifest
     _no_temp_files(tmp_path)
 
     with monkeypatch.context() as m:  # the program saved, the manifest write fails part-way
         _DiskFull(m)
         with pytest.raises(OSError, match="No space left"):
-            compile_program("C", "single_pick", out_root=tmp_path, resume=False)
+            compile_one("C", "single_pick", out_root=tmp_path, resume=False)
     assert json.loads(manifest.read_bytes()) == json.loads(old_manifest)
     _no_temp_files(tmp_path)
 
@@ -248,16 +248,16 @@ def test_compiled_program_and_manifest_survive_a_failed_write(tmp_path, monkeypa
 def test_manifest_survives_a_failed_write_after_the_program_was_saved(tmp_path, monkeypatch):
     """Programs are saved through the atomic writer too, so the first write of a compile is the
     program's: let it through and fail the manifest's."""
-    from helmdeck_dspy.compilation.compiler import compile_program
+    from tests.compile_helpers import compile_one
     from helmdeck_dspy.compilation.manifest import manifest_path
 
-    compile_program("C", "single_pick", out_root=tmp_path)
+    compile_one("C", "single_pick", out_root=tmp_path)
     manifest = manifest_path(tmp_path)
     old_manifest = manifest.read_bytes()
     with monkeypatch.context() as m:
         disk = _DiskFull(m, skip=1)
         with pytest.raises(OSError, match="No space left"):
-            compile_program("C", "single_pick", out_root=tmp_path, resume=False)
+            compile_one("C", "single_pick", out_root=tmp_path, resume=False)
     assert disk.failed == 1
     assert manifest.read_bytes() == old_manifest
     _no_temp_files(tmp_path)

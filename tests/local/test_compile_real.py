@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from helmdeck_dspy.compilation.compiler import compile_program
+from tests.compile_helpers import compile_one
 from helmdeck_dspy.compilation.settings import load_optimizer_settings
 from helmdeck_dspy.io.resources import compiled_dir
 from helmdeck_dspy.local.registry import get_model
@@ -41,10 +41,10 @@ def test_a_bootstrap_compile_on_the_real_model_is_picked_up_by_for_model_and_rep
     shutil.copytree(compiled_dir() / "tier_C", root / "tier_C")
     shutil.copy(manifest_path(compiled_dir()), manifest_path(root))
     settings = load_optimizer_settings().model_copy(update={"valset": 1})
-    kw = {"model": MODEL.model_id, "optimizer": "bootstrap", "lm_spec": f"local:{NAME}", "train": load_tasks("train")[:4],
+    kw = {"model": MODEL.model_id, "optimizer": "bootstrap", "lm": f"local:{NAME}", "train": load_tasks("train")[:4],
           "dev": load_tasks("dev")[:1], "out_root": root, "seed": 7, "temperature": 0.0, "settings": settings}
     try:
-        first = compile_program(None, "single_pick", **kw)
+        first = compile_one(None, "single_pick", **kw)
         assert first.lm_calls >= 3 and first.cached_calls == 0  # before, 1-4 bootstrap attempts, after
         assert first.prompt_tokens_used > 0 and first.completion_tokens_used > 0
         assert first.lm_calls <= first.estimated_calls + 2
@@ -56,7 +56,7 @@ def test_a_bootstrap_compile_on_the_real_model_is_picked_up_by_for_model_and_rep
         result = planner.plan("take a screenshot of https://example.com")
         assert result.program == planner.program_ref
 
-        again = compile_program(None, "single_pick", **kw)  # not resumed from the manifest: every call is re-sent
+        again = compile_one(None, "single_pick", **kw)  # not resumed from the manifest: every call is re-sent
         assert again.lm_calls == 0 and again.cached_calls == first.lm_calls
         assert again.program_sha256 == first.program_sha256
     finally:

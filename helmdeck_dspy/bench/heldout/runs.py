@@ -15,10 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from helmdeck_dspy.bench.heldout.spec import HeldOutConfig, HeldOutSpec
 from helmdeck_dspy.recording.trace_sets import partial_path
+
+if TYPE_CHECKING:
+    from helmdeck_dspy.compilation.request import CompileRequest
 
 Step = tuple[str, str, str]
 """(kind, config id, variant or "both"): ``compile`` or ``record``."""
@@ -35,7 +38,7 @@ def pending_steps(spec: HeldOutSpec, only: list[str] | None = None, variants: li
             continue
         chosen = [v for v in spec.variants if not variants or v in variants]
         compiling = [v for v in (chosen if config.optimizer is not None else [])
-                     if compiled_entry(None, v, **_compile_inputs(spec, config)) is None]
+                     if compiled_entry(compile_request(spec, config, v)) is None]
         steps += [("compile", config.id, v) for v in compiling]
         todo = sorted(v for v in chosen if v in compiling or needs_record(spec, config, v))
         if not config.per_variant and todo:
@@ -71,13 +74,16 @@ def _stale(spec: HeldOutSpec, config: HeldOutConfig, variant: str, path: Path) -
     return ref.sha256 != stamped["sha256"]
 
 
-def _compile_inputs(spec: HeldOutSpec, config: HeldOutConfig) -> dict[str, Any]:
-    """``compile_program``'s arguments for ``config`` (but the variant)."""
+def compile_request(spec: HeldOutSpec, config: HeldOutConfig, variant: str) -> CompileRequest:
+    """What compiling ``config``'s program for ``variant`` asks for: the spec's model, LMs, seed,
+    temperature and valset, the config's optimizer, into the config's compile root."""
+    from helmdeck_dspy.compilation.request import CompileOptions, CompileRequest
     from helmdeck_dspy.compilation.settings import load_optimizer_settings
 
-    return {"model": spec.model, "optimizer": config.optimizer, "lm_spec": spec.lm, "teacher_lm_spec": spec.teacher,
-            "out_root": spec.compile_root(config), "seed": spec.seed, "temperature": spec.temperature,
-            "settings": load_optimizer_settings().model_copy(update={"valset": spec.valset})}
+    options = CompileOptions(model=spec.model, optimizer=config.optimizer, lm=spec.lm, teacher_lm=spec.teacher,
+                             out_root=spec.compile_root(config), seed=spec.seed, temperature=spec.temperature,
+                             settings=load_optimizer_settings().model_copy(update={"valset": spec.valset}))
+    return CompileRequest(variant=variant, options=options)
 
 
 def compile_config(spec: HeldOutSpec, config: HeldOutConfig, variant: str, *, notify: Callable[[str], None] | None = None,
@@ -85,7 +91,7 @@ def compile_config(spec: HeldOutSpec, config: HeldOutConfig, variant: str, *, no
     """Compile ``config``'s program for ``variant`` into its compile root (skipped when already done)."""
     from helmdeck_dspy.compilation.compiler import compile_program
 
-    compile_program(None, variant, resume=True, notify=notify, on_call=on_call, **_compile_inputs(spec, config))
+    compile_program(compile_request(spec, config, variant), resume=True, notify=notify, on_call=on_call)
 
 
 def record_config(spec: HeldOutSpec, config: HeldOutConfig, variant: str, *, notify: Callable[[str], None] | None = None,

@@ -43,6 +43,8 @@ class PlannerOptions(BaseModel):
             tools. Off reproduces the planner before this (helmdeck's instructions and demos always).
         fit_decision: Under constrained decoding, open the answer with the ``tool_fits`` decision
             (the default); off, an empty ``steps`` list is the only way to say no tool fits.
+        fit_last: With ``fit_decision``, close the answer with ``tool_fits`` instead: a check on
+            the steps just chosen (the guards drop them when it is false).
         strict_fit: Say next to the request that a tool fits only when it gives exactly what is
             asked (a tool on a related subject that computes something else does not).
         demo_pool: Worked examples to choose each request's demos from (the nearest by BM25 over the
@@ -81,6 +83,7 @@ class PlannerOptions(BaseModel):
     coerce_args: bool = True
     catalog_fitting: bool = True
     fit_decision: bool = True
+    fit_last: bool = False
     strict_fit: bool = False
     demo_pool: DemoPool | None = Field(default=None, repr=False)
     caller: str | None = None

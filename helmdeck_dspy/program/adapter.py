@@ -38,9 +38,11 @@ from helmdeck_dspy.program.calls import (
     log_completion,
 )
 from helmdeck_dspy.program.answer_schema import (
+    CONSTRAINED_CHECK_FORMAT,
     CONSTRAINED_FORMAT,
     CONSTRAINED_STEPS_FORMAT,
     SchemaWire,
+    fit_decision_last,
     has_fit_decision,
     plan_schema,
 )
@@ -110,6 +112,7 @@ class RenderOptions(BaseModel):
     def for_budget(
         cls, budget: Any, variant: str, max_tokens: int | None = None, *, catalog: Any = None,
         native: bool | None = None, constrained: SchemaWire | None = None, fit_decision: bool = True,
+        fit_last: bool = False,
     ) -> RenderOptions:
         """The request a budget asks for: the catalog in the system message when the model caches
         prefixes, the budget's output cap unless overridden, and a JSON-object response format
@@ -121,10 +124,11 @@ class RenderOptions(BaseModel):
 
         With ``constrained`` (the wire of :func:`constrained_wire`) and a ``catalog``, the answer is
         decoded under that catalog's :func:`plan_schema` instead (no native tools, no bare JSON mode),
-        opening with the ``tool_fits`` decision unless ``fit_decision`` is False."""
+        opening with the ``tool_fits`` decision unless ``fit_decision`` is False (closing with it
+        with ``fit_last``)."""
         if constrained is not None and catalog is not None:
             return cls(variant=variant, catalog_in_system=budget.supports_prefix_cache,
-                       max_tokens=max_tokens or budget.output_tokens, answer_schema=plan_schema(catalog, variant, fit_decision),
+                       max_tokens=max_tokens or budget.output_tokens, answer_schema=plan_schema(catalog, variant, fit_decision, fit_last),
                        schema_wire=constrained)
         use_native = budget.native_tool_calls if native is None else native
         tools = native_tools(catalog) if use_native and catalog is not None else ()
@@ -203,7 +207,9 @@ class PlanAdapter(dspy.Adapter):
         """The answer-format section: the variant's, or the schema's when the answer is constrained."""
         if self.options.answer_schema is not None:
             more = ' It also holds "more_steps_likely": true | false.' if self.options.variant == "single_pick" else ""
-            fmt = CONSTRAINED_FORMAT if has_fit_decision(self.options.answer_schema) else CONSTRAINED_STEPS_FORMAT
+            schema = self.options.answer_schema
+            fmt = (CONSTRAINED_CHECK_FORMAT if fit_decision_last(schema) else CONSTRAINED_FORMAT if has_fit_decision(schema)
+                   else CONSTRAINED_STEPS_FORMAT)
             return ANSWER_FORMAT_MARK + fmt + more
         return FORMAT_SINGLE_PICK if self.options.variant == "single_pick" else FORMAT_FULL_STEPS
 
@@ -256,8 +262,10 @@ class PlanAdapter(dspy.Adapter):
         for demo in self.options.pool_demos:
             tools = "\n".join(signature_line(p) for p in demo.tools)
             steps = [{"tool": s["tool"], "args": s.get("args") or {}} for s in demo.steps]
-            if has_fit_decision(self.options.answer_schema):
-                answer: dict[str, Any] = {"tool_fits": bool(steps), "steps": steps}
+            if fit_decision_last(self.options.answer_schema):
+                answer: dict[str, Any] = {"steps": steps, "tool_fits": bool(steps)}
+            elif has_fit_decision(self.options.answer_schema):
+                answer = {"tool_fits": bool(steps), "steps": steps}
             elif self.options.answer_schema is not None:
                 answer = {"steps": steps}
             else:

@@ -11,7 +11,8 @@ that catalog:
   is an enum of the selected pipelines;
 - by default the answer opens with ``tool_fits``, a boolean: whether any catalog tool fits the
   request at all, an explicit decision before any step (the guards keep no steps when it is
-  false). Without it (``fit_decision=False``) an empty ``steps`` list is the only way to say no,
+  false). With ``fit_last`` the decision closes the answer instead: a check on the steps the
+  model has just chosen. Without it (``fit_decision=False``) an empty ``steps`` list is the only way to say no,
   as in the plain prompt's ``[]``; docs/results/bfcl-levers.md compares the two. ``steps`` may
   be empty either way.
 
@@ -100,19 +101,23 @@ def step_branches(catalog: RoutingGuide) -> list[dict[str, Any]]:
     return branches
 
 
-def plan_schema(catalog: RoutingGuide, variant: str, fit_decision: bool = True) -> dict[str, Any]:
+def plan_schema(catalog: RoutingGuide, variant: str, fit_decision: bool = True, fit_last: bool = False) -> dict[str, Any]:
     """The answer schema for one request over ``catalog`` (see the module docstring); with
-    ``fit_decision``, the leading ``tool_fits`` field."""
+    ``fit_decision``, the ``tool_fits`` field: leading, or with ``fit_last`` closing the answer, as
+    a check on the steps already chosen."""
     branches = step_branches(catalog)
     steps: dict[str, Any] = {"type": "array", "maxItems": 1 if variant == "single_pick" else MAX_STEPS}
     if branches:
         steps["items"] = branches[0] if len(branches) == 1 else {"anyOf": branches}
     else:
         steps["maxItems"] = 0
-    properties: dict[str, Any] = {"tool_fits": {"type": "boolean"}} if fit_decision else {}
+    fits = {"tool_fits": {"type": "boolean"}} if fit_decision else {}
+    properties: dict[str, Any] = {} if fit_last else dict(fits)
     properties["steps"] = steps
     if variant == "single_pick":
         properties["more_steps_likely"] = {"type": "boolean"}
+    if fit_last:
+        properties.update(fits)
     return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
 
 
@@ -141,6 +146,11 @@ CONSTRAINED_FORMAT = """: one JSON object, decoded under a schema of the catalog
 """The answer format shown under a schema with the fit decision (after the answer-format mark);
 single_pick adds ``more_steps_likely``."""
 
+CONSTRAINED_CHECK_FORMAT = """: one JSON object, decoded under a schema of the catalog's tools:
+{"steps": [{"tool": "<catalog id>", "args": {<the tool's arguments>}}], "tool_fits": true | false}
+"tool_fits" checks the steps: true when they do what the request asks; false when no catalog tool does, and the steps are then discarded."""
+"""The answer format shown under a schema whose fit decision closes the answer."""
+
 CONSTRAINED_STEPS_FORMAT = """: one JSON object, decoded under a schema of the catalog's tools:
 {"steps": [{"tool": "<catalog id>", "args": {<the tool's arguments>}}]}
 "steps" is empty when no catalog tool can do what the request asks."""
@@ -148,5 +158,10 @@ CONSTRAINED_STEPS_FORMAT = """: one JSON object, decoded under a schema of the c
 
 
 def has_fit_decision(schema: dict[str, Any] | None) -> bool:
-    """Whether an answer schema opens with the ``tool_fits`` decision."""
+    """Whether an answer schema holds the ``tool_fits`` decision."""
     return schema is not None and "tool_fits" in schema.get("properties", {})
+
+
+def fit_decision_last(schema: dict[str, Any] | None) -> bool:
+    """Whether an answer schema's ``tool_fits`` decision closes the answer (after the steps)."""
+    return has_fit_decision(schema) and list(schema["properties"])[-1] == "tool_fits"  # type: ignore[index]

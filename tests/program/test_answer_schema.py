@@ -73,3 +73,16 @@ def test_llama_cpp_grammar_enforces_tool_names_and_closed_args():
 def test_llama_cpp_grammar_accepts_every_schema_of_the_bundled_catalog():
     text = _grammar(plan_schema(load_catalog(), "full_steps"))
     assert text.count("-tool ::=") >= len(load_catalog().packs)
+
+
+def test_fit_last_closes_the_answer_with_the_decision():
+    schema = plan_schema(CATALOG, "single_pick", fit_last=True)
+    assert list(schema["properties"]) == schema["required"] == ["steps", "more_steps_likely", "tool_fits"]
+    assert plan_schema(CATALOG, "full_steps", fit_decision=False, fit_last=True)["required"] == ["steps"]
+
+
+def test_llama_cpp_grammar_keeps_the_property_order():
+    first = [ln for ln in _grammar(plan_schema(CATALOG, "full_steps")).splitlines() if ln.startswith("root ::=")][0]
+    last = [ln for ln in _grammar(plan_schema(CATALOG, "full_steps", fit_last=True)).splitlines()
+            if ln.startswith("root ::=")][0]
+    assert first.index("tool-fits-kv") < first.index("steps-kv") and last.index("steps-kv") < last.index("tool-fits-kv")

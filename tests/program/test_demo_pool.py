@@ -60,3 +60,13 @@ def test_strict_fit_says_what_fits_just_before_the_no_fit_reminder():
     assert "exactly what the request asks for" not in last_user(False)
     assert last_user(True).endswith("does not fit. If none of the catalog's tools does what the request asks, "
                                     "set tool_fits to false.")
+
+
+def test_with_fit_last_demos_and_the_format_put_the_decision_after_the_steps():
+    catalog = RoutingGuide(packs=(WEATHER,))
+    options = RenderOptions(pool_demos=POOL.nearest("triangle poem"),
+                            answer_schema=plan_schema(catalog, "full_steps", fit_last=True))
+    messages = PlanAdapter(options).format(signature_for("full_steps"), [], {"user_intent": "hi", "catalog": catalog.render()})
+    answers = [m["content"] for m in messages if m["role"] == "assistant"]
+    assert answers[1] == '{"steps": [{"tool": "geometry.area", "args": {"base": 6}}], "tool_fits": true}'
+    assert '"tool_fits" checks the steps' in messages[0]["content"]

@@ -40,13 +40,14 @@ def server_env(home: Path, **extra: str) -> dict[str, str]:
     return {**keep, "HELMDECK_DSPY_HOME": str(home), **extra}
 
 
-def stdio_client(home: Path, *args: str, env: dict[str, str] | None = None) -> Any:
-    """An SDK client that spawns ``helmdeck-dspy serve ARGS`` and talks to it over stdio."""
+def stdio_client(home: Path, *args: str, env: dict[str, str] | None = None, read_timeout: float = 120) -> Any:
+    """An SDK client that spawns ``helmdeck-dspy serve ARGS`` and talks to it over stdio (each
+    request may take ``read_timeout`` seconds)."""
     from mcp import Client, StdioServerParameters
 
     command, *rest = serve_command()
     params = StdioServerParameters(command=command, args=[*rest, *args], env=env or server_env(home))
-    return Client(params, read_timeout_seconds=120)
+    return Client(params, read_timeout_seconds=read_timeout)
 
 
 class RunningServer(NamedTuple):

@@ -97,6 +97,7 @@ def select_catalog(
     ranker: str = "lexical",
     prior: Mapping[str, float] | None = None,
     rank_source: Literal["compacted", "full"] = "compacted",
+    arg_hints: bool = False,
 ) -> tuple[RoutingGuide, Trim]:
     """Fit ``catalog`` to ``budget`` for ``intent``.
 
@@ -108,13 +109,15 @@ def select_catalog(
         prior: Optional per-id score bonus added before ranking (e.g. plan history).
         rank_source: Rank the compacted entries (helmdeck's behaviour: pack keywords are
             already gone) or the full entries (the kept entries are still the compacted ones).
+        arg_hints: Keep each argument's description as a short hint in compact signatures while
+            the cap allows (see :func:`~helmdeck_dspy.catalog.compact.compact_catalog`).
 
     Returns:
         The selected catalog and the :class:`Trim` describing what was dropped.
     """
     if ranker not in RANKERS:
         raise ValueError(f"unknown ranker {ranker!r}; expected one of {sorted(RANKERS)}")
-    compacted, trim = compact_catalog(catalog, budget)
+    compacted, trim = compact_catalog(catalog, budget, hints=arg_hints)
     if budget.max_catalog_bytes <= 0 or not any(d.startswith("still_over_budget(") for d in trim.dropped):
         return compacted, trim
 

@@ -62,7 +62,8 @@ def select_for(planner: PlannerParts, intent: str) -> tuple[RoutingGuide, Trim]:
     history = planner.history if options.history_prior else None
     prior = history.prior(intent, options.caller) if history is not None else None
     selected, trim = select_catalog(
-        planner.catalog, planner.budget, intent, ranker=options.ranker, prior=prior, rank_source=options.rank_source
+        planner.catalog, planner.budget, intent, ranker=options.ranker, prior=prior, rank_source=options.rank_source,
+        arg_hints=options.arg_hints,
     )
     if options.use_filter:
         from helmdeck_dspy.program.catalog_filter import (  # imports dspy

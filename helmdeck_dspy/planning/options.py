@@ -32,6 +32,8 @@ class PlannerOptions(BaseModel):
         ranker: Catalog ranker (``bm25``, ``lexical``, ``embedding``).
         rank_source: Rank the ``full`` entries or the ``compacted`` catalog.
         history_prior: Use plan history as a ranking prior in selection.
+        arg_hints: In compact argument signatures, keep each argument's description as a short
+            quoted hint while the budget's byte cap allows (``catalog.signature.arg_hint``).
         use_filter: Run the two-pass LLM filter when the selection needs it.
         max_tokens: Output cap instead of the budget's ``output_tokens``.
         native_tool_calls: Offer the selected catalog as native tools (True), never (False), or
@@ -76,6 +78,7 @@ class PlannerOptions(BaseModel):
     ranker: str = "bm25"
     rank_source: Literal["compacted", "full"] = "full"
     history_prior: bool = False
+    arg_hints: bool = False
     use_filter: bool = True
     max_tokens: int | None = None
     native_tool_calls: bool | None = None

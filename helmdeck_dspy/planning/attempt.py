@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from helmdeck_dspy.budgets import Budget
 from helmdeck_dspy.catalog.compact import Trim, compact_catalog
 from helmdeck_dspy.catalog.models import RoutingGuide
+from helmdeck_dspy.catalog.ranking.bm25 import rank_bm25
 from helmdeck_dspy.catalog.ranking.embedding import encoder
 from helmdeck_dspy.catalog.select import select_catalog
 from helmdeck_dspy.decoding.parsing import ParseResult
@@ -117,6 +118,11 @@ def _warm_embedding(planner: PlannerParts) -> None:
     encoder().catalog_matrix(ranked, [*ranked.packs, *ranked.pipelines])
 
 
+def nearest_tools(catalog: RoutingGuide, intent: str, n: int) -> tuple[str, ...]:
+    """The ``n`` entries of ``catalog`` that BM25 ranks closest to ``intent`` (those scoring above 0)."""
+    return tuple(r.id for r in rank_bm25(catalog, intent)[:n] if r.score > 0)
+
+
 @dataclass
 class _Exchange:
     """What the worker thread leaves behind; read after the deadline even when abandoned."""
@@ -141,6 +147,8 @@ def _call_program(
         exchange.calls = calls
         selected, exchange.trim = select_for(planner, intent)
         render = render_options_for(planner, selected)
+        if planner.options.nearest_tools:
+            render = render.model_copy(update={"nearest_tools": nearest_tools(selected, intent, planner.options.nearest_tools)})
         pool = planner.options.demo_pool
         if pool is not None:
             picked = pool.nearest(intent, exclude=frozenset({exchange.task_id} if exchange.task_id else ()))

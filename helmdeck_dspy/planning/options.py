@@ -47,6 +47,8 @@ class PlannerOptions(BaseModel):
             (the default); off, an empty ``steps`` list is the only way to say no tool fits.
         fit_last: With ``fit_decision``, close the answer with ``tool_fits`` instead: a check on
             the steps just chosen (the guards drop them when it is false).
+        nearest_tools: Name the N tools of the selected catalog that rank closest to the request
+            (BM25) next to the request, before the no-fit decision (0: none).
         strict_fit: Say next to the request that a tool fits only when it gives exactly what is
             asked (a tool on a related subject that computes something else does not).
         demo_pool: Worked examples to choose each request's demos from (the nearest by BM25 over the
@@ -88,6 +90,7 @@ class PlannerOptions(BaseModel):
     fit_decision: bool = True
     fit_last: bool = False
     strict_fit: bool = False
+    nearest_tools: int = Field(default=0, ge=0)
     demo_pool: DemoPool | None = Field(default=None, repr=False)
     caller: str | None = None
     record_path: Path | None = None

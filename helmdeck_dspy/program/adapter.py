@@ -82,6 +82,8 @@ NO_FIT_FREE = "If none of the catalog's tools does what the request asks, return
 STRICT_FIT = ("A tool fits only if calling it gives exactly what the request asks for; a tool on a related "
               "subject that computes something else does not fit.")
 """Said before the no-fit reminder with ``RenderOptions.strict_fit``: what "fits" means."""
+NEAREST_LEAD = "The catalog's tools closest to the request by their words:"
+"""Opens the list of ``RenderOptions.nearest_tools``."""
 """The last words of a request under the plain tool-list instructions or a schema: the no-fit
 decision is put next to the request, where a small model still sees it."""
 
@@ -102,6 +104,8 @@ class RenderOptions(BaseModel):
     instructions: str | None = None
     strict_fit: bool = False
     """Spell out, before the no-fit reminder, that only a tool giving exactly what is asked fits."""
+    nearest_tools: tuple[str, ...] = ()
+    """Named after the request, before the no-fit reminder: the catalog's tools closest to it."""
     pool_demos: tuple[PoolDemo, ...] = ()
     """Demos chosen for this request from a demo pool, each shown with its own tools after the
     program's demos."""
@@ -282,6 +286,8 @@ class PlanAdapter(dspy.Adapter):
         user += f"\n\n{CLOSING_LINE}"
         if self.options.instructions is not None or self.options.answer_schema is not None:
             strict = f" {STRICT_FIT}" if self.options.strict_fit else ""
+            if self.options.nearest_tools:
+                strict = f" {NEAREST_LEAD} {', '.join(self.options.nearest_tools)}.{strict}"
             user += f"{strict} {NO_FIT_CONSTRAINED if has_fit_decision(self.options.answer_schema) else NO_FIT_FREE}"
         return [
             {"role": "system", "content": self.system_message(signature, catalog)},

@@ -70,3 +70,20 @@ def test_with_fit_last_demos_and_the_format_put_the_decision_after_the_steps():
     answers = [m["content"] for m in messages if m["role"] == "assistant"]
     assert answers[1] == '{"steps": [{"tool": "geometry.area", "args": {"base": 6}}], "tool_fits": true}'
     assert '"tool_fits" checks the steps' in messages[0]["content"]
+
+
+def test_nearest_tools_are_named_after_the_request_before_the_no_fit_reminder():
+    from helmdeck_dspy.catalog.models import load_catalog
+    from helmdeck_dspy.io.resources import bundled_dir
+    from helmdeck_dspy.planning.attempt import nearest_tools
+
+    mcp = load_catalog(bundled_dir() / "catalog" / "mcp-servers.json")
+    names = nearest_tools(mcp, "make a folder /home/ana/projects/garden-planner/assets", 3)
+    assert len(names) == 3 and names[0] == "create_directory"
+    assert nearest_tools(mcp, "zzzz qqqq", 3) == ()  # nothing scores: nothing is named
+    catalog = RoutingGuide(packs=(WEATHER,))
+    options = RenderOptions(answer_schema=plan_schema(catalog, "full_steps"), nearest_tools=("weather.now", "x.y"))
+    last = PlanAdapter(options).format(signature_for("full_steps"), [], {"user_intent": "hi", "catalog": catalog.render()})[-1]
+    assert last["content"].endswith("Return the JSON object now. The catalog's tools closest to the request by their "
+                                    "words: weather.now, x.y. If none of the catalog's tools does what the request "
+                                    "asks, set tool_fits to false.")

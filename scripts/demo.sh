@@ -3,7 +3,7 @@
 set -euo pipefail
 CLI=.venv/bin/helmdeck-dspy
 INTENT="remember this MiniMax M3 launch, write a blog about it and make an illustration"
-OUT=.helmdeck/demo-report
+OUT=.helmdeck/demo-report  # the demo's own scratch folder: each run replaces what the last one wrote there
 
 section() { printf '\n\033[1m== %s\033[0m\n' "$1"; }
 
@@ -33,7 +33,7 @@ for f in eval/traces/local-*.jsonl; do [[ $f == *.partial.jsonl ]] || REAL+=("$f
 if [ ${#REAL[@]} -gt 0 ]; then
   section "REAL models: replay evaluation of the recorded local-model trace sets -> $OUT/real"
   echo "(llama.cpp on this machine, temperature 0; scripts/record_real_traces.sh regenerates them; no model needed here)"
-  $CLI eval "${REAL[@]}" --out "$OUT/real" --no-progress
+  $CLI eval "${REAL[@]}" --out "$OUT/real" --force --no-progress
   section "Calibration proposal from the real report (nothing is applied)"
   $CLI calibrate --report "$OUT/real/report.json"
 fi
@@ -47,7 +47,7 @@ done
 $CLI plan "$INTENT" --model anthropic/claude-sonnet-4-6 --lm sim:frontier-like --no-history
 
 section "SIMULATED and published trace sets: replay evaluation -> $OUT/sim"
-$CLI eval eval/traces/nemotron-style.jsonl eval/traces/published-adr053.jsonl --out "$OUT/sim" --no-progress
+$CLI eval eval/traces/nemotron-style.jsonl eval/traces/published-adr053.jsonl --out "$OUT/sim" --force --no-progress
 
 section "Calibration proposal from the simulated report (nothing is applied; --apply would refuse it)"
 $CLI calibrate --report "$OUT/sim/report.json"
@@ -55,7 +55,7 @@ $CLI calibrate --report "$OUT/sim/report.json"
 BFCL=../shared/data/bfcl
 if [ -d "$BFCL" ]; then
   section "BFCL: do the gold tools survive catalog selection? (pooled catalog, bm25 vs helmdeck's lexical)"
-  $CLI bench bfcl --data "$BFCL" --pool --rankers lexical,bm25 --out "$OUT/bfcl" --no-progress
+  $CLI bench bfcl --data "$BFCL" --pool --rankers lexical,bm25 --out "$OUT/bfcl" --force --no-progress
 else
   echo "(skipping the BFCL benchmark: $BFCL is absent)"
 fi

@@ -23,10 +23,10 @@ from helmdeck_dspy.planning.resilience.policy import FallbackChain, RetryPolicy
 class PlannerOptions(BaseModel):
     """How a planner selects, records and retries, and how it builds LMs for fallback models.
 
-    Selection defaults to BM25 over the full entries: on the gold dev+test tasks it keeps every
-    gold tool for 84% of Tier C requests against 72% for helmdeck's lexical ranking of the
-    compacted catalog (measure/selection_recall.py). ``ranker="lexical",
-    rank_source="compacted"`` restores helmdeck's behaviour.
+    Selection defaults to BM25 over the full entries, filling the byte cap in rank order:
+    docs/results/selection.md has its Tier C full-plan recall on each gold set against helmdeck's
+    lexical ranking of the compacted catalog (measure/selection_recall.py).
+    ``ranker="lexical", rank_source="compacted"`` restores helmdeck's behaviour.
 
     Attributes:
         ranker: Catalog ranker (``bm25``, ``lexical``, ``embedding``).

@@ -122,7 +122,8 @@ def models(table: BudgetTable) -> dict[str, Any]:
             "default_prompt_variant": default_variant(tier),
             "output_tokens": _span([b.output_tokens for b in budgets]),
             "max_catalog_bytes": _span([b.max_catalog_bytes for b in budgets]),
-            "ranking_cut": top_n_for(tier),
+            "ranking_keeps_at_least": top_n_for(tier),
+            "ranking_fill": "then every further entry, in rank order, that still fits max_catalog_bytes",
             "changes": _tier_changes(tier, budgets),
         })
     return {"fetched_at": _now(), "tiers": tiers, "unknown_models": unknown_model_policy(table)}

@@ -45,7 +45,8 @@ def test_models_says_what_each_tier_changes():
     assert "the catalog is sent untrimmed" in tiers["A"]["changes"]
     assert any("prior_steps" in c for c in tiers["C"]["changes"])
     assert any(c == "no JSON-object response format is requested" for c in tiers["C"]["changes"])
-    assert tiers["B"]["ranking_cut"] == 25 and tiers["C"]["ranking_cut"] == 12
+    assert tiers["B"]["ranking_keeps_at_least"] == 25 and tiers["C"]["ranking_keeps_at_least"] == 12
+    assert "max_catalog_bytes" in tiers["C"]["ranking_fill"]
     assert doc["unknown_models"] == resources.unknown_model_policy(TABLE)
 
 

@@ -79,13 +79,13 @@ FORMAT_SINGLE_PICK = ANSWER_FORMAT_MARK + """: one JSON object and nothing else 
 
 NO_FIT_CONSTRAINED = "If none of the catalog's tools does what the request asks, set tool_fits to false."
 NO_FIT_FREE = "If none of the catalog's tools does what the request asks, return an empty steps list."
+"""The last words of a request under the plain tool-list instructions or a schema: the no-fit
+decision is put next to the request, where a small model still sees it."""
 STRICT_FIT = ("A tool fits only if calling it gives exactly what the request asks for; a tool on a related "
               "subject that computes something else does not fit.")
 """Said before the no-fit reminder with ``RenderOptions.strict_fit``: what "fits" means."""
 NEAREST_LEAD = "The catalog's tools closest to the request by their words:"
 """Opens the list of ``RenderOptions.nearest_tools``."""
-"""The last words of a request under the plain tool-list instructions or a schema: the no-fit
-decision is put next to the request, where a small model still sees it."""
 
 
 class RenderOptions(BaseModel):
@@ -102,6 +102,8 @@ class RenderOptions(BaseModel):
     """When set, a demo is shown only if every tool its steps name is among these (the planner's
     catalog): demos compiled over another catalog are left out."""
     instructions: str | None = None
+    """Instructions to use instead of the program's (a catalog without pipelines gets the plain
+    tool-list instructions)."""
     strict_fit: bool = False
     """Spell out, before the no-fit reminder, that only a tool giving exactly what is asked fits."""
     nearest_tools: tuple[str, ...] = ()
@@ -109,8 +111,6 @@ class RenderOptions(BaseModel):
     pool_demos: tuple[PoolDemo, ...] = ()
     """Demos chosen for this request from a demo pool, each shown with its own tools after the
     program's demos."""
-    """Instructions to use instead of the program's (a catalog without pipelines gets the plain
-    tool-list instructions)."""
 
     @classmethod
     def for_budget(

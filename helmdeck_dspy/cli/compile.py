@@ -46,6 +46,9 @@ from helmdeck_dspy.domain import TIERS, VARIANTS
               help="TOML with [optimizer...] tables replacing the bundled optimizer settings (eval/compile.toml).")
 @click.option("--valset", type=click.IntRange(0), default=None,
               help="Score and validate on the first N dev tasks (default: the settings' valset; 0 = all).")
+@click.option("--knn-demos", type=click.IntRange(0), default=0, show_default=True,
+              help="Save a demo pool of the train tasks in the program: each request then gets its K nearest "
+                   "(BM25) as demos, besides the compiled ones.")
 @budgets_option
 @progress_option
 @click.option("--train", "train_path", type=click.Path(dir_okay=False, exists=True), default=None,
@@ -61,7 +64,7 @@ from helmdeck_dspy.domain import TIERS, VARIANTS
 @json_option("Print the manifest entries as JSON.")
 def compile_cmd(
     tier: str | None, variant: str | None, compile_all: bool, model: str | None, optimizer: str, lm_spec: str | None,
-    teacher_lm: str | None, temperature: float | None, settings_path: str | None, valset: int | None,
+    teacher_lm: str | None, temperature: float | None, settings_path: str | None, valset: int | None, knn_demos: int,
     budgets_path: str | None, progress: bool | None, train_path: str | None, dev_path: str | None,
     out_root: str | None, seed: int, use_mlflow: bool, tracking_uri: str | None, resume: bool | None, as_json: bool,
 ) -> None:
@@ -111,7 +114,8 @@ def compile_cmd(
                        f"{r.seconds:.1f}s  -> {r.path}")
 
     options = CompileOptions(model=model, optimizer=optimizer, lm=lm_spec, teacher_lm=teacher_lm, seed=seed,
-                             temperature=temperature, settings=settings, out_root=Path(out_root) if out_root else None)
+                             temperature=temperature, settings=settings, knn_demos=knn_demos,
+                             out_root=Path(out_root) if out_root else None)
     results = compile_programs(
         targets, options, train_path=train_path, dev_path=dev_path, budgets=budgets_path, resume=resume,
         mlflow=use_mlflow, tracking_uri=tracking_uri, notify=to_stderr, on_result=show, on_call=bar,

@@ -55,6 +55,7 @@ from helmdeck_dspy.engines.lm_spec import make_lm
 from helmdeck_dspy.errors import HelmdeckError, InputError
 from helmdeck_dspy.io.atomic import atomic_writer
 from helmdeck_dspy.io.datafiles import file_sha256
+from helmdeck_dspy.program.demo_pool import pool_from_tasks
 from helmdeck_dspy.program.modules import MODULES
 from helmdeck_dspy.program.store import (
     load_compiled_state,
@@ -160,7 +161,8 @@ def compile_target(request: CompileRequest) -> CompileTarget:
     else:
         path, key = program_path(setup.tier, request.variant, opts.out_root), tier_key(setup.tier, request.variant)
     inputs_sha = _inputs_sha(setup, program, opts.optimizer, lm_spec, teacher_spec, opts.seed, train, valset, opts.model,
-                             {**settings.recorded(opts.optimizer), "temperature": opts.temperature})
+                             {**settings.recorded(opts.optimizer), "temperature": opts.temperature,
+                              **({"knn_demos": opts.knn_demos} if opts.knn_demos else {})})
     return CompileTarget(request, setup, lm_spec, teacher_spec, program, path, key, train, dev, valset, settings, inputs_sha)
 
 
@@ -210,6 +212,8 @@ def run_compile(target: CompileTarget, *, notify: Callable[[str], None] | None =
                 with dspy.context(lm=lm), contextlib.redirect_stdout(sys.stderr):  # DSPy's own chatter stays off stdout
                     program = optimize(optimizer, program, trainset, valset, metric, setup, teacher, seed, settings)
                 program.render = setup.render
+            if opts.knn_demos:
+                program.demo_pool = pool_from_tasks(train, setup.catalog, opts.knn_demos)
             after = dev_score(setup, program, lm, valset_tasks) if lm is not None else None
     costs = [e.get("cost") for e in (getattr(lm, "history", None) or []) if e.get("cost") is not None and e.get("usage")]
     return CompileRun(program, before, after, meter, estimate.total, round(sum(costs), 6) if costs else None,
@@ -228,6 +232,7 @@ def persist_compile(target: CompileTarget, run: CompileRun) -> CompileResult:
         train_sha256=tasks_sha256(target.train), dev_sha256=tasks_sha256(target.valset),
         train_n=len(target.train), dev_n=len(target.valset),
         dev_score_before=run.before, dev_score_after=run.after, demos=len(run.program.plan.demos),
+        knn_demos=opts.knn_demos, demo_pool_size=len(run.program.demo_pool.demos) if run.program.demo_pool else 0,
         prompt_tokens=setup.prompt_tokens(run.program), estimated_calls=run.estimated_calls,
         lm_calls=run.meter.live, cached_calls=run.meter.cached,
         teacher_calls=roles["teacher"].live + roles["teacher"].cached,
@@ -260,8 +265,8 @@ def _inputs_sha(setup: TierSetup, program: Any, optimizer: str, lm_spec: str | N
                 seed: int, train: list[PlanTask], valset: list[PlanTask], model: str | None,
                 settings: dict[str, Any]) -> str:
     """A hash of everything a compile's result depends on (see the module docstring)."""
-    if optimizer == "fit":  # fit has no settings, but the temperature changes the scores it measures
-        settings = {"temperature": settings["temperature"]} if settings.get("temperature") is not None else None
+    if optimizer == "fit":  # fit has no settings, but the temperature changes the scores it measures (and a pool the program)
+        settings = {k: v for k, v in settings.items() if k in ("temperature", "knn_demos") and v is not None} or None
     parts = {
         "tier": setup.tier, "variant": setup.variant, "optimizer": optimizer, "lm": lm_spec,
         "teacher_lm": teacher if optimizer != "fit" else None, "seed": seed,

@@ -70,6 +70,8 @@ class CompileResult(BaseModel):
     dev_score_before: float | None
     dev_score_after: float | None
     demos: int
+    knn_demos: int = Field(default=0, description="Demos drawn per request from the program's demo pool (0: no pool).")
+    demo_pool_size: int = Field(default=0, description="Worked examples in the program's demo pool.")
     prompt_tokens: int = Field(description="Tokens of the rendered prompt for the tier's typical intent.")
     estimated_calls: int = Field(default=0, description="The calls estimated before the run (estimate.py).")
     lm_calls: int = Field(description="Calls the models answered in this run (task and teacher).")

@@ -44,6 +44,8 @@ class CompileOptions(BaseModel):
     teacher_lm: str | None = Field(default=None, description="The stronger LM that bootstraps demos, proposes "
                                    "MIPROv2's instructions and makes GEPA's reflections (default: `lm`).")
     seed: int = Field(default=0, description="Passed to the LMs and the optimizers.")
+    knn_demos: int = Field(default=0, ge=0, description="Save a demo pool of the train tasks over the catalog in "
+                           "the program, from which each request gets its K nearest demos (0: no pool).")
     temperature: float | None = Field(default=None, description="The task LM's sampling temperature "
                                       "(None: the endpoint's); use the one the model will run at.")
     settings: OptimizerSettings | None = Field(default=None, description="Default: eval/compile.toml's.")

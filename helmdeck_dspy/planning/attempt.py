@@ -35,6 +35,7 @@ from helmdeck_dspy.planning.resilience.classify import (
 from helmdeck_dspy.planning.resilience.deadline import call_with_deadline, warm_up
 from helmdeck_dspy.planning.result import Attempt, PlanResult, build_result
 from helmdeck_dspy.program.answer_schema import SchemaWire, constrained_wire
+from helmdeck_dspy.program.demo_pool import DemoPool
 from helmdeck_dspy.program.store import ProgramRef
 from helmdeck_dspy.recording.exchanges import record_exchanges
 from helmdeck_dspy.signatures.plan import variant_instructions
@@ -123,6 +124,16 @@ def nearest_tools(catalog: RoutingGuide, intent: str, n: int) -> tuple[str, ...]
     return tuple(r.id for r in rank_bm25(catalog, intent)[:n] if r.score > 0)
 
 
+def compiled_pool(program: Any, catalog: RoutingGuide) -> DemoPool | None:
+    """The demo pool compiled into ``program`` (``compile --knn-demos``), keeping only the demos whose
+    tools are all in ``catalog``: a pool is catalog-specific. None without one."""
+    pool = getattr(program, "demo_pool", None)
+    if pool is None:
+        return None
+    ids = catalog.id_set
+    return DemoPool(demos=tuple(d for d in pool.demos if all(t.name in ids for t in d.tools)), k=pool.k)
+
+
 @dataclass
 class _Exchange:
     """What the worker thread leaves behind; read after the deadline even when abandoned."""
@@ -149,7 +160,7 @@ def _call_program(
         render = render_options_for(planner, selected)
         if planner.options.nearest_tools:
             render = render.model_copy(update={"nearest_tools": nearest_tools(selected, intent, planner.options.nearest_tools)})
-        pool = planner.options.demo_pool
+        pool = planner.options.demo_pool or compiled_pool(planner.program, selected)
         if pool is not None:
             picked = pool.nearest(intent, exclude=frozenset({exchange.task_id} if exchange.task_id else ()))
             exchange.demo_ids = [d.id for d in picked]

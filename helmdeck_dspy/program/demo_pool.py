@@ -7,19 +7,31 @@ BM25 over the request words (the idea of DSPy's ``KNNFewShot``, without embeddin
 whose ``id`` is excluded (the question being scored). The adapter shows each chosen demo with its
 own tools in compact form (``name(arg: type, ...)``), then the answer it should get, in the answer
 format of the request.
+
+A pool is chosen at compile time, the way ``dspy.KNNFewShot`` is: ``compile --knn-demos K`` builds
+one from the train split with :func:`pool_from_tasks` and saves it in the program file, and the
+manifest records ``knn_demos``. A pool built over one catalog is catalog-specific: the planner
+shows a compiled pool's demo only when every tool it uses is in the planner's catalog.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from helmdeck_dspy.catalog.models import Pack
-from helmdeck_dspy.catalog.ranking.bm25 import bm25_scores
+from helmdeck_dspy.catalog.models import Pack, RoutingGuide
+from helmdeck_dspy.catalog.ranking.bm25 import bm25_scores, rank_bm25
 from helmdeck_dspy.catalog.text import token_set, tokenize
+
+if TYPE_CHECKING:
+    from helmdeck_dspy.tasks import PlanTask
+
+GAP_DEMO_TOOLS = 2
+"""Tools shown with a pool demo that no tool serves: the catalog's closest ones by BM25 (which do not fit)."""
 
 
 class PoolDemo(BaseModel):
@@ -65,3 +77,23 @@ class DemoPool(BaseModel):
         scores = bm25_scores(counts, lengths, token_set(intent))
         order = sorted(range(len(self.demos)), key=lambda i: (-scores[i], i))
         return [self.demos[i] for i in order if self.demos[i].id not in exclude][: self.k]
+
+
+def pool_from_tasks(tasks: Iterable[PlanTask], catalog: RoutingGuide, k: int = 2) -> DemoPool:
+    """Gold tasks over ``catalog`` as a pool: each task whose steps name only the catalog's packs,
+    shown with those packs; each gap task, shown with the :data:`GAP_DEMO_TOOLS` packs closest to
+    its request (and an empty plan). Tasks whose steps run pipelines or name other tools are left out."""
+    packs = {p.name: p for p in catalog.packs}
+    only_packs = RoutingGuide(packs=catalog.packs)
+    demos = []
+    for task in tasks:
+        names = [s.tool for s in task.steps]
+        if names and not all(n in packs for n in names):
+            continue
+        if names:
+            tools = tuple(packs[n] for n in dict.fromkeys(names))
+        else:
+            tools = tuple(packs[r.id] for r in rank_bm25(only_packs, task.intent)[:GAP_DEMO_TOOLS])
+        steps = tuple({"tool": s.tool, "args": dict(s.args or {})} for s in task.steps)
+        demos.append(PoolDemo(id=task.id, intent=task.intent, tools=tools, steps=steps))
+    return DemoPool(demos=tuple(demos), k=k)

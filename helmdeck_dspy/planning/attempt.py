@@ -101,7 +101,8 @@ def render_options_for(planner: PlannerParts, selected: RoutingGuide | None = No
     render = RenderOptions.for_budget(planner.budget, planner.variant, planner.options.max_tokens, catalog=selected,
                                       native=wants_native(planner), constrained=constrained_for(planner),
                                       fit_decision=planner.options.fit_decision, fit_last=planner.options.fit_last)
-    render = render.model_copy(update={"strict_fit": planner.options.strict_fit})
+    render = render.model_copy(update={"strict_fit": planner.options.strict_fit,
+                                       "multi_call_format": planner.options.multi_call_format})
     if not planner.options.catalog_fitting:
         return render
     full = planner.catalog

@@ -49,6 +49,8 @@ class PlannerOptions(BaseModel):
             the steps just chosen (the guards drop them when it is false).
         nearest_tools: Name the N tools of the selected catalog that rank closest to the request
             (BM25) next to the request, before the no-fit decision (0: none).
+        multi_call_format: Under constrained decoding (full_steps), show an answer format with
+            several calls and say that each call asked for is one step.
         strict_fit: Say next to the request that a tool fits only when it gives exactly what is
             asked (a tool on a related subject that computes something else does not).
         demo_pool: Worked examples to choose each request's demos from (the nearest by BM25 over the
@@ -91,6 +93,7 @@ class PlannerOptions(BaseModel):
     fit_last: bool = False
     strict_fit: bool = False
     nearest_tools: int = Field(default=0, ge=0)
+    multi_call_format: bool = False
     demo_pool: DemoPool | None = Field(default=None, repr=False)
     caller: str | None = None
     record_path: Path | None = None

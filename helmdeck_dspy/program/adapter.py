@@ -40,6 +40,7 @@ from helmdeck_dspy.program.calls import (
 from helmdeck_dspy.program.answer_schema import (
     CONSTRAINED_CHECK_FORMAT,
     CONSTRAINED_FORMAT,
+    CONSTRAINED_MULTI_FORMAT,
     CONSTRAINED_STEPS_FORMAT,
     SchemaWire,
     fit_decision_last,
@@ -108,6 +109,9 @@ class RenderOptions(BaseModel):
     """Spell out, before the no-fit reminder, that only a tool giving exactly what is asked fits."""
     nearest_tools: tuple[str, ...] = ()
     """Named after the request, before the no-fit reminder: the catalog's tools closest to it."""
+    multi_call_format: bool = False
+    """Under a schema with the fit decision, full_steps: the answer format shows a plan of several
+    calls and says there is one step per call asked for."""
     pool_demos: tuple[PoolDemo, ...] = ()
     """Demos chosen for this request from a demo pool, each shown with its own tools after the
     program's demos."""
@@ -212,8 +216,10 @@ class PlanAdapter(dspy.Adapter):
         if self.options.answer_schema is not None:
             more = ' It also holds "more_steps_likely": true | false.' if self.options.variant == "single_pick" else ""
             schema = self.options.answer_schema
-            fmt = (CONSTRAINED_CHECK_FORMAT if fit_decision_last(schema) else CONSTRAINED_FORMAT if has_fit_decision(schema)
-                   else CONSTRAINED_STEPS_FORMAT)
+            fmt = (CONSTRAINED_CHECK_FORMAT if fit_decision_last(schema)
+                   else CONSTRAINED_MULTI_FORMAT if has_fit_decision(schema) and self.options.multi_call_format
+                   and self.options.variant == "full_steps"
+                   else CONSTRAINED_FORMAT if has_fit_decision(schema) else CONSTRAINED_STEPS_FORMAT)
             return ANSWER_FORMAT_MARK + fmt + more
         return FORMAT_SINGLE_PICK if self.options.variant == "single_pick" else FORMAT_FULL_STEPS
 

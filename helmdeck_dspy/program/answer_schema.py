@@ -146,6 +146,13 @@ CONSTRAINED_FORMAT = """: one JSON object, decoded under a schema of the catalog
 """The answer format shown under a schema with the fit decision (after the answer-format mark);
 single_pick adds ``more_steps_likely``."""
 
+CONSTRAINED_MULTI_FORMAT = """: one JSON object, decoded under a schema of the catalog's tools:
+{"tool_fits": true | false, "steps": [{"tool": "<catalog id>", "args": {<its arguments>}}, {"tool": "<catalog id>", "args": {<its arguments>}}, ...]}
+"tool_fits" says whether any catalog tool can do what the request asks; when it is false, "steps" is empty.
+"steps" holds one entry per call the request asks for, in order: several when it asks for several things."""
+"""The answer format shown under a schema with the fit decision when ``multi_call_format`` asks the
+format to show that a plan may hold several calls (full_steps)."""
+
 CONSTRAINED_CHECK_FORMAT = """: one JSON object, decoded under a schema of the catalog's tools:
 {"steps": [{"tool": "<catalog id>", "args": {<the tool's arguments>}}], "tool_fits": true | false}
 "tool_fits" checks the steps: true when they do what the request asks; false when no catalog tool does, and the steps are then discarded."""

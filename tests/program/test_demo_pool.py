@@ -87,3 +87,14 @@ def test_nearest_tools_are_named_after_the_request_before_the_no_fit_reminder():
     assert last["content"].endswith("Return the JSON object now. The catalog's tools closest to the request by their "
                                     "words: weather.now, x.y. If none of the catalog's tools does what the request "
                                     "asks, set tool_fits to false.")
+
+
+def test_multi_call_format_shows_several_calls_for_full_steps_only():
+    catalog = RoutingGuide(packs=(WEATHER,))
+
+    def system(variant: str, multi: bool) -> str:
+        options = RenderOptions(variant=variant, answer_schema=plan_schema(catalog, variant), multi_call_format=multi)
+        return PlanAdapter(options).format(signature_for(variant), [], {"user_intent": "hi", "catalog": catalog.render()})[0]["content"]
+
+    assert "one entry per call the request asks for" in system("full_steps", True)
+    assert "one entry per call" not in system("full_steps", False) and "one entry per call" not in system("single_pick", True)

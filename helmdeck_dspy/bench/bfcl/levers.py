@@ -54,6 +54,7 @@ class LeverConfig(BaseModel):
     fit_decision: bool = Field(default=True, description="Planner, constrained: the answer opens with tool_fits.")
     arg_hints: bool = Field(default=False, description="Planner: compact signatures keep each argument's description as a hint.")
     nearest_tools: int = Field(default=0, ge=0, description="Planner: name the N closest tools (BM25) next to the request.")
+    multi_call_format: bool = Field(default=False, description="Planner, constrained: the format shows several calls.")
     fit_last: bool = Field(default=False, description="Planner, constrained: tool_fits closes the answer, a check on the steps.")
     strict_fit: bool = Field(default=False, description="Planner: say that only a tool giving exactly what is asked fits.")
     knn_demos: int = Field(default=0, ge=0, description="Planner: demos per request from the pool of unscored "
@@ -310,7 +311,7 @@ def run_levers(
                     model, lm=lm, catalog=catalog, variant=c.variant, budgets=table, record_path=path, retry=retry,
                     record_run=run, history=None, use_filter=False, cache=False, program=c.program,
                     constrained_decoding=c.constrained, coerce_args=c.coerce_args, catalog_fitting=c.catalog_fitting,
-                    fit_decision=c.fit_decision, fit_last=c.fit_last, arg_hints=c.arg_hints, nearest_tools=c.nearest_tools, strict_fit=c.strict_fit,
+                    fit_decision=c.fit_decision, fit_last=c.fit_last, arg_hints=c.arg_hints, nearest_tools=c.nearest_tools, multi_call_format=c.multi_call_format, strict_fit=c.strict_fit,
                     demo_pool=pool.model_copy(update={"k": c.knn_demos}) if pool is not None and c.knn_demos else None,
                 )
             planner.plan(q.intent, task_id=q.id)

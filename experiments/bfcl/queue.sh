@@ -13,7 +13,7 @@ T15=experiments/test-split/qwen2.5-coder-1.5b/levers.toml
 T05=experiments/test-split/qwen2.5-coder-0.5b/levers.toml
 $CLI bench levers --no-progress "$MCP" &&
 $CLI bench levers --no-progress --only default-last,default-strict,default-nearest "$B15" &&
-$CLI bench levers --no-progress --only plain,default "$B05" &&
+$CLI bench levers --no-progress --only plain,default,default-multi "$B05" &&
 $CLI bench levers --no-progress "$T15" &&
 $CLI bench levers --no-progress "$T05" &&
 $CLI bench levers --no-progress --only plain,default "$B15" &&

@@ -251,17 +251,34 @@ class PlanAdapter(dspy.Adapter):
         allowed = self.options.demo_tools
         return allowed is None or all(_get(s, "tool") in allowed for s in steps)
 
+    def schema_answer(self, steps: list[dict[str, Any]], more: Any = None) -> dict[str, Any]:
+        """A demo's answer as the answer schema has it: ``tool`` and ``args`` per step, ``tool_fits``
+        where the schema puts it, and ``more_steps_likely`` for single_pick."""
+        schema = self.options.answer_schema
+        answer: dict[str, Any] = {"tool_fits": bool(steps)} if has_fit_decision(schema) and not fit_decision_last(schema) else {}
+        answer["steps"] = [{"tool": s.get("tool"), "args": s.get("args") or {}} for s in steps]
+        if self.options.variant == "single_pick":
+            answer["more_steps_likely"] = bool(more)
+        if fit_decision_last(schema):
+            answer["tool_fits"] = bool(steps)
+        return answer
+
     def format_demos(self, signature: Any, demos: list[Any]) -> list[dict[str, str]]:
+        """The program's demos as user/assistant pairs, each answer in the format the model must
+        answer in (the schema's under constrained decoding)."""
         messages = []
         for demo in demos:
             intent, steps = _get(demo, "user_intent"), _get(demo, "steps")
             if not intent or steps is None or not self.fits_catalog(steps):
                 continue
-            answer: dict[str, Any] = {"steps": _jsonable(steps)}
-            for key in ("complexity", "more_steps_likely", "reasoning"):
-                value = _get(demo, key)
-                if value is not None and (key != "more_steps_likely" or self.options.variant == "single_pick"):
-                    answer[key] = _jsonable(value)
+            if self.options.answer_schema is not None:
+                answer = self.schema_answer(_jsonable(steps), _get(demo, "more_steps_likely"))
+            else:
+                answer = {"steps": _jsonable(steps)}
+                for key in ("complexity", "more_steps_likely", "reasoning"):
+                    value = _get(demo, key)
+                    if value is not None and (key != "more_steps_likely" or self.options.variant == "single_pick"):
+                        answer[key] = _jsonable(value)
             messages.append({"role": "user", "content": self.request_text(intent, _get(demo, "context"), _get(demo, "prior_steps"))})
             messages.append({"role": "assistant", "content": json.dumps(answer, ensure_ascii=False)})
         return messages
@@ -272,12 +289,8 @@ class PlanAdapter(dspy.Adapter):
         for demo in self.options.pool_demos:
             tools = "\n".join(signature_line(p) for p in demo.tools)
             steps = [{"tool": s["tool"], "args": s.get("args") or {}} for s in demo.steps]
-            if fit_decision_last(self.options.answer_schema):
-                answer: dict[str, Any] = {"steps": steps, "tool_fits": bool(steps)}
-            elif has_fit_decision(self.options.answer_schema):
-                answer = {"tool_fits": bool(steps), "steps": steps}
-            elif self.options.answer_schema is not None:
-                answer = {"steps": steps}
+            if self.options.answer_schema is not None:
+                answer = self.schema_answer(steps, more=False)
             else:
                 answer = {"steps": [{"order": i, **s, "rationale": ""} for i, s in enumerate(steps, 1)]}
             messages.append({"role": "user", "content": f"{DEMO_TOOLS_HEADER}\n{tools}\n\n{self.request_text(demo.intent)}"})

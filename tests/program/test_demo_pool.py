@@ -98,3 +98,22 @@ def test_multi_call_format_shows_several_calls_for_full_steps_only():
 
     assert "one entry per call the request asks for" in system("full_steps", True)
     assert "one entry per call" not in system("full_steps", False) and "one entry per call" not in system("single_pick", True)
+
+
+def test_compiled_demos_answer_in_the_schema_format_under_constrained_decoding():
+    from helmdeck_dspy.signatures.types import PlanStep
+
+    catalog = RoutingGuide(packs=(WEATHER,))
+    demo = {"user_intent": "weather in Oslo?", "steps": [PlanStep(order=1, tool="weather.now", args={"city": "Oslo"},
+                                                                  rationale="r")],
+            "complexity": "single-action", "more_steps_likely": False, "reasoning": "x"}
+
+    def answer(schema, variant="full_steps") -> str:
+        options = RenderOptions(variant=variant, answer_schema=schema)
+        messages = PlanAdapter(options).format(signature_for(variant), [demo], {"user_intent": "hi", "catalog": catalog.render()})
+        return [m["content"] for m in messages if m["role"] == "assistant"][0]
+
+    assert answer(plan_schema(catalog, "full_steps")) == '{"tool_fits": true, "steps": [{"tool": "weather.now", "args": {"city": "Oslo"}}]}'
+    assert answer(plan_schema(catalog, "single_pick"), "single_pick").endswith('"more_steps_likely": false}')
+    assert answer(plan_schema(catalog, "full_steps", fit_last=True)).endswith('"tool_fits": true}')
+    assert '"rationale": "r"' in answer(None)  # free decoding keeps the signature's own format

@@ -216,10 +216,14 @@ class PlanAdapter(dspy.Adapter):
         if self.options.answer_schema is not None:
             more = ' It also holds "more_steps_likely": true | false.' if self.options.variant == "single_pick" else ""
             schema = self.options.answer_schema
-            fmt = (CONSTRAINED_CHECK_FORMAT if fit_decision_last(schema)
-                   else CONSTRAINED_MULTI_FORMAT if has_fit_decision(schema) and self.options.multi_call_format
-                   and self.options.variant == "full_steps"
-                   else CONSTRAINED_FORMAT if has_fit_decision(schema) else CONSTRAINED_STEPS_FORMAT)
+            if not has_fit_decision(schema):
+                fmt = CONSTRAINED_STEPS_FORMAT
+            elif fit_decision_last(schema):
+                fmt = CONSTRAINED_CHECK_FORMAT
+            elif self.options.multi_call_format and self.options.variant == "full_steps":
+                fmt = CONSTRAINED_MULTI_FORMAT
+            else:
+                fmt = CONSTRAINED_FORMAT
             return ANSWER_FORMAT_MARK + fmt + more
         return FORMAT_SINGLE_PICK if self.options.variant == "single_pick" else FORMAT_FULL_STEPS
 

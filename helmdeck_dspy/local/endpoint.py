@@ -16,6 +16,7 @@ import threading
 from helmdeck_dspy.local.install import require_installed
 from helmdeck_dspy.local.provider import PREFIX as LLAMACPP_PREFIX
 from helmdeck_dspy.local.registry import get_model
+from helmdeck_dspy.errors import LocalModelError
 from helmdeck_dspy.local.server import LocalServer, ServerOptions, require_engine
 
 SPEC_PREFIX = "local:"
@@ -34,12 +35,16 @@ def managed_server(name: str, options: ServerOptions | None = None) -> LocalServ
         UnknownModelError: ``name`` is not in the registry (the message lists the known ones).
         MissingExtraError: The ``local`` extra is not installed.
         ModelNotInstalledError: The model is not installed (the message names the install command).
-        LocalModelError: The server would not start (with the log's last lines).
+        LocalModelError: The server would not start (with the log's last lines), or it runs already
+            with other ``options`` than asked for.
     """
     model = get_model(name)
     with _LOCK:
         server = _SERVERS.get(name)
         if server is not None and server.running:
+            if options is not None and options.n_ctx != server.options.n_ctx:
+                raise LocalModelError(f"local model {name} runs already with a {server.options.n_ctx}-token "
+                                      f"context in this process; {options.n_ctx} was asked for")
             return server
         require_engine()
         path = require_installed(model)

@@ -42,6 +42,21 @@ def test_one_server_per_model_per_process_is_reused(fake_engine):
     assert again is not first and again.running
 
 
+def test_a_context_window_is_set_on_first_start_and_a_clash_is_an_error(fake_engine):
+    from helmdeck_dspy.bench.bfcl.levers import LeverSpec, start_local
+    from helmdeck_dspy.errors import LocalModelError
+    from helmdeck_dspy.local.server import ServerOptions
+
+    spec = LeverSpec(model="m", lm="local:qwen2.5-coder-0.5b", data=("d",), categories=("simple_python",), limit=1,
+                     context=16384, config=({"name": "plain", "plain": True},))
+    start_local(spec)
+    server = managed_server("qwen2.5-coder-0.5b")
+    assert server.options.n_ctx == 16384 and server.settings()["n_ctx"] == 16384
+    assert managed_server("qwen2.5-coder-0.5b", ServerOptions(n_ctx=16384)) is server
+    with pytest.raises(LocalModelError, match="16384-token context.*8192 was asked for"):
+        managed_server("qwen2.5-coder-0.5b", ServerOptions(n_ctx=8192))
+
+
 def test_local_lm_args_point_the_openai_path_at_the_server(fake_engine):
     model, api_base, api_key = local_lm_args("qwen2.5-coder-0.5b")
     assert model == "llamacpp/qwen2.5-coder-0.5b"

@@ -91,6 +91,8 @@ class LeverSpec(BaseModel):
     baseline: str = Field(default="plain", description="The config every other row is paired against.")
     timeout_s: float = Field(default=900.0, gt=0, le=3600, description="One call's time limit: generous, so a "
                              "loaded machine slows a call down rather than failing it (a failure is asked again).")
+    context: int | None = Field(default=None, ge=256, description="A ``local:`` model's context window in tokens "
+                                "(None: the runner's default, 8,192), for prompts that need more.")
     block: int = Field(default=8, ge=1, description="Questions asked under one config before the next config "
                        "takes the same questions (a server's prompt cache keeps one config's stable prefix).")
     config: tuple[LeverConfig, ...] = Field(min_length=1)
@@ -233,6 +235,18 @@ def done_ids(path: Path) -> set[str]:
     return {r.task_id for r in load_traces(path, on_error="skip") if r.call == "plan" and r.task_id and not r.error}
 
 
+def start_local(spec: LeverSpec) -> None:
+    """Start a ``local:`` model's server with the spec's context window before the LM is built
+    (which then reuses it); nothing for other LM specs or without ``context``."""
+    from helmdeck_dspy.engines.lm_spec import LOCAL_PREFIX
+
+    if spec.context is not None and spec.lm.startswith(LOCAL_PREFIX):
+        from helmdeck_dspy.local.endpoint import managed_server
+        from helmdeck_dspy.local.server import ServerOptions
+
+        managed_server(spec.lm.removeprefix(LOCAL_PREFIX), ServerOptions(n_ctx=spec.context))
+
+
 def pending_pairs(spec: LeverSpec, data: BfclSet, only: set[str] | None = None) -> list[tuple[BfclQuestion, LeverConfig]]:
     """The (question, config) pairs without a record yet: block by block of ``spec.block`` questions,
     each config in turn over the block's questions."""
@@ -287,6 +301,7 @@ def run_levers(
     if not pending:
         return made
     if lm is None:
+        start_local(spec)
         lm = make_lm(spec.lm, cache=False, num_retries=0, timeout=spec.timeout_s,
                      sampling={"temperature": spec.temperature, "seed": spec.seed})
     retry = RetryPolicy(max_attempts=1, timeout_s=spec.timeout_s)

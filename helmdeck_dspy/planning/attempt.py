@@ -101,15 +101,16 @@ def render_options_for(planner: PlannerParts, selected: RoutingGuide | None = No
     render = RenderOptions.for_budget(planner.budget, planner.variant, planner.options.max_tokens, catalog=selected,
                                       native=wants_native(planner), constrained=constrained_for(planner),
                                       fit_decision=planner.options.fit_decision, fit_last=planner.options.fit_last)
-    render = render.model_copy(update={"strict_fit": planner.options.strict_fit,
-                                       "multi_call_format": planner.options.multi_call_format})
-    if not planner.options.catalog_fitting:
-        return render
+    update: dict[str, Any] = {"strict_fit": planner.options.strict_fit,
+                              "multi_call_format": planner.options.multi_call_format}
     full = planner.catalog
-    if full.pipelines:
-        return render.model_copy(update={"demo_tools": full.id_set | {PIPELINE_RUN_TOOL}})
-    return render.model_copy(update={"demo_tools": full.id_set,
-                                     "instructions": variant_instructions(planner.variant, tools_only=True)})
+    if planner.options.catalog_fitting:
+        update["demo_tools"] = full.id_set | ({PIPELINE_RUN_TOOL} if full.pipelines else set())
+        if not full.pipelines:
+            update["instructions"] = variant_instructions(planner.variant, tools_only=True)
+    if planner.options.instructions is not None:
+        update["instructions"] = planner.options.instructions
+    return render.model_copy(update=update)
 
 
 def _warm_embedding(planner: PlannerParts) -> None:

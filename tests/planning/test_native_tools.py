@@ -81,3 +81,18 @@ def test_render_options_follow_the_budget_flag():
     assert RenderOptions.for_budget(budget, "full_steps", native=False).json_object
     pipeline = next(t for t in opts.tools if t.tool_id == "helmdeck__pipeline-run")
     assert set(pipeline.parameters["properties"]["id"]["enum"]) == catalog.pipeline_ids
+
+
+def test_instructions_option_replaces_the_program_and_tool_list_text(tmp_path):
+    from helmdeck_dspy.signatures.plan import variant_instructions
+
+    plan = json.dumps({"steps": [{"order": 1, "tool": "web.scrape", "args": {}, "rationale": "r"}]})
+    tools_only = load_catalog().model_copy(update={"pipelines": []})
+    default = planner(tmp_path, {"content": plan, "finish_reason": "stop"}, catalog=tools_only)
+    default.plan(INTENT)
+    assert default.lm.engine.requests[0].system.startswith(variant_instructions("full_steps", tools_only=True))
+    mine = planner(tmp_path, {"content": plan, "finish_reason": "stop"}, catalog=tools_only,
+                   instructions="Answer with the calls that answer the question.")
+    assert mine.plan(INTENT).ok
+    system = mine.lm.engine.requests[0].system
+    assert system.startswith("Answer with the calls that answer the question.\n\n") and "You plan calls" not in system

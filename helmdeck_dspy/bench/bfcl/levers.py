@@ -60,6 +60,8 @@ class LeverConfig(BaseModel):
     knn_demos: int = Field(default=0, ge=0, description="Planner: demos per request from the pool of unscored "
                            "questions of the same categories (0: none).")
     program: str | None = Field(default=None, description="Planner: program (None/auto, tier, tier:T, bare, or a file).")
+    instructions: str | None = Field(default=None, description="Planner: a text file (relative to the spec) whose "
+                                     "instructions replace the program's.")
     variant: str = "full_steps"
     pool: bool = Field(default=False, description="Plan against one catalog pooled from every loaded question.")
     budget_model: str | None = Field(default=None, description="Budget lookup id for this row (default: the spec's model).")
@@ -105,6 +107,10 @@ class LeverSpec(BaseModel):
     def trace_path(self, config: LeverConfig) -> Path:
         return self.folder / f"{config.name}.jsonl"
 
+    def instructions_text(self, config: LeverConfig) -> str | None:
+        """The instruction text a config plans with instead of the program's (None: the program's)."""
+        return None if config.instructions is None else (self.folder / config.instructions).read_text("utf-8").strip()
+
     def data_dirs(self) -> list[Path]:
         return [(self.folder / d).resolve() for d in self.data]
 
@@ -132,6 +138,9 @@ def load_lever_spec(path: str | Path) -> LeverSpec:
         raise LeverSpecError(str(path), f"config names repeat: {names}")
     if spec.baseline not in names:
         raise LeverSpecError(str(path), f"baseline {spec.baseline!r} is not a config; expected one of {names}")
+    for c in spec.config:
+        if c.instructions is not None and not (spec.folder / c.instructions).is_file():
+            raise LeverSpecError(str(path), f"config {c.name}: instructions file {spec.folder / c.instructions} not found")
     return spec
 
 
@@ -327,6 +336,7 @@ def run_levers(
                     record_run=run, history=None, use_filter=False, cache=False, program=c.program,
                     constrained_decoding=c.constrained, coerce_args=c.coerce_args, catalog_fitting=c.catalog_fitting,
                     fit_decision=c.fit_decision, fit_last=c.fit_last, arg_hints=c.arg_hints, nearest_tools=c.nearest_tools, multi_call_format=c.multi_call_format, strict_fit=c.strict_fit,
+                    instructions=spec.instructions_text(c),
                     demo_pool=pool.model_copy(update={"k": c.knn_demos}) if pool is not None and c.knn_demos else None,
                 )
             planner.plan(q.intent, task_id=q.id)

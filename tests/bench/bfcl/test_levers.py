@@ -181,3 +181,13 @@ def test_a_gold_task_run_has_plan_scores_and_a_pipeline_is_called_by_its_id(tmp_
     plain, planner = rows["plain", "all"], rows["planner", "all"]
     assert plain.exact.k == 1 and planner.exact.k == 2
     assert planner.plan_score == 1.0 and plain.plan_score < 1.0 and planner.plan_score_diff > 0
+
+
+def test_a_config_reads_its_instructions_file_beside_the_spec(tmp_path, bfcl_dir):
+    row = '[[config]]\nname = "plain"\nplain = true\n[[config]]\nname = "worded"\ninstructions = "words.md"\n'
+    with pytest.raises(LeverSpecError, match="config worded: instructions file .*words.md not found"):
+        load_lever_spec(_spec(tmp_path, bfcl_dir, row))
+    (tmp_path / "words.md").write_text("Answer the question.\n", encoding="utf-8")
+    spec = load_lever_spec(_spec(tmp_path, bfcl_dir, row))
+    assert spec.instructions_text(spec.config[1]) == "Answer the question."
+    assert spec.instructions_text(spec.config[0]) is None

@@ -1,11 +1,12 @@
 #!/bin/sh
 # The live lever runs, most telling first: the 1.5B's BFCL default framed as the model alone's
-# question (default-answer), the test split without the fit decision (1.5B), the 1.5B
-# alone on the test split (16K context), the 0.5B's default on it, the cost of constrained decoding
-# per output token, the 0.5B without the fit decision, the real MCP tools on the 1.5B, the rows that test where the 1.5B's
-# default loses on BFCL (irrelevance), BFCL on the 0.5B, the rest of the test split on both models,
-# the rest of the 1.5B's BFCL questions (60 per category), then the other single-lever rows and
-# demos. Each step resumes where it stopped. Log: experiments/bfcl/bench-live.log (make bench-live).
+# question (default-answer), the real MCP tools without the fit decision, the test split without the
+# fit decision (1.5B), the 1.5B alone on the test split (16K context), the 0.5B's default on it, the
+# cost of constrained decoding per output token, the 0.5B without the fit decision, the real MCP
+# tools on the 1.5B, the rows that test where the 1.5B's default loses on BFCL (irrelevance), BFCL
+# on the 0.5B, the rest of the test split on both models, the rest of the 1.5B's BFCL questions (60
+# per category), then the other single-lever rows and demos. Each step resumes where it stopped.
+# Log: experiments/bfcl/bench-live.log (make bench-live).
 CLI=${CLI:-.venv/bin/helmdeck-dspy}
 B15=experiments/bfcl/qwen2.5-coder-1.5b/levers.toml
 B05=experiments/bfcl/qwen2.5-coder-0.5b/levers.toml
@@ -13,6 +14,7 @@ MCP=experiments/mcp/qwen2.5-coder-1.5b/levers.toml
 T15=experiments/test-split/qwen2.5-coder-1.5b/levers.toml
 T05=experiments/test-split/qwen2.5-coder-0.5b/levers.toml
 $CLI bench levers --no-progress --only default-answer "$B15" &&
+$CLI bench levers --no-progress --only default-nofit "$MCP" &&
 $CLI bench levers --no-progress --only full_steps-nofit "$T15" &&
 $CLI bench levers --no-progress --only plain "$T15" &&
 $CLI bench levers --no-progress --only full_steps "$T05" &&

@@ -49,6 +49,11 @@ from helmdeck_dspy.domain import TIERS, VARIANTS
 @click.option("--knn-demos", type=click.IntRange(0), default=0, show_default=True,
               help="Save a demo pool of the train tasks in the program: each request then gets its K nearest "
                    "(BM25) as demos, besides the compiled ones.")
+@click.option("--history-traces", "history_traces", type=click.Path(dir_okay=False, exists=True), multiple=True,
+              help="A trace file the planner recorded (plan --record): its plans that plan history lists as accepted "
+                   "join the --knn-demos pool (repeatable).")
+@click.option("--history-db", "history_db", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="The plan-history database for --history-traces (default: this install's).")
 @budgets_option
 @progress_option
 @click.option("--train", "train_path", type=click.Path(dir_okay=False, exists=True), default=None,
@@ -65,7 +70,7 @@ from helmdeck_dspy.domain import TIERS, VARIANTS
 def compile_cmd(
     tier: str | None, variant: str | None, compile_all: bool, model: str | None, optimizer: str, lm_spec: str | None,
     teacher_lm: str | None, temperature: float | None, settings_path: str | None, valset: int | None, knn_demos: int,
-    budgets_path: str | None, progress: bool | None, train_path: str | None, dev_path: str | None,
+    history_traces: tuple[str, ...], history_db: str | None, budgets_path: str | None, progress: bool | None, train_path: str | None, dev_path: str | None,
     out_root: str | None, seed: int, use_mlflow: bool, tracking_uri: str | None, resume: bool | None, as_json: bool,
 ) -> None:
     """Compile the plan program for a tier and prompt variant (or --all six), or for one --model.
@@ -115,6 +120,8 @@ def compile_cmd(
 
     options = CompileOptions(model=model, optimizer=optimizer, lm=lm_spec, teacher_lm=teacher_lm, seed=seed,
                              temperature=temperature, settings=settings, knn_demos=knn_demos,
+                             history_traces=tuple(Path(t) for t in history_traces),
+                             history_store=Path(history_db) if history_db else None,
                              out_root=Path(out_root) if out_root else None)
     results = compile_programs(
         targets, options, train_path=train_path, dev_path=dev_path, budgets=budgets_path, resume=resume,

@@ -45,17 +45,18 @@ import dspy
 
 from helmdeck_dspy.compilation.demos import fit_demos
 from helmdeck_dspy.compilation.estimate import estimate_calls
+from helmdeck_dspy.compilation.history_pool import demos_sha256, history_demos
 from helmdeck_dspy.compilation.manifest import CompileResult, update_manifest
 from helmdeck_dspy.compilation.meter import CallMeter
 from helmdeck_dspy.compilation.optimizers import dev_score, make_metric, optimize
-from helmdeck_dspy.compilation.request import CompileRequest
+from helmdeck_dspy.compilation.request import CompileOptions, CompileRequest
 from helmdeck_dspy.compilation.settings import OptimizerSettings, load_optimizer_settings
 from helmdeck_dspy.compilation.tier_setup import TierSetup
 from helmdeck_dspy.engines.lm_spec import make_lm
 from helmdeck_dspy.errors import HelmdeckError, InputError
 from helmdeck_dspy.io.atomic import atomic_writer
 from helmdeck_dspy.io.datafiles import file_sha256
-from helmdeck_dspy.program.demo_pool import pool_from_tasks
+from helmdeck_dspy.program.demo_pool import DemoPool, PoolDemo, pool_from_tasks
 from helmdeck_dspy.program.modules import MODULES
 from helmdeck_dspy.program.store import (
     load_compiled_state,
@@ -116,6 +117,7 @@ class CompileTarget:
     valset: list[PlanTask]
     settings: OptimizerSettings
     inputs_sha: str
+    history_demos: tuple[PoolDemo, ...] = ()
 
     def done(self) -> CompileResult | None:
         """The manifest entry if it was compiled from these inputs and its file is intact (marked skipped)."""
@@ -160,10 +162,22 @@ def compile_target(request: CompileRequest) -> CompileTarget:
         path, key = model_program_path(opts.model, request.variant, opts.out_root), model_key(opts.model, request.variant)
     else:
         path, key = program_path(setup.tier, request.variant, opts.out_root), tier_key(setup.tier, request.variant)
+    learned = _history_demos(opts, setup)
     inputs_sha = _inputs_sha(setup, program, opts.optimizer, lm_spec, teacher_spec, opts.seed, train, valset, opts.model,
                              {**settings.recorded(opts.optimizer), "temperature": opts.temperature,
-                              **({"knn_demos": opts.knn_demos} if opts.knn_demos else {})})
-    return CompileTarget(request, setup, lm_spec, teacher_spec, program, path, key, train, dev, valset, settings, inputs_sha)
+                              **({"knn_demos": opts.knn_demos} if opts.knn_demos else {}),
+                              **({"history_demos": demos_sha256(learned)} if learned else {})})
+    return CompileTarget(request, setup, lm_spec, teacher_spec, program, path, key, train, dev, valset, settings, inputs_sha,
+                         learned)
+
+
+def _history_demos(opts: CompileOptions, setup: TierSetup) -> tuple[PoolDemo, ...]:
+    """The accepted plans of ``opts.history_traces`` over the setup's catalog (none without traces)."""
+    if not opts.history_traces:
+        return ()
+    from helmdeck_dspy.planning.history import HistoryStore
+
+    return history_demos(opts.history_traces, HistoryStore(opts.history_store), setup.catalog)
 
 
 @dataclass
@@ -213,7 +227,8 @@ def run_compile(target: CompileTarget, *, notify: Callable[[str], None] | None =
                     program = optimize(optimizer, program, trainset, valset, metric, setup, teacher, seed, settings)
                 program.render = setup.render
             if opts.knn_demos:
-                program.demo_pool = pool_from_tasks(train, setup.catalog, opts.knn_demos)
+                pool = pool_from_tasks(train, setup.catalog)
+                program.demo_pool = DemoPool(demos=(*pool.demos, *target.history_demos), k=opts.knn_demos)
             after = dev_score(setup, program, lm, valset_tasks) if lm is not None else None
     costs = [e.get("cost") for e in (getattr(lm, "history", None) or []) if e.get("cost") is not None and e.get("usage")]
     return CompileRun(program, before, after, meter, estimate.total, round(sum(costs), 6) if costs else None,
@@ -232,7 +247,7 @@ def persist_compile(target: CompileTarget, run: CompileRun) -> CompileResult:
         train_sha256=tasks_sha256(target.train), dev_sha256=tasks_sha256(target.valset),
         train_n=len(target.train), dev_n=len(target.valset),
         dev_score_before=run.before, dev_score_after=run.after, demos=len(run.program.plan.demos),
-        knn_demos=opts.knn_demos, demo_pool_size=len(run.program.demo_pool.demos) if run.program.demo_pool else 0,
+        knn_demos=opts.knn_demos, history_demos=len(target.history_demos), demo_pool_size=len(run.program.demo_pool.demos) if run.program.demo_pool else 0,
         prompt_tokens=setup.prompt_tokens(run.program), estimated_calls=run.estimated_calls,
         lm_calls=run.meter.live, cached_calls=run.meter.cached,
         teacher_calls=roles["teacher"].live + roles["teacher"].cached,

@@ -71,6 +71,8 @@ class CompileResult(BaseModel):
     dev_score_after: float | None
     demos: int
     knn_demos: int = Field(default=0, description="Demos drawn per request from the program's demo pool (0: no pool).")
+    history_demos: int = Field(default=0, description="Pool demos that are accepted plans from plan history "
+                               "(compile --history-traces).")
     demo_pool_size: int = Field(default=0, description="Worked examples in the program's demo pool.")
     prompt_tokens: int = Field(description="Tokens of the rendered prompt for the tier's typical intent.")
     estimated_calls: int = Field(default=0, description="The calls estimated before the run (estimate.py).")

@@ -46,6 +46,11 @@ class CompileOptions(BaseModel):
     seed: int = Field(default=0, description="Passed to the LMs and the optimizers.")
     knn_demos: int = Field(default=0, ge=0, description="Save a demo pool of the train tasks over the catalog in "
                            "the program, from which each request gets its K nearest demos (0: no pool).")
+    history_traces: tuple[Path, ...] = Field(default=(), description="Trace files the planner recorded: their "
+                                             "plans that plan history lists as accepted join the demo pool "
+                                             "(needs knn_demos; compilation.history_pool).")
+    history_store: Path | None = Field(default=None, description="The plan-history database (default: this "
+                                       "install's).")
     temperature: float | None = Field(default=None, description="The task LM's sampling temperature "
                                       "(None: the endpoint's); use the one the model will run at.")
     settings: OptimizerSettings | None = Field(default=None, description="Default: eval/compile.toml's.")
@@ -69,10 +74,13 @@ class CompileRequest(BaseModel):
                                         "(default: the bundled one).")
 
     def check(self) -> None:
-        """Raise :class:`InputError` for an unknown tier, variant or optimizer, or a missing LM."""
+        """Raise :class:`InputError` for an unknown tier, variant or optimizer, a missing LM, or
+        history traces without a demo pool."""
         model = self.options.model
         if self.tier is None and not model:
             raise InputError("give a tier or a model to compile for")
         if (self.tier not in TIERS and not (model and self.tier is None)) or self.variant not in VARIANTS:
             raise InputError(f"unknown tier/variant {self.tier}/{self.variant}")
         check_optimizer(self.options.optimizer, self.options.lm)
+        if self.options.history_traces and not self.options.knn_demos:
+            raise InputError("history traces join the demo pool: give --knn-demos K as well")

@@ -56,6 +56,7 @@ from helmdeck_dspy.engines.lm_spec import make_lm
 from helmdeck_dspy.errors import HelmdeckError, InputError
 from helmdeck_dspy.io.atomic import atomic_writer
 from helmdeck_dspy.io.datafiles import file_sha256
+from helmdeck_dspy.planning.history import HistoryStore
 from helmdeck_dspy.program.demo_pool import DemoPool, PoolDemo, pool_from_tasks
 from helmdeck_dspy.program.modules import MODULES
 from helmdeck_dspy.program.store import (
@@ -175,8 +176,6 @@ def _history_demos(opts: CompileOptions, setup: TierSetup) -> tuple[PoolDemo, ..
     """The accepted plans of ``opts.history_traces`` over the setup's catalog (none without traces)."""
     if not opts.history_traces:
         return ()
-    from helmdeck_dspy.planning.history import HistoryStore
-
     return history_demos(opts.history_traces, HistoryStore(opts.history_store), setup.catalog)
 
 

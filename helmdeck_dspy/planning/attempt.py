@@ -92,6 +92,13 @@ def constrained_for(planner: PlannerParts) -> SchemaWire | None:
     return constrained_wire(str(getattr(planner.lm, "model", "")), flag)
 
 
+def fit_decision_for(planner: PlannerParts) -> bool:
+    """Whether a constrained answer opens with ``tool_fits``: the options' choice, else on for a
+    plain list of tools and off for a catalog with pipelines."""
+    chosen = planner.options.fit_decision
+    return not planner.catalog.pipelines if chosen is None else chosen
+
+
 def render_options_for(planner: PlannerParts, selected: RoutingGuide | None = None) -> RenderOptions:
     """The request shape of the planner's calls (catalog placement, output cap, JSON mode, the
     selected catalog's answer schema when decoding is constrained, or the selected catalog as
@@ -100,7 +107,7 @@ def render_options_for(planner: PlannerParts, selected: RoutingGuide | None = No
 
     render = RenderOptions.for_budget(planner.budget, planner.variant, planner.options.max_tokens, catalog=selected,
                                       native=wants_native(planner), constrained=constrained_for(planner),
-                                      fit_decision=planner.options.fit_decision, fit_last=planner.options.fit_last)
+                                      fit_decision=fit_decision_for(planner), fit_last=planner.options.fit_last)
     update: dict[str, Any] = {"strict_fit": planner.options.strict_fit,
                               "multi_call_format": planner.options.multi_call_format}
     full = planner.catalog

@@ -44,7 +44,9 @@ class PlannerOptions(BaseModel):
             are left out, and a catalog without pipelines gets instructions for a plain list of
             tools. Off reproduces the planner before this (helmdeck's instructions and demos always).
         fit_decision: Under constrained decoding, open the answer with the ``tool_fits`` decision
-            (the default); off, an empty ``steps`` list is the only way to say no tool fits.
+            (True); off, an empty ``steps`` list is the only way to say no tool fits. None (the
+            default): on for a plain list of tools, off for a catalog with pipelines, as measured
+            live (docs/results/test-split.md).
         fit_last: With ``fit_decision``, close the answer with ``tool_fits`` instead: a check on
             the steps just chosen (the guards drop them when it is false).
         nearest_tools: Name the N tools of the selected catalog that rank closest to the request
@@ -91,7 +93,7 @@ class PlannerOptions(BaseModel):
     constrained_decoding: bool | None = None
     coerce_args: bool = True
     catalog_fitting: bool = True
-    fit_decision: bool = True
+    fit_decision: bool | None = None
     fit_last: bool = False
     strict_fit: bool = False
     nearest_tools: int = Field(default=0, ge=0)

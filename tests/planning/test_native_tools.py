@@ -96,3 +96,18 @@ def test_instructions_option_replaces_the_program_and_tool_list_text(tmp_path):
     assert mine.plan(INTENT).ok
     system = mine.lm.engine.requests[0].system
     assert system.startswith("Answer with the calls that answer the question.\n\n") and "You plan calls" not in system
+
+
+def test_the_fit_decision_is_on_for_a_tool_list_and_off_for_a_catalog_with_pipelines(tmp_path):
+    plan = json.dumps({"steps": [{"tool": "web.scrape", "args": {}}]})
+
+    def schema(**kw):
+        p = planner(tmp_path, {"content": plan, "finish_reason": "stop"}, constrained_decoding=True, **kw)
+        p.plan(INTENT)
+        return p.lm.engine.requests[0].config.response_format["schema"]
+
+    tools_only = load_catalog().model_copy(update={"pipelines": []})
+    assert "tool_fits" not in schema()["properties"]  # the bundled catalog has pipelines
+    assert schema(catalog=tools_only)["required"][0] == "tool_fits"
+    assert "tool_fits" in schema(fit_decision=True)["properties"]
+    assert "tool_fits" not in schema(catalog=tools_only, fit_decision=False)["properties"]

@@ -51,7 +51,8 @@ class LeverConfig(BaseModel):
     constrained: bool | None = Field(default=None, description="Planner: schema-constrained decoding (None: the budget's).")
     coerce_args: bool = Field(default=True, description="Planner: check and coerce args against the tool schemas.")
     catalog_fitting: bool = Field(default=True, description="Planner: instructions and demos fitted to the catalog.")
-    fit_decision: bool = Field(default=True, description="Planner, constrained: the answer opens with tool_fits.")
+    fit_decision: bool | None = Field(default=None, description="Planner, constrained: the answer opens with "
+                                      "tool_fits (None: the planner's default).")
     arg_hints: bool = Field(default=False, description="Planner: compact signatures keep each argument's description as a hint.")
     nearest_tools: int = Field(default=0, ge=0, description="Planner: name the N closest tools (BM25) next to the request.")
     multi_call_format: bool = Field(default=False, description="Planner, constrained: the format shows several calls.")

@@ -107,7 +107,8 @@ def render_options_for(planner: PlannerParts, selected: RoutingGuide | None = No
 
     render = RenderOptions.for_budget(planner.budget, planner.variant, planner.options.max_tokens, catalog=selected,
                                       native=wants_native(planner), constrained=constrained_for(planner),
-                                      fit_decision=fit_decision_for(planner), fit_last=planner.options.fit_last)
+                                      fit_decision=fit_decision_for(planner), fit_last=planner.options.fit_last,
+                                      pipelines_as_tools=planner.options.pipelines_as_tools)
     update: dict[str, Any] = {"strict_fit": planner.options.strict_fit,
                               "multi_call_format": planner.options.multi_call_format}
     full = planner.catalog

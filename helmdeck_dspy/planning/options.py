@@ -55,6 +55,8 @@ class PlannerOptions(BaseModel):
             several calls and say that each call asked for is one step.
         strict_fit: Say next to the request that a tool fits only when it gives exactly what is
             asked (a tool on a related subject that computes something else does not).
+        pipelines_as_tools: Under constrained decoding, offer each selected pipeline as a tool named
+            by its id (a bare pipeline id is a valid step) instead of through ``helmdeck__pipeline-run``.
         instructions: Instruction text to plan with instead of the program's and the catalog
             fitting's (None: the bundled text): a lever for trying a wording.
         demo_pool: Worked examples to choose each request's demos from (the nearest by BM25 over the
@@ -98,6 +100,7 @@ class PlannerOptions(BaseModel):
     strict_fit: bool = False
     nearest_tools: int = Field(default=0, ge=0)
     multi_call_format: bool = False
+    pipelines_as_tools: bool = False
     instructions: str | None = Field(default=None, min_length=1)
     demo_pool: DemoPool | None = Field(default=None, repr=False)
     caller: str | None = None

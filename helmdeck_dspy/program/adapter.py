@@ -31,6 +31,7 @@ from dspy.utils.exceptions import AdapterParseError
 from pydantic import BaseModel
 
 from helmdeck_dspy.decoding.causes import FailureCause
+from helmdeck_dspy.domain import PIPELINE_RUN_TOOL
 from helmdeck_dspy.decoding.parsing import ParseResult, parse_completion
 from helmdeck_dspy.program.calls import (
     capture_completions,
@@ -112,6 +113,9 @@ class RenderOptions(BaseModel):
     multi_call_format: bool = False
     """Under a schema with the fit decision, full_steps: the answer format shows a plan of several
     calls and says there is one step per call asked for."""
+    pipelines_as_tools: bool = False
+    """Under a schema: a pipeline is run by naming its id as the tool, so demos show their pipeline
+    runs that way."""
     pool_demos: tuple[PoolDemo, ...] = ()
     """Demos chosen for this request from a demo pool, each shown with its own tools after the
     program's demos."""
@@ -120,7 +124,7 @@ class RenderOptions(BaseModel):
     def for_budget(
         cls, budget: Any, variant: str, max_tokens: int | None = None, *, catalog: Any = None,
         native: bool | None = None, constrained: SchemaWire | None = None, fit_decision: bool = True,
-        fit_last: bool = False,
+        fit_last: bool = False, pipelines_as_tools: bool = False,
     ) -> RenderOptions:
         """The request a budget asks for: the catalog in the system message when the model caches
         prefixes, the budget's output cap unless overridden, and a JSON-object response format
@@ -136,8 +140,9 @@ class RenderOptions(BaseModel):
         with ``fit_last``)."""
         if constrained is not None and catalog is not None:
             return cls(variant=variant, catalog_in_system=budget.supports_prefix_cache,
-                       max_tokens=max_tokens or budget.output_tokens, answer_schema=plan_schema(catalog, variant, fit_decision, fit_last),
-                       schema_wire=constrained)
+                       max_tokens=max_tokens or budget.output_tokens,
+                       answer_schema=plan_schema(catalog, variant, fit_decision, fit_last, pipelines_as_tools),
+                       schema_wire=constrained, pipelines_as_tools=pipelines_as_tools)
         use_native = budget.native_tool_calls if native is None else native
         tools = native_tools(catalog) if use_native and catalog is not None else ()
         return cls(
@@ -260,12 +265,18 @@ class PlanAdapter(dspy.Adapter):
         where the schema puts it, and ``more_steps_likely`` for single_pick."""
         schema = self.options.answer_schema
         answer: dict[str, Any] = {"tool_fits": bool(steps)} if has_fit_decision(schema) and not fit_decision_last(schema) else {}
-        answer["steps"] = [{"tool": s.get("tool"), "args": s.get("args") or {}} for s in steps]
+        answer["steps"] = [self._schema_step(s) for s in steps]
         if self.options.variant == "single_pick":
             answer["more_steps_likely"] = bool(more)
         if fit_decision_last(schema):
             answer["tool_fits"] = bool(steps)
         return answer
+
+    def _schema_step(self, step: dict[str, Any]) -> dict[str, Any]:
+        args = step.get("args") or {}
+        if self.options.pipelines_as_tools and step.get("tool") == PIPELINE_RUN_TOOL:
+            return {"tool": args.get("id"), "args": args.get("inputs") or {}}
+        return {"tool": step.get("tool"), "args": args}
 
     def format_demos(self, signature: Any, demos: list[Any]) -> list[dict[str, str]]:
         """The program's demos as user/assistant pairs, each answer in the format the model must

@@ -8,7 +8,8 @@ that catalog:
   ``const`` and ``args`` is the tool's own argument schema when the catalog entry has one (its
   required arguments, types and enums then hold by construction), else any object;
 - a pipeline run is the branch whose ``tool`` is ``helmdeck__pipeline-run`` and whose ``args.id``
-  is an enum of the selected pipelines;
+  is an enum of the selected pipelines, or with ``pipelines_as_tools`` one branch per pipeline
+  whose ``tool`` is its id (a bare pipeline id is a valid step, as upstream);
 - by default the answer opens with ``tool_fits``, a boolean: whether any catalog tool fits the
   request at all, an explicit decision before any step (the guards keep no steps when it is
   false). With ``fit_last`` the decision closes the answer instead: a check on the steps the
@@ -89,11 +90,14 @@ def _step(tool: str, args: dict[str, Any]) -> dict[str, Any]:
             "required": ["tool", "args"], "additionalProperties": False}
 
 
-def step_branches(catalog: RoutingGuide) -> list[dict[str, Any]]:
-    """One step schema per tool the selected catalog offers (the planner itself never)."""
+def step_branches(catalog: RoutingGuide, pipelines_as_tools: bool = False) -> list[dict[str, Any]]:
+    """One step schema per tool the selected catalog offers (the planner itself never); with
+    ``pipelines_as_tools`` each pipeline is a tool named by its id (its inputs as ``args``)."""
     branches = [_step(p.name, _object_args(p.parameters)) for p in catalog.packs
                 if p.name not in PLANNER_TOOL_IDS and p.name != PIPELINE_RUN_TOOL]
-    if catalog.pipelines:
+    if pipelines_as_tools:
+        branches += [_step(p.id, {"type": "object"}) for p in catalog.pipelines]
+    elif catalog.pipelines:
         run_args = {"type": "object", "properties": {"id": {"enum": [p.id for p in catalog.pipelines]},
                                                      "inputs": {"type": "object"}},
                     "required": ["id"], "additionalProperties": False}
@@ -101,11 +105,13 @@ def step_branches(catalog: RoutingGuide) -> list[dict[str, Any]]:
     return branches
 
 
-def plan_schema(catalog: RoutingGuide, variant: str, fit_decision: bool = True, fit_last: bool = False) -> dict[str, Any]:
+def plan_schema(catalog: RoutingGuide, variant: str, fit_decision: bool = True, fit_last: bool = False,
+                pipelines_as_tools: bool = False) -> dict[str, Any]:
     """The answer schema for one request over ``catalog`` (see the module docstring); with
     ``fit_decision``, the ``tool_fits`` field: leading, or with ``fit_last`` closing the answer, as
-    a check on the steps already chosen."""
-    branches = step_branches(catalog)
+    a check on the steps already chosen; with ``pipelines_as_tools``, a pipeline is run by naming
+    its id as the tool."""
+    branches = step_branches(catalog, pipelines_as_tools)
     steps: dict[str, Any] = {"type": "array", "maxItems": 1 if variant == "single_pick" else MAX_STEPS}
     if branches:
         steps["items"] = branches[0] if len(branches) == 1 else {"anyOf": branches}

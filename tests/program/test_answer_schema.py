@@ -86,3 +86,14 @@ def test_llama_cpp_grammar_keeps_the_property_order():
     last = [ln for ln in _grammar(plan_schema(CATALOG, "full_steps", fit_last=True)).splitlines()
             if ln.startswith("root ::=")][0]
     assert first.index("tool-fits-kv") < first.index("steps-kv") and last.index("steps-kv") < last.index("tool-fits-kv")
+
+
+def test_pipelines_as_tools_names_each_pipeline_as_a_tool():
+    from helmdeck_dspy.domain import PIPELINE_RUN_TOOL
+
+    branches = plan_schema(CATALOG, "full_steps", pipelines_as_tools=True)["properties"]["steps"]["items"]["anyOf"]
+    tools = [b["properties"]["tool"]["const"] for b in branches]
+    assert tools == ["weather.get", "free.form", "p.one"] and PIPELINE_RUN_TOOL not in tools
+    assert branches[-1]["properties"]["args"] == {"type": "object"}
+    text = _grammar(plan_schema(CATALOG, "full_steps", pipelines_as_tools=True))
+    assert '\\"p.one\\"' in text and "pipeline-run" not in text

@@ -117,3 +117,22 @@ def test_compiled_demos_answer_in_the_schema_format_under_constrained_decoding()
     assert answer(plan_schema(catalog, "single_pick"), "single_pick").endswith('"more_steps_likely": false}')
     assert answer(plan_schema(catalog, "full_steps", fit_last=True)).endswith('"tool_fits": true}')
     assert '"rationale": "r"' in answer(None)  # free decoding keeps the signature's own format
+
+
+def test_with_pipelines_as_tools_a_demo_runs_its_pipeline_by_id():
+    from helmdeck_dspy.catalog.models import Pipeline
+    from helmdeck_dspy.domain import PIPELINE_RUN_TOOL
+    from helmdeck_dspy.signatures.types import PlanStep
+
+    catalog = RoutingGuide(packs=(WEATHER,), pipelines=(Pipeline(id="p.forecast"),))
+    run = PlanStep(order=1, tool=PIPELINE_RUN_TOOL, args={"id": "p.forecast", "inputs": {"city": "Oslo"}}, rationale="r")
+    demo = {"user_intent": "a forecast for Oslo", "steps": [run]}
+
+    def answer(as_tools: bool) -> dict:
+        options = RenderOptions(variant="full_steps", pipelines_as_tools=as_tools,
+                                answer_schema=plan_schema(catalog, "full_steps", False, pipelines_as_tools=as_tools))
+        messages = PlanAdapter(options).format(signature_for("full_steps"), [demo], {"user_intent": "hi", "catalog": catalog.render()})
+        return json.loads([m["content"] for m in messages if m["role"] == "assistant"][0])
+
+    assert answer(True) == {"steps": [{"tool": "p.forecast", "args": {"city": "Oslo"}}]}
+    assert answer(False) == {"steps": [{"tool": PIPELINE_RUN_TOOL, "args": {"id": "p.forecast", "inputs": {"city": "Oslo"}}}]}

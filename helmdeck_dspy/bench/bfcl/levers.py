@@ -61,6 +61,8 @@ class LeverConfig(BaseModel):
     knn_demos: int = Field(default=0, ge=0, description="Planner: demos per request from the pool of unscored "
                            "questions of the same categories (0: none).")
     program: str | None = Field(default=None, description="Planner: program (None/auto, tier, tier:T, bare, or a file).")
+    pipelines_as_tools: bool = Field(default=False, description="Planner, constrained: each pipeline is a tool "
+                                     "named by its id.")
     instructions: str | None = Field(default=None, description="Planner: a text file (relative to the spec) whose "
                                      "instructions replace the program's.")
     variant: str = "full_steps"
@@ -337,7 +339,7 @@ def run_levers(
                     record_run=run, history=None, use_filter=False, cache=False, program=c.program,
                     constrained_decoding=c.constrained, coerce_args=c.coerce_args, catalog_fitting=c.catalog_fitting,
                     fit_decision=c.fit_decision, fit_last=c.fit_last, arg_hints=c.arg_hints, nearest_tools=c.nearest_tools, multi_call_format=c.multi_call_format, strict_fit=c.strict_fit,
-                    instructions=spec.instructions_text(c),
+                    instructions=spec.instructions_text(c), pipelines_as_tools=c.pipelines_as_tools,
                     demo_pool=pool.model_copy(update={"k": c.knn_demos}) if pool is not None and c.knn_demos else None,
                 )
             planner.plan(q.intent, task_id=q.id)

@@ -76,8 +76,16 @@ def render_markdown(spec: LeverSpec, rows: list[LeverRow]) -> str:
     return "\n".join(out)
 
 
-def plot_rows(rows: list[LeverRow], path: Path) -> Path:
-    """Exact-call rate with its interval, per category (panels) and config (bars)."""
+def _bar(row: LeverRow, metric: str) -> tuple[float, float, float]:
+    """A row's value and interval on ``metric`` (``exact``: the exact-call rate; ``plan_score``)."""
+    if metric == "plan_score":
+        return row.plan_score or 0, row.plan_score_low or 0, row.plan_score_high or 0
+    return row.exact.rate or 0, row.exact.low or 0, row.exact.high or 0
+
+
+def plot_rows(rows: list[LeverRow], path: Path, metric: str = "exact") -> Path:
+    """Exact-call rate (or, with ``metric="plan_score"``, the plan score) with its interval, per
+    category (panels) and config (bars)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -89,14 +97,14 @@ def plot_rows(rows: list[LeverRow], path: Path) -> Path:
     for ax, scope in zip(axes[0], scopes):
         here = {r.config: r for r in rows if r.scope == scope}
         xs = [c for c in configs if c in here]
-        rates = [100 * (here[c].exact.rate or 0) for c in xs]
-        err = [[100 * ((here[c].exact.rate or 0) - (here[c].exact.low or 0)) for c in xs],
-               [100 * ((here[c].exact.high or 0) - (here[c].exact.rate or 0)) for c in xs]]
-        ax.bar(range(len(xs)), rates, yerr=err, capsize=3, color=["#888888" if i == 0 else "#3b6ea8" for i in range(len(xs))])
+        bars = [_bar(here[c], metric) for c in xs]
+        ax.bar(range(len(xs)), [100 * v for v, _, _ in bars], yerr=[[100 * (v - lo) for v, lo, _ in bars],
+                                                                    [100 * (hi - v) for v, _, hi in bars]],
+               capsize=3, color=["#888888" if i == 0 else "#3b6ea8" for i in range(len(xs))])
         ax.set_xticks(range(len(xs)), [f"{c} ({here[c].n})" for c in xs], rotation=45, ha="right", fontsize=8)
         ax.set_title(scope, fontsize=9)  # rows may cover different questions: each bar says how many
         ax.set_ylim(0, 100)
-    axes[0][0].set_ylabel("exact calls, % (95% CI)")
+    axes[0][0].set_ylabel("plan score × 100 (95% CI)" if metric == "plan_score" else "exact calls, % (95% CI)")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
@@ -105,11 +113,15 @@ def plot_rows(rows: list[LeverRow], path: Path) -> Path:
 
 
 def write_levers(spec: LeverSpec, rows: list[LeverRow]) -> list[Path]:
-    """``table.md``, ``table.json`` and ``exact.png`` beside the spec."""
+    """``table.md``, ``table.json`` and ``exact.png`` beside the spec, and ``plan_score.png`` for
+    gold tasks."""
     folder = spec.folder
     md, js = folder / "table.md", folder / "table.json"
     atomic_write_text(md, render_markdown(spec, rows))
     payload: dict[str, Any] = {"model": spec.model, "lm": spec.lm, "baseline": spec.baseline,
                                "rows": [r.model_dump(mode="json") for r in rows]}
     atomic_write_text(js, json.dumps(payload, indent=1) + "\n")
-    return [md, js, plot_rows(rows, folder / "exact.png")]
+    written = [md, js, plot_rows(rows, folder / "exact.png")]
+    if any(r.plan_score is not None for r in rows):  # gold tasks: the metric the compiler optimises
+        written.append(plot_rows(rows, folder / "plan_score.png", metric="plan_score"))
+    return written

@@ -181,6 +181,10 @@ def test_a_gold_task_run_has_plan_scores_and_a_pipeline_is_called_by_its_id(tmp_
     plain, planner = rows["plain", "all"], rows["planner", "all"]
     assert plain.exact.k == 1 and planner.exact.k == 2
     assert planner.plan_score == 1.0 and plain.plan_score < 1.0 and planner.plan_score_diff > 0
+    from helmdeck_dspy.bench.bfcl.lever_report import write_levers
+
+    assert [p.name for p in write_levers(spec, score_levers(spec))] == ["table.md", "table.json", "exact.png",
+                                                                       "plan_score.png"]
 
 
 def test_a_config_reads_its_instructions_file_beside_the_spec(tmp_path, bfcl_dir):

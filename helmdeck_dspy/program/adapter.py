@@ -31,8 +31,8 @@ from dspy.utils.exceptions import AdapterParseError
 from pydantic import BaseModel
 
 from helmdeck_dspy.decoding.causes import FailureCause
-from helmdeck_dspy.domain import PIPELINE_RUN_TOOL
 from helmdeck_dspy.decoding.parsing import ParseResult, parse_completion
+from helmdeck_dspy.domain import PIPELINE_RUN_TOOL
 from helmdeck_dspy.program.calls import (
     capture_completions,
     completion_from_response,

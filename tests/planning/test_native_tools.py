@@ -1,4 +1,5 @@
-"""The planner asking for native tool calls (the budget's ``native_tool_calls``, off by default)."""
+"""The planner's request shape: native tool calls (the budget's ``native_tool_calls``, off by default), the
+fit decision by catalog kind and the ``instructions`` option."""
 
 from __future__ import annotations
 

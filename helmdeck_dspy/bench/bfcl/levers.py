@@ -31,6 +31,7 @@ from helmdeck_dspy.bench.bfcl.score import example_call
 from helmdeck_dspy.errors import DataFileError, validation_message
 from helmdeck_dspy.io.datafiles import parse_toml, read_text
 from helmdeck_dspy.program.demo_pool import DemoPool, PoolDemo
+from helmdeck_dspy.program.store import PROGRAM_CHOICES
 
 if TYPE_CHECKING:
     from helmdeck_dspy.tasks import PlanTask
@@ -60,7 +61,8 @@ class LeverConfig(BaseModel):
     strict_fit: bool = Field(default=False, description="Planner: say that only a tool giving exactly what is asked fits.")
     knn_demos: int = Field(default=0, ge=0, description="Planner: demos per request from the pool of unscored "
                            "questions of the same categories (0: none).")
-    program: str | None = Field(default=None, description="Planner: program (None/auto, tier, tier:T, bare, or a file).")
+    program: str | None = Field(default=None, description="Planner: program (None/auto, tier, tier:T, bare, or a "
+                                "program file relative to the spec).")
     pipelines_as_tools: bool = Field(default=False, description="Planner, constrained: each pipeline is a tool "
                                      "named by its id.")
     instructions: str | None = Field(default=None, description="Planner: a text file (relative to the spec) whose "
@@ -114,6 +116,13 @@ class LeverSpec(BaseModel):
         """The instruction text a config plans with instead of the program's (None: the program's)."""
         return None if config.instructions is None else (self.folder / config.instructions).read_text("utf-8").strip()
 
+    def program_choice(self, config: LeverConfig) -> str | None:
+        """The program a config plans with, as the planner takes it (a program file resolved beside the spec)."""
+        choice = config.program
+        if choice is None or choice in PROGRAM_CHOICES or choice.startswith("tier:"):
+            return choice
+        return str((self.folder / choice).resolve())
+
     def data_dirs(self) -> list[Path]:
         return [(self.folder / d).resolve() for d in self.data]
 
@@ -144,6 +153,9 @@ def load_lever_spec(path: str | Path) -> LeverSpec:
     for c in spec.config:
         if c.instructions is not None and not (spec.folder / c.instructions).is_file():
             raise LeverSpecError(str(path), f"config {c.name}: instructions file {spec.folder / c.instructions} not found")
+        program = spec.program_choice(c)
+        if program != c.program and not Path(str(program)).is_file():
+            raise LeverSpecError(str(path), f"config {c.name}: program file {program} not found")
     return spec
 
 
@@ -336,7 +348,7 @@ def run_levers(
                 warnings.simplefilter("ignore")
                 planner = Planner.for_model(
                     model, lm=lm, catalog=catalog, variant=c.variant, budgets=table, record_path=path, retry=retry,
-                    record_run=run, history=None, use_filter=False, cache=False, program=c.program,
+                    record_run=run, history=None, use_filter=False, cache=False, program=spec.program_choice(c),
                     constrained_decoding=c.constrained, coerce_args=c.coerce_args, catalog_fitting=c.catalog_fitting,
                     fit_decision=c.fit_decision, fit_last=c.fit_last, arg_hints=c.arg_hints, nearest_tools=c.nearest_tools, multi_call_format=c.multi_call_format, strict_fit=c.strict_fit,
                     instructions=spec.instructions_text(c), pipelines_as_tools=c.pipelines_as_tools,

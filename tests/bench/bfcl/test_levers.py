@@ -195,3 +195,13 @@ def test_a_config_reads_its_instructions_file_beside_the_spec(tmp_path, bfcl_dir
     spec = load_lever_spec(_spec(tmp_path, bfcl_dir, row))
     assert spec.instructions_text(spec.config[1]) == "Answer the question."
     assert spec.instructions_text(spec.config[0]) is None
+
+
+def test_a_config_program_file_is_found_beside_the_spec(tmp_path, bfcl_dir):
+    row = '[[config]]\nname = "plain"\nplain = true\n[[config]]\nname = "knn"\nprogram = "programs/knn.json"\n'
+    with pytest.raises(LeverSpecError, match="config knn: program file .*programs/knn.json not found"):
+        load_lever_spec(_spec(tmp_path, bfcl_dir, row))
+    (tmp_path / "programs").mkdir()
+    (tmp_path / "programs" / "knn.json").write_text("{}", encoding="utf-8")
+    spec = load_lever_spec(_spec(tmp_path, bfcl_dir, row + '[[config]]\nname = "t"\nprogram = "tier:A"\n'))
+    assert [spec.program_choice(c) for c in spec.config] == [None, str(tmp_path / "programs" / "knn.json"), "tier:A"]

@@ -2,7 +2,8 @@
 # The live lever runs, most telling first: the 1.5B's BFCL default framed as the model alone's
 # question (default-answer), the real MCP tools without the fit decision, the test split without the
 # fit decision (1.5B), the 1.5B alone on the test split (16K context), pipelines named by id (1.5B),
-# the 0.5B on it with and without the fit decision, the 1.5B with demos chosen per request, the cost of constrained decoding per output
+# the 0.5B on it without the fit decision (its default here), the 1.5B with demos chosen per
+# request, the 0.5B with the fit decision, the cost of constrained decoding per output
 # token, the real MCP tools on the 1.5B, the rows that test where the 1.5B's default loses on BFCL
 # (irrelevance), BFCL on the 0.5B, the rest of the test split on both models, the rest of the 1.5B's
 # BFCL questions (60 per category), then the other single-lever rows and demos. Each step resumes
@@ -18,8 +19,9 @@ $CLI bench levers --no-progress --only default-nofit "$MCP" &&
 $CLI bench levers --no-progress --only full_steps-nofit "$T15" &&
 $CLI bench levers --no-progress --only plain "$T15" &&
 $CLI bench levers --no-progress --only full_steps-ids "$T15" &&
-$CLI bench levers --no-progress --only full_steps,full_steps-nofit "$T05" &&
+$CLI bench levers --no-progress --only full_steps-nofit "$T05" &&
 $CLI bench levers --no-progress --only full_steps-knn3 "$T15" &&
+$CLI bench levers --no-progress --only full_steps "$T05" &&
 { [ -s experiments/constrained-cost.txt ] || "$(dirname "$CLI")/python" measure/constrained_cost.py --n 8 > experiments/constrained-cost.tmp && mv experiments/constrained-cost.tmp experiments/constrained-cost.txt; } &&
 $CLI bench levers --no-progress "$MCP" &&
 $CLI bench levers --no-progress --only default-last,default-strict,default-nearest "$B15" &&

@@ -136,12 +136,12 @@ def nearest_tools(catalog: RoutingGuide, intent: str, n: int) -> tuple[str, ...]
 
 def compiled_pool(program: Any, catalog: RoutingGuide) -> DemoPool | None:
     """The demo pool compiled into ``program`` (``compile --knn-demos``), keeping only the demos whose
-    tools are all in ``catalog``: a pool is catalog-specific. None without one."""
+    tools and pipelines are all in ``catalog``: a pool is catalog-specific. None without one."""
     pool = getattr(program, "demo_pool", None)
     if pool is None:
         return None
     ids = catalog.id_set
-    return DemoPool(demos=tuple(d for d in pool.demos if all(t.name in ids for t in d.tools)), k=pool.k)
+    return DemoPool(demos=tuple(d for d in pool.demos if d.entry_ids <= ids), k=pool.k)
 
 
 @dataclass

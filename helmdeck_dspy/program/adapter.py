@@ -48,7 +48,7 @@ from helmdeck_dspy.program.answer_schema import (
     has_fit_decision,
     plan_schema,
 )
-from helmdeck_dspy.program.demo_pool import PoolDemo, signature_line
+from helmdeck_dspy.program.demo_pool import PoolDemo, pipeline_line, signature_line
 from helmdeck_dspy.program.native_tools import NativeTool, native_tools
 from helmdeck_dspy.program.sections import (
     ANSWER_FORMAT_MARK,
@@ -302,7 +302,8 @@ class PlanAdapter(dspy.Adapter):
         """The request's pool demos as user/assistant pairs: the demo's tools, its request, the answer."""
         messages = []
         for demo in self.options.pool_demos:
-            tools = "\n".join(signature_line(p) for p in demo.tools)
+            tools = "\n".join([*(signature_line(p) for p in demo.tools),
+                               *(pipeline_line(p, self.options.pipelines_as_tools) for p in demo.pipelines)])
             steps = [{"tool": s["tool"], "args": s.get("args") or {}} for s in demo.steps]
             if self.options.answer_schema is not None:
                 answer = self.schema_answer(steps, more=False)

@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from helmdeck_dspy.catalog.models import Pack, RoutingGuide
+from helmdeck_dspy.catalog.models import Pack, Pipeline, RoutingGuide
 from helmdeck_dspy.catalog.ranking.bm25 import bm25_scores, rank_bm25
 from helmdeck_dspy.catalog.text import token_set, tokenize
+from helmdeck_dspy.domain import PIPELINE_RUN_TOOL
 
 if TYPE_CHECKING:
     from helmdeck_dspy.tasks import PlanTask
@@ -43,7 +44,14 @@ class PoolDemo(BaseModel):
     id: str
     intent: str
     tools: tuple[Pack, ...] = Field(description="The tools shown with the demo (its own catalog, or the part it uses).")
+    pipelines: tuple[Pipeline, ...] = Field(default=(), description="The catalog pipelines the demo runs, shown "
+                                            "with its tools.")
     steps: tuple[dict[str, Any], ...] = Field(description='The right steps: {"tool", "args"} each; empty when no tool fits.')
+
+    @property
+    def entry_ids(self) -> frozenset[str]:
+        """The catalog ids the demo shows: its tools' names and its pipelines' ids."""
+        return frozenset(t.name for t in self.tools) | frozenset(p.id for p in self.pipelines)
 
 
 def signature_line(pack: Pack) -> str:
@@ -55,6 +63,13 @@ def signature_line(pack: Pack) -> str:
                      for name, spec in props.items())
     about = pack.description.split(". ")[0].strip().rstrip(".")
     return f"{pack.name}({args})" + (f" — {about}" if about else "")
+
+
+def pipeline_line(pipeline: Pipeline, as_tool: bool = False) -> str:
+    """A pipeline in one line: run by its id as a tool (``as_tool``), else through the run tool."""
+    about = pipeline.description.split(". ")[0].strip().rstrip(".")
+    call = f"{pipeline.id}(inputs?: object)" if as_tool else f'{PIPELINE_RUN_TOOL}(id: "{pipeline.id}", inputs?: object)'
+    return call + (f" — {about}" if about else "")
 
 
 class DemoPool(BaseModel):
@@ -81,20 +96,24 @@ class DemoPool(BaseModel):
 
 
 def pool_from_tasks(tasks: Iterable[PlanTask], catalog: RoutingGuide, k: int = 2) -> DemoPool:
-    """Gold tasks over ``catalog`` as a pool: each task whose steps name only the catalog's packs,
-    shown with those packs; each gap task, shown with the :data:`GAP_DEMO_TOOLS` packs closest to
-    its request (and an empty plan). Tasks whose steps run pipelines or name other tools are left out."""
+    """Gold tasks over ``catalog`` as a pool: each task whose steps name the catalog's packs or run
+    its pipelines, shown with those packs and pipelines; each gap task, shown with the
+    :data:`GAP_DEMO_TOOLS` packs closest to its request (and an empty plan). Tasks whose steps name
+    other tools or pipelines are left out."""
     packs = {p.name: p for p in catalog.packs}
+    pipelines = {p.id: p for p in catalog.pipelines}
     only_packs = RoutingGuide(packs=catalog.packs)
     demos = []
     for task in tasks:
-        names = [s.tool for s in task.steps]
-        if names and not all(n in packs for n in names):
+        run = [str(s.args.get("id")) for s in task.steps if s.tool == PIPELINE_RUN_TOOL]
+        named = [s.tool for s in task.steps if s.tool != PIPELINE_RUN_TOOL]
+        if not all(n in packs for n in named) or not all(i in pipelines for i in run):
             continue
-        if names:
-            tools = tuple(packs[n] for n in dict.fromkeys(names))
+        if task.steps:
+            tools = tuple(packs[n] for n in dict.fromkeys(named))
         else:
             tools = tuple(packs[r.id] for r in rank_bm25(only_packs, task.intent)[:GAP_DEMO_TOOLS])
         steps = tuple({"tool": s.tool, "args": dict(s.args or {})} for s in task.steps)
-        demos.append(PoolDemo(id=task.id, intent=task.intent, tools=tools, steps=steps))
+        demos.append(PoolDemo(id=task.id, intent=task.intent, tools=tools,
+                              pipelines=tuple(pipelines[i] for i in dict.fromkeys(run)), steps=steps))
     return DemoPool(demos=tuple(demos), k=k)

@@ -10,6 +10,7 @@ import warnings
 import pytest
 
 from helmdeck_dspy.catalog.models import load_catalog
+from helmdeck_dspy.domain import PIPELINE_RUN_TOOL
 from helmdeck_dspy.errors import CompiledProgramError
 from helmdeck_dspy.io.resources import bundled_dir
 from helmdeck_dspy.planning.planner import Planner
@@ -24,20 +25,30 @@ CATALOG = load_catalog()
 MODEL = "openrouter/nvidia/nemotron-3-super-120b-a12b:free"  # a Tier C row
 
 
-def test_the_pool_holds_pack_tasks_with_their_packs_and_gaps_with_the_closest_packs():
+def test_the_pool_holds_tasks_with_their_packs_and_pipelines_and_gaps_with_the_closest_packs():
     pool = pool_from_tasks(TRAIN, CATALOG, k=3)
     by_id = {d.id: d for d in pool.demos}
-    packs = {p.name for p in CATALOG.packs}
+    runs = 0
     for task in TRAIN:
+        demo = by_id[task.id]
         names = [s.tool for s in task.steps]
-        if any(n not in packs for n in names):  # a pipeline run: not a pack demo
-            assert task.id not in by_id
-        elif names:
-            assert [t.name for t in by_id[task.id].tools] == list(dict.fromkeys(names))
-            assert [s["tool"] for s in by_id[task.id].steps] == names
+        if names:
+            run = [s.args["id"] for s in task.steps if s.tool == PIPELINE_RUN_TOOL]
+            runs += bool(run)
+            assert [t.name for t in demo.tools] == list(dict.fromkeys(n for n in names if n != PIPELINE_RUN_TOOL))
+            assert [p.id for p in demo.pipelines] == list(dict.fromkeys(run))
+            assert [s["tool"] for s in demo.steps] == names
         else:
-            assert len(by_id[task.id].tools) == GAP_DEMO_TOOLS and by_id[task.id].steps == ()
-    assert pool.k == 3 and 0 < len(pool.demos) < len(TRAIN)
+            assert len(demo.tools) == GAP_DEMO_TOOLS and demo.steps == () and demo.pipelines == ()
+    assert pool.k == 3 and len(pool.demos) == len(TRAIN) and runs > 20
+
+
+def test_a_task_naming_a_pipeline_the_catalog_lacks_is_left_out():
+    task = next(t for t in TRAIN if any(s.tool == PIPELINE_RUN_TOOL for s in t.steps))
+    ran = {s.args["id"] for s in task.steps if s.tool == PIPELINE_RUN_TOOL}
+    fewer = CATALOG.model_copy(update={"pipelines": tuple(p for p in CATALOG.pipelines if p.id not in ran)})
+    assert task.id not in {d.id for d in pool_from_tasks([task], fewer).demos}
+    assert [d.id for d in pool_from_tasks([task], CATALOG).demos] == [task.id]
 
 
 def test_a_compiled_pool_is_saved_recorded_and_drawn_from_per_request(tmp_path):

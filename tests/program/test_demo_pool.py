@@ -136,3 +136,33 @@ def test_with_pipelines_as_tools_a_demo_runs_its_pipeline_by_id():
 
     assert answer(True) == {"steps": [{"tool": "p.forecast", "args": {"city": "Oslo"}}]}
     assert answer(False) == {"steps": [{"tool": PIPELINE_RUN_TOOL, "args": {"id": "p.forecast", "inputs": {"city": "Oslo"}}}]}
+
+
+def test_a_pool_demo_that_runs_a_pipeline_shows_it_as_the_answer_format_calls_it():
+    from helmdeck_dspy.catalog.models import Pipeline
+    from helmdeck_dspy.domain import PIPELINE_RUN_TOOL
+    from helmdeck_dspy.planning.attempt import compiled_pool
+
+    deck = Pipeline(id="builtin.deck", name="Deck", description="Builds a slide deck from a topic. Then more.")
+    demo = PoolDemo(id="d", intent="make a deck about owls", tools=(WEATHER,), pipelines=(deck,),
+                    steps=({"tool": PIPELINE_RUN_TOOL, "args": {"id": "builtin.deck", "inputs": {"topic": "owls"}}},))
+    catalog = RoutingGuide(packs=(WEATHER,), pipelines=(deck,))
+
+    def shown(as_tools: bool) -> tuple[str, dict]:
+        options = RenderOptions(pool_demos=(demo,), pipelines_as_tools=as_tools,
+                                answer_schema=plan_schema(catalog, "full_steps", False, pipelines_as_tools=as_tools))
+        messages = PlanAdapter(options).format(signature_for("full_steps"), [], {"user_intent": "hi", "catalog": catalog.render()})
+        return messages[1]["content"], json.loads(messages[2]["content"])
+
+    tools, answer = shown(False)
+    assert f'{PIPELINE_RUN_TOOL}(id: "builtin.deck", inputs?: object) — Builds a slide deck from a topic' in tools
+    assert answer == {"steps": [{"tool": PIPELINE_RUN_TOOL, "args": {"id": "builtin.deck", "inputs": {"topic": "owls"}}}]}
+    tools, answer = shown(True)
+    assert "builtin.deck(inputs?: object) — Builds a slide deck from a topic" in tools
+    assert answer == {"steps": [{"tool": "builtin.deck", "args": {"topic": "owls"}}]}
+
+    class Program:
+        demo_pool = DemoPool(demos=(demo,), k=1)
+
+    assert [d.id for d in compiled_pool(Program(), catalog).demos] == ["d"]
+    assert compiled_pool(Program(), RoutingGuide(packs=(WEATHER,))).demos == ()  # the pipeline was not selected

@@ -12,7 +12,7 @@ A pool is chosen at compile time, the way ``dspy.KNNFewShot`` is: ``compile --kn
 one from the train split with :func:`pool_from_tasks` and saves it in the program file, and the
 manifest records ``knn_demos`` (``--history-traces`` adds accepted plans from plan history:
 :mod:`helmdeck_dspy.compilation.history_pool`). A pool built over one catalog is catalog-specific: the planner
-shows a compiled pool's demo only when every tool it uses is in the planner's catalog.
+shows a compiled pool's demo only when every tool and pipeline it uses is in the planner's catalog.
 """
 
 from __future__ import annotations

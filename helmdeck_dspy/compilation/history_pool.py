@@ -5,9 +5,9 @@ A plan-history row holds no words of the request or its arguments, only keyed ha
 from trace files the planner recorded on this install (``plan --record FILE``, ``Planner(record_path=...)``).
 A recorded plan joins the pool when history holds a row for it: the same keyed intent hash, the
 same tools in order and the same keyed argument hashes, that is, a plan this install accepted.
-As for the train tasks (:func:`~helmdeck_dspy.program.demo_pool.pool_from_tasks`), only plans
-whose steps all name packs of the compile's catalog are kept; each intent is kept once (its
-latest plan).
+As for the train tasks (:func:`~helmdeck_dspy.program.demo_pool.plan_demo`), only plans whose
+steps all name packs or run pipelines of the compile's catalog are kept; each intent is kept once
+(its latest plan).
 
 ``compile --knn-demos K --history-traces FILE`` adds these to the train split's pool.
 """
@@ -21,20 +21,19 @@ from pathlib import Path
 from helmdeck_dspy.catalog.models import RoutingGuide
 from helmdeck_dspy.evaluation.scoring import guard_completion
 from helmdeck_dspy.planning.history import HistoryStore, args_sha, intent_sha
-from helmdeck_dspy.program.demo_pool import PoolDemo
+from helmdeck_dspy.program.demo_pool import PoolDemo, plan_demo
 from helmdeck_dspy.traces.io import load_traces
 
 
 def history_demos(traces: Iterable[str | Path], store: HistoryStore, catalog: RoutingGuide,
                   caller: str | None = None) -> tuple[PoolDemo, ...]:
     """The recorded plans in ``traces`` that ``store`` lists as accepted (for ``caller``; every
-    caller when None), as pool demos over ``catalog``'s packs.
+    caller when None), as pool demos over ``catalog``.
 
     Raises:
         TraceFileError: A trace file is missing or has a malformed line (file and line named).
     """
     accepted = {(row.intent_sha, tuple((s.tool, s.args_sha) for s in row.steps)) for row in store.rows(caller)}
-    packs = {p.name: p for p in catalog.packs}
     schemas = {p.name: p.parameters for p in catalog.packs if p.parameters}
     found: dict[str, PoolDemo] = {}
     for path in traces:
@@ -47,16 +46,13 @@ def history_demos(traces: Iterable[str | Path], store: HistoryStore, catalog: Ro
                 tool_calls=rec.tool_calls, refusal=rec.refusal, schemas=schemas,
             )
             steps = guarded.steps or []
-            if not steps or not all(s.tool in packs for s in steps):
-                continue
             sha = intent_sha(rec.intent, store.keyed)
             if (sha, tuple((s.tool, args_sha(s.args, store.keyed) if s.args else None) for s in steps)) not in accepted:
                 continue
-            found.pop(sha, None)  # the latest plan for an intent, in file order
-            found[sha] = PoolDemo(
-                id=f"history-{sha}", intent=rec.intent, tools=tuple(packs[t] for t in dict.fromkeys(s.tool for s in steps)),
-                steps=tuple({"tool": s.tool, "args": dict(s.args or {})} for s in steps),
-            )
+            demo = plan_demo(f"history-{sha}", rec.intent, ((s.tool, s.args) for s in steps), catalog)
+            if demo is not None:
+                found.pop(sha, None)  # the latest plan for an intent, in file order
+                found[sha] = demo
     return tuple(found.values())
 
 

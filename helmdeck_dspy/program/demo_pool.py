@@ -95,25 +95,33 @@ class DemoPool(BaseModel):
         return [self.demos[i] for i in order if self.demos[i].id not in exclude][: self.k]
 
 
-def pool_from_tasks(tasks: Iterable[PlanTask], catalog: RoutingGuide, k: int = 2) -> DemoPool:
-    """Gold tasks over ``catalog`` as a pool: each task whose steps name the catalog's packs or run
-    its pipelines, shown with those packs and pipelines; each gap task, shown with the
-    :data:`GAP_DEMO_TOOLS` packs closest to its request (and an empty plan). Tasks whose steps name
-    other tools or pipelines are left out."""
+def plan_demo(demo_id: str, intent: str, steps: Iterable[tuple[str, dict[str, Any]]], catalog: RoutingGuide) -> PoolDemo | None:
+    """A plan over ``catalog`` as a demo, shown with the packs it names and the pipelines it runs;
+    None when it is empty or a step names a tool or pipeline ``catalog`` lacks."""
     packs = {p.name: p for p in catalog.packs}
     pipelines = {p.id: p for p in catalog.pipelines}
+    steps = [(tool, dict(args or {})) for tool, args in steps]
+    run = [str(args.get("id")) for tool, args in steps if tool == PIPELINE_RUN_TOOL]
+    named = [tool for tool, _ in steps if tool != PIPELINE_RUN_TOOL]
+    if not steps or not all(n in packs for n in named) or not all(i in pipelines for i in run):
+        return None
+    return PoolDemo(id=demo_id, intent=intent, tools=tuple(packs[n] for n in dict.fromkeys(named)),
+                    pipelines=tuple(pipelines[i] for i in dict.fromkeys(run)),
+                    steps=tuple({"tool": tool, "args": args} for tool, args in steps))
+
+
+def pool_from_tasks(tasks: Iterable[PlanTask], catalog: RoutingGuide, k: int = 2) -> DemoPool:
+    """Gold tasks over ``catalog`` as a pool: each task whose steps name the catalog's packs or run
+    its pipelines (:func:`plan_demo`); each gap task, shown with the :data:`GAP_DEMO_TOOLS` packs
+    closest to its request (and an empty plan). Tasks whose steps name other tools or pipelines are
+    left out."""
+    packs = {p.name: p for p in catalog.packs}
     only_packs = RoutingGuide(packs=catalog.packs)
     demos = []
     for task in tasks:
-        run = [str(s.args.get("id")) for s in task.steps if s.tool == PIPELINE_RUN_TOOL]
-        named = [s.tool for s in task.steps if s.tool != PIPELINE_RUN_TOOL]
-        if not all(n in packs for n in named) or not all(i in pipelines for i in run):
-            continue
-        if task.steps:
-            tools = tuple(packs[n] for n in dict.fromkeys(named))
-        else:
+        if not task.steps:
             tools = tuple(packs[r.id] for r in rank_bm25(only_packs, task.intent)[:GAP_DEMO_TOOLS])
-        steps = tuple({"tool": s.tool, "args": dict(s.args or {})} for s in task.steps)
-        demos.append(PoolDemo(id=task.id, intent=task.intent, tools=tools,
-                              pipelines=tuple(pipelines[i] for i in dict.fromkeys(run)), steps=steps))
+            demos.append(PoolDemo(id=task.id, intent=task.intent, tools=tools, steps=()))
+        elif (demo := plan_demo(task.id, task.intent, ((s.tool, s.args) for s in task.steps), catalog)) is not None:
+            demos.append(demo)
     return DemoPool(demos=tuple(demos), k=k)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -127,6 +127,18 @@ class BudgetTable(BaseModel):
             fields = row.model_dump(exclude={"match"})
             matched = row.match
         return Budget(model=model_id, matched=matched, **fields)
+
+    def changed_for(self, model: str, changes: dict[str, Any]) -> BudgetTable:
+        """This table with ``model``'s budget changed by ``changes`` (budget fields), as an exact row
+        put first; the other models' rows are unchanged.
+
+        Raises:
+            pydantic.ValidationError: A change names no budget field or has a wrong value.
+        """
+        budget = self.lookup(model)
+        fields = {**budget.model_dump(exclude={"model", "matched"}), **changes}
+        row = BudgetRow.model_validate({**fields, "match": budget.model, "source": f"{budget.source}, changed: {changes}"})
+        return self.model_copy(update={"rows": (row, *self.rows)})
 
     def _find(self, model_id: str) -> BudgetRow | None:
         for row in self.rows:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from helmdeck_dspy.bench.bfcl.baseline import PLAIN_VARIANT, ask_plain
 from helmdeck_dspy.bench.bfcl.load import discover, load_bfcl
@@ -70,9 +70,23 @@ class LeverConfig(BaseModel):
     variant: str = "full_steps"
     pool: bool = Field(default=False, description="Plan against one catalog pooled from every loaded question.")
     budget_model: str | None = Field(default=None, description="Budget lookup id for this row (default: the spec's model).")
+    budget: dict[str, Any] = Field(default_factory=dict, description="Budget fields this row changes for its model "
+                                   "(for example max_catalog_bytes), on top of the bundled table's row.")
     categories: tuple[str, ...] | None = Field(default=None, description="Run this row on these categories only.")
     limit: int | None = Field(default=None, ge=1, description="Run this row on the first N questions of each "
                               "category only (None: the spec's limit).")
+
+    @field_validator("budget")
+    @classmethod
+    def _budget_fields(cls, value: dict[str, Any]) -> dict[str, Any]:
+        from helmdeck_dspy.budgets import BudgetFields
+
+        unknown = sorted(set(value) - set(BudgetFields.model_fields))
+        if unknown:
+            raise ValueError(f"not budget fields: {unknown}")
+        fields = {"tier": "C", "input_tokens": 0, "output_tokens": 1, "max_catalog_bytes": 0, **value}
+        BudgetFields.model_validate(fields)  # each value checked against its field
+        return value
 
     def applies_to(self, q: BfclQuestion, rank: int = 0) -> bool:
         """Whether this row answers ``q``, the ``rank``-th question (from 0) of its category."""
@@ -347,7 +361,8 @@ def run_levers(
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 planner = Planner.for_model(
-                    model, lm=lm, catalog=catalog, variant=c.variant, budgets=table, record_path=path, retry=retry,
+                    model, lm=lm, catalog=catalog, variant=c.variant, budgets=table.changed_for(model, c.budget) if c.budget else table,
+                    record_path=path, retry=retry,
                     record_run=run, history=None, use_filter=False, cache=False, program=spec.program_choice(c),
                     constrained_decoding=c.constrained, coerce_args=c.coerce_args, catalog_fitting=c.catalog_fitting,
                     fit_decision=c.fit_decision, fit_last=c.fit_last, arg_hints=c.arg_hints, nearest_tools=c.nearest_tools, multi_call_format=c.multi_call_format, strict_fit=c.strict_fit,

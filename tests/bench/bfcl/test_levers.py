@@ -205,3 +205,22 @@ def test_a_config_program_file_is_found_beside_the_spec(tmp_path, bfcl_dir):
     (tmp_path / "programs" / "knn.json").write_text("{}", encoding="utf-8")
     spec = load_lever_spec(_spec(tmp_path, bfcl_dir, row + '[[config]]\nname = "t"\nprogram = "tier:A"\n'))
     assert [spec.program_choice(c) for c in spec.config] == [None, str(tmp_path / "programs" / "knn.json"), "tier:A"]
+
+
+def test_a_config_changes_budget_fields_for_its_model_only(tmp_path, bfcl_dir):
+    from helmdeck_dspy.budgets import load_budget_table
+
+    row = '[[config]]\nname = "plain"\nplain = true\n[[config]]\nname = "small"\nbudget = {max_catalog_bytes = 5000}\n'
+    spec = load_lever_spec(_spec(tmp_path, bfcl_dir, row))
+    table = load_budget_table()
+    model = "local/qwen2.5-coder-1.5b-instruct"
+    changed = table.changed_for(model, spec.config[1].budget)
+    before, after = table.lookup(model), changed.lookup(model)
+    assert after.max_catalog_bytes == 5000 and before.max_catalog_bytes == 10000
+    assert after.model_dump(exclude={"max_catalog_bytes", "source", "matched"}) == before.model_dump(
+        exclude={"max_catalog_bytes", "source", "matched"})
+    assert changed.lookup("local/qwen2.5-coder-0.5b-instruct") == table.lookup("local/qwen2.5-coder-0.5b-instruct")
+    for bad, message in (('{max_catalog_byte = 5000}', "not budget fields: \\['max_catalog_byte'\\]"),
+                         ('{max_catalog_bytes = -1}', "greater than or equal to 0")):
+        with pytest.raises(LeverSpecError, match=message):
+            load_lever_spec(_spec(tmp_path, bfcl_dir, row.replace("{max_catalog_bytes = 5000}", bad)))

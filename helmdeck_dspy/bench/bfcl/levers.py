@@ -360,9 +360,9 @@ def run_levers(
         else:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
+                budgets = table.changed_for(model, c.budget) if c.budget else table
                 planner = Planner.for_model(
-                    model, lm=lm, catalog=catalog, variant=c.variant, budgets=table.changed_for(model, c.budget) if c.budget else table,
-                    record_path=path, retry=retry,
+                    model, lm=lm, catalog=catalog, variant=c.variant, budgets=budgets, record_path=path, retry=retry,
                     record_run=run, history=None, use_filter=False, cache=False, program=spec.program_choice(c),
                     constrained_decoding=c.constrained, coerce_args=c.coerce_args, catalog_fitting=c.catalog_fitting,
                     fit_decision=c.fit_decision, fit_last=c.fit_last, arg_hints=c.arg_hints, nearest_tools=c.nearest_tools, multi_call_format=c.multi_call_format, strict_fit=c.strict_fit,

@@ -16,7 +16,8 @@ $CLI bench levers --no-progress --only full_steps-nofit "$T15" &&
 $CLI bench levers --no-progress --only plain "$T15" &&
 $CLI bench levers --no-progress --only full_steps-ids "$T15" &&
 $CLI bench levers --no-progress --only full_steps-nofit "$T05" &&
-$CLI bench levers --no-progress --only full_steps-knn3,full_steps-ids-knn3 "$T15" &&
+$CLI bench levers --no-progress --only full_steps-knn3 "$T15" &&
+$CLI bench levers --no-progress --only full_steps-ids-knn3 "$T15" &&
 $CLI bench levers --no-progress --only default-pool "$B15" &&
 $CLI bench levers --no-progress --only single_pick-nofit "$T15" &&
 $CLI bench levers --no-progress "$SIZE15" &&

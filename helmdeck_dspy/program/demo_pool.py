@@ -54,6 +54,12 @@ class PoolDemo(BaseModel):
         return frozenset(t.name for t in self.tools) | frozenset(p.id for p in self.pipelines)
 
 
+def _with_lead(call: str, description: str) -> str:
+    """``call — first sentence of description`` (without its full stop), or ``call`` alone."""
+    lead = description.split(". ")[0].strip().rstrip(".")
+    return f"{call} — {lead}" if lead else call
+
+
 def signature_line(pack: Pack) -> str:
     """A tool in one line: ``name(arg: type, opt?: type) — first sentence of its description``."""
     schema = pack.parameters or {}
@@ -61,15 +67,13 @@ def signature_line(pack: Pack) -> str:
     required = set(schema.get("required") or ())
     args = ", ".join(f"{name}{'' if name in required else '?'}: {spec.get('type', 'any') if isinstance(spec, dict) else 'any'}"
                      for name, spec in props.items())
-    about = pack.description.split(". ")[0].strip().rstrip(".")
-    return f"{pack.name}({args})" + (f" — {about}" if about else "")
+    return _with_lead(f"{pack.name}({args})", pack.description)
 
 
 def pipeline_line(pipeline: Pipeline, as_tool: bool = False) -> str:
     """A pipeline in one line: run by its id as a tool (``as_tool``), else through the run tool."""
-    about = pipeline.description.split(". ")[0].strip().rstrip(".")
     call = f"{pipeline.id}(inputs?: object)" if as_tool else f'{PIPELINE_RUN_TOOL}(id: "{pipeline.id}", inputs?: object)'
-    return call + (f" — {about}" if about else "")
+    return _with_lead(call, pipeline.description)
 
 
 class DemoPool(BaseModel):

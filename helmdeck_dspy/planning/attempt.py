@@ -116,6 +116,8 @@ def render_options_for(planner: PlannerParts, selected: RoutingGuide | None = No
         update["demo_tools"] = full.id_set | ({PIPELINE_RUN_TOOL} if full.pipelines else set())
         if not full.pipelines:
             update["instructions"] = variant_instructions(planner.variant, tools_only=True)
+        elif render.pipelines_as_tools and planner.variant == "full_steps":
+            update["instructions"] = variant_instructions(planner.variant, pipeline_ids=True)
     if planner.options.instructions is not None:
         update["instructions"] = planner.options.instructions
     return render.model_copy(update=update)

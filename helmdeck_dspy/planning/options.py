@@ -56,7 +56,8 @@ class PlannerOptions(BaseModel):
         strict_fit: Say next to the request that a tool fits only when it gives exactly what is
             asked (a tool on a related subject that computes something else does not).
         pipelines_as_tools: Under constrained decoding, offer each selected pipeline as a tool named
-            by its id (a bare pipeline id is a valid step) instead of through ``helmdeck__pipeline-run``.
+            by its id (a bare pipeline id is a valid step) instead of through ``helmdeck__pipeline-run``;
+            with catalog fitting, full_steps then plans with instructions that say so.
         instructions: Instruction text to plan with instead of the program's and the catalog
             fitting's (None: the bundled text): a lever for trying a wording.
         demo_pool: Worked examples to choose each request's demos from (the nearest by BM25 over the

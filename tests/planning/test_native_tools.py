@@ -1,5 +1,5 @@
 """The planner's request shape: native tool calls (the budget's ``native_tool_calls``, off by default), the
-fit decision by catalog kind and the ``instructions`` option."""
+fit decision by catalog kind, the ``instructions`` option and the instructions for pipelines offered by id."""
 
 from __future__ import annotations
 
@@ -112,3 +112,23 @@ def test_the_fit_decision_is_on_for_a_tool_list_and_off_for_a_catalog_with_pipel
     assert schema(catalog=tools_only)["required"][0] == "tool_fits"
     assert "tool_fits" in schema(fit_decision=True)["properties"]
     assert "tool_fits" not in schema(catalog=tools_only, fit_decision=False)["properties"]
+
+
+def test_pipelines_offered_by_id_come_with_instructions_that_say_so(tmp_path):
+    from helmdeck_dspy.signatures.plan import variant_instructions
+
+    ids = variant_instructions("full_steps", pipeline_ids=True)
+    plan = json.dumps({"steps": [{"tool": "builtin.grounded-deck", "args": {}}]})
+
+    def system(**kw) -> str:
+        p = planner(tmp_path, {"content": plan, "finish_reason": "stop"}, constrained_decoding=True, **kw)
+        result = p.plan("make a grounded slide deck from my notes")
+        return p.lm.engine.requests[0].system, result
+
+    by_id, result = system(pipelines_as_tools=True)
+    assert by_id.startswith(ids) and "helmdeck__pipeline-run" not in by_id
+    assert result.ok and [s.tool for s in result.steps] == ["builtin.grounded-deck"]  # a pipeline's id is a valid step
+    through_run_tool, _ = system()
+    assert not through_run_tool.startswith(ids) and "helmdeck__pipeline-run" in through_run_tool
+    mine, _ = system(pipelines_as_tools=True, instructions="Plan the calls.")
+    assert mine.startswith("Plan the calls.")

@@ -84,9 +84,7 @@ class LeverConfig(BaseModel):
         unknown = sorted(set(value) - set(BudgetFields.model_fields))
         if unknown:
             raise ValueError(f"not budget fields: {unknown}")
-        fields = {"tier": "C", "input_tokens": 0, "output_tokens": 1, "max_catalog_bytes": 0, **value}
-        BudgetFields.model_validate(fields)  # each value checked against its field
-        return value
+        return value  # the values are checked against the model's row when the spec loads
 
     def applies_to(self, q: BfclQuestion, rank: int = 0) -> bool:
         """Whether this row answers ``q``, the ``rank``-th question (from 0) of its category."""
@@ -167,10 +165,22 @@ def load_lever_spec(path: str | Path) -> LeverSpec:
     for c in spec.config:
         if c.instructions is not None and not (spec.folder / c.instructions).is_file():
             raise LeverSpecError(str(path), f"config {c.name}: instructions file {spec.folder / c.instructions} not found")
+        if c.budget:
+            _check_budget_change(spec, c, str(path))
         program = spec.program_choice(c)
         if program != c.program and not Path(str(program)).is_file():
             raise LeverSpecError(str(path), f"config {c.name}: program file {program} not found")
     return spec
+
+
+def _check_budget_change(spec: LeverSpec, config: LeverConfig, path: str) -> None:
+    """A config's budget changes applied to its model's row, as the run applies them."""
+    from helmdeck_dspy.budgets import load_budget_table
+
+    try:
+        load_budget_table().changed_for(config.budget_model or spec.model, config.budget)
+    except ValidationError as exc:
+        raise LeverSpecError(path, f"config {config.name}: budget: {validation_message(exc, subject='budget')}") from None
 
 
 def demo_pool(spec: LeverSpec, scored: BfclSet) -> DemoPool:

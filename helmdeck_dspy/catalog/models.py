@@ -236,6 +236,18 @@ class RoutingGuide(_CachingModel):
         return frozenset(p.id for p in self.pipelines)
 
     @cached_property
+    def pipeline_chains(self) -> dict[str, frozenset[str]]:
+        """Pipeline id → the packs it stands for: its steps' packs when the catalog lists them,
+        else its ``supersedes``; only pipelines standing for two packs or more (catalog order)."""
+        chains = {}
+        for p in self.pipelines:
+            m = p.metadata
+            packs = frozenset(s.pack for s in m.steps if s.pack) if m.steps else frozenset(m.supersedes)
+            if len(packs) >= 2:
+                chains[p.id] = packs
+        return chains
+
+    @cached_property
     def arg_schemas(self) -> dict[str, dict[str, Any]]:
         """Pack name → its argument schema, for the packs that carry one."""
         return {p.name: p.parameters for p in self.packs if p.parameters}

@@ -46,6 +46,7 @@ def guard_completion(
     tool_calls: Any = None,
     refusal: str | None = None,
     schemas: Mapping[str, dict[str, Any]] | None = None,
+    chains: Mapping[str, frozenset[str]] | None = None,
 ) -> GuardedCompletion:
     """Decode a completion and guard its plan as the planner does for ``variant``.
 
@@ -60,12 +61,14 @@ def guard_completion(
         refusal: A refusal the provider sent apart from the content.
         schemas: Tool id → argument schema: the guards check and coerce args against it, as a
             planner that coerces does.
+        chains: Pipeline id → the packs it chains: a plan listing them all runs the pipeline,
+            as a planner with the chain guard does (``planning.chains``).
     """
     parse = parse_completion(content, finish_reason, reasoning_content, tool_calls=tool_calls,
                              tool_ids=catalog_ids, refusal=refusal)
     if parse.plan is None:
         return GuardedCompletion(parse, None)
-    steps, _dropped, _more = guard_plan(parse.plan, variant, catalog_ids, pipeline_ids, schemas)
+    steps, _dropped, _more = guard_plan(parse.plan, variant, catalog_ids, pipeline_ids, schemas, chains)
     return GuardedCompletion(parse, steps)
 
 

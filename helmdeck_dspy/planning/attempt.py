@@ -25,6 +25,7 @@ from helmdeck_dspy.engines.lm_spec import trace_source
 from helmdeck_dspy.errors import DeadlineExceeded
 from helmdeck_dspy.io.redaction import redact, scrub, secret_values
 from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY
+from helmdeck_dspy.planning.chains import PIPELINE_CHAINS_KEY
 from helmdeck_dspy.planning.history import HistoryStore
 from helmdeck_dspy.planning.options import PlannerOptions
 from helmdeck_dspy.planning.resilience.classify import (
@@ -97,6 +98,12 @@ def fit_decision_for(planner: PlannerParts) -> bool:
     plain list of tools and off for a catalog with pipelines."""
     chosen = planner.options.fit_decision
     return not planner.catalog.pipelines if chosen is None else chosen
+
+
+def chains_for(planner: PlannerParts) -> dict[str, frozenset[str]] | None:
+    """The pipeline chains the guards collapse (:mod:`~helmdeck_dspy.planning.chains`): the whole
+    catalog's, when the option is on and it has any."""
+    return (planner.catalog.pipeline_chains or None) if planner.options.pipeline_chains else None
 
 
 def render_options_for(planner: PlannerParts, selected: RoutingGuide | None = None) -> RenderOptions:
@@ -212,6 +219,7 @@ def _result(
             catalog_ids=planner.catalog.id_set, pipeline_ids=planner.catalog.pipeline_ids, trim=trim,
             raw_completion=completion.content if completion is not None and parse.plan is None else None,
             usage=usage, schemas=planner.catalog.arg_schemas if planner.options.coerce_args else None,
+            chains=chains_for(planner),
         )
         result.error = redact(result.error, secrets)
         result = scrub(result, secrets)  # model output that repeats a credential (an echoing proxy)
@@ -223,10 +231,11 @@ def _result(
 def recorded_run(planner: PlannerParts) -> dict[str, Any]:
     """What a trace record of this planner keeps in ``run``: the options' ``record_run`` (a local
     model's settings), which program planned (``program``, when the planner knows) and whether
-    args were coerced (:data:`COERCE_ARGS_KEY`)."""
+    args were coerced (:data:`COERCE_ARGS_KEY`) and chains collapsed (:data:`PIPELINE_CHAINS_KEY`)."""
     ref = planner.program_ref
     return {**(planner.options.record_run or {}), **({"program": ref.stamp()} if ref is not None else {}),
             **({COERCE_ARGS_KEY: True} if planner.options.coerce_args and planner.catalog.arg_schemas else {}),
+            **({PIPELINE_CHAINS_KEY: True} if chains_for(planner) else {}),
             **({"constrained": wire} if (wire := constrained_for(planner)) else {})}
 
 

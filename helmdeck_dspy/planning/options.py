@@ -65,6 +65,8 @@ class PlannerOptions(BaseModel):
             program's own demos.
         coerce_args: Check each step's args against its tool's schema and coerce safe type
             mismatches (``planning.arguments``); off reproduces the planner before argument checks.
+        pipeline_chains: A plan that lists every pack a catalog pipeline chains runs the pipeline
+            instead (``planning.chains``); off reproduces the planner before this guard.
         caller: Who plans (history rows and the history prior are per caller).
         record_path: Append every exchange to this trace file.
         record_source: The trace records' ``source`` (default: from ``lm_spec``).
@@ -95,6 +97,7 @@ class PlannerOptions(BaseModel):
     native_tool_calls: bool | None = None
     constrained_decoding: bool | None = None
     coerce_args: bool = True
+    pipeline_chains: bool = True
     catalog_fitting: bool = True
     fit_decision: bool | None = None
     fit_last: bool = False

@@ -16,6 +16,7 @@ from helmdeck_dspy.catalog.compact import Trim
 from helmdeck_dspy.decoding.causes import FailureCause
 from helmdeck_dspy.decoding.parsing import Outcome, ParseResult
 from helmdeck_dspy.domain import Complexity, Variant
+from helmdeck_dspy.planning.chains import collapse_chains
 from helmdeck_dspy.planning.guards import (
     GuardedStep,
     derive_complexity,
@@ -97,12 +98,15 @@ class PlanResult(BaseModel):
 
 def guard_plan(
     plan: PlanOutput, variant: str, catalog_ids: Collection[str], pipeline_ids: Collection[str],
-    schemas: Mapping[str, dict[str, Any]] | None = None,
+    schemas: Mapping[str, dict[str, Any]] | None = None, chains: Mapping[str, frozenset[str]] | None = None,
 ) -> tuple[list[GuardedStep], list[PlanStep], bool]:
-    """The guard stage shared by the planner and the evaluator: single_pick keeps one step (the
-    rest are returned as dropped), every kept step is guarded (its args checked against
-    ``schemas`` when given); returns (steps, dropped, more_steps_likely)."""
+    """The guard stage shared by the planner and the evaluator: with ``chains``, a pipeline's
+    spelled-out packs become a run of it (:func:`~helmdeck_dspy.planning.chains.collapse_chains`);
+    single_pick keeps one step (the rest are returned as dropped), every kept step is guarded (its
+    args checked against ``schemas`` when given); returns (steps, dropped, more_steps_likely)."""
     steps = list(plan.steps) if plan.tool_fits is not False else []  # the model said nothing fits
+    if chains:
+        steps = collapse_chains(steps, chains)
     dropped: list[PlanStep] = []
     if variant == "single_pick" and len(steps) > 1:
         steps, dropped = steps[:1], steps[1:]
@@ -124,6 +128,7 @@ def build_result(
     raw_completion: str | None = None,
     usage: dict[str, Any] | None = None,
     schemas: Mapping[str, dict[str, Any]] | None = None,
+    chains: Mapping[str, frozenset[str]] | None = None,
 ) -> PlanResult:
     """Turn a parsed completion into a :class:`PlanResult` (guards, single-step rule, rendering)."""
     compaction = trim if trim is not None and trim.dropped else None
@@ -133,7 +138,7 @@ def build_result(
     )
     if parse.plan is None:
         return PlanResult(failure_cause=parse.cause, error=parse.error, raw_completion=raw_completion, **common)
-    guarded, dropped, more = guard_plan(parse.plan, variant, catalog_ids, pipeline_ids, schemas)
+    guarded, dropped, more = guard_plan(parse.plan, variant, catalog_ids, pipeline_ids, schemas, chains)
     return PlanResult(
         steps=guarded,
         complexity=derive_complexity(guarded),

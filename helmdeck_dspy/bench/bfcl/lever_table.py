@@ -24,13 +24,15 @@ from pydantic import BaseModel, Field
 from helmdeck_dspy.domain import UNKNOWN_TOOL
 from helmdeck_dspy.bench.bfcl.baseline import PLAIN_VARIANT
 from helmdeck_dspy.bench.bfcl.gold_tasks import as_call
-from helmdeck_dspy.bench.bfcl.levers import LeverSpec, load_questions, load_spec_tasks
+from helmdeck_dspy.bench.bfcl.levers import LeverConfig, LeverSpec, load_questions, load_spec_tasks
 from helmdeck_dspy.bench.bfcl.models import BfclQuestion
 from helmdeck_dspy.bench.bfcl.plans import decode_record, last_plan_records
 from helmdeck_dspy.bench.bfcl.score import score_calls
 from helmdeck_dspy.evaluation.metric import score_plan
 from helmdeck_dspy.evaluation.scoring import guard_prediction
 from helmdeck_dspy.evaluation.stats import bootstrap_mean_ci, newcombe_paired_diff, wilson
+from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY
+from helmdeck_dspy.planning.chains import PIPELINE_CHAINS_KEY
 from helmdeck_dspy.tasks import PlanTask
 
 
@@ -108,9 +110,10 @@ def _plan_score(task: PlanTask, variant: str, calls: list[Any], failed: bool, ca
 
 
 def outcomes_for(path: Path, questions: dict[str, BfclQuestion], catalog_for: Any,
-                 tasks: dict[str, PlanTask] | None = None) -> dict[str, Outcome]:
+                 tasks: dict[str, PlanTask] | None = None, post: dict[str, bool] | None = None) -> dict[str, Outcome]:
     """Each answered question of a trace file scored (the last record per question); ``tasks``: the
-    gold tasks the questions were made from, for the plan score."""
+    gold tasks the questions were made from, for the plan score; ``post``: the post-model guards to
+    apply instead of the recorded ones (:func:`~helmdeck_dspy.bench.bfcl.plans.decode_record`)."""
     out: dict[str, Outcome] = {}
     if not path.exists():
         return out
@@ -118,7 +121,7 @@ def outcomes_for(path: Path, questions: dict[str, BfclQuestion], catalog_for: An
         q = questions.get(task_id)
         if q is None:
             continue
-        decoded = decode_record(rec, catalog_for(q))
+        decoded = decode_record(rec, catalog_for(q), post)
         failed = decoded.cause is not None
         task = (tasks or {}).get(task_id)
         plan_score = None if task is None else _plan_score(task, decoded.variant, decoded.calls, failed, catalog_for(q))
@@ -178,6 +181,13 @@ def summarise_row(config: str, scope: str, outs: list[Outcome], base: dict[str, 
                                   "exact_diff_high": round(high, 4), "latency_ratio": ratio})
 
 
+def _post_guards(config: LeverConfig) -> dict[str, bool] | None:
+    """A row scoring another row's answers guards them with its own post-model options."""
+    if config.answers_from is None:
+        return None
+    return {COERCE_ARGS_KEY: config.coerce_args, PIPELINE_CHAINS_KEY: config.pipeline_chains}
+
+
 def score_levers(spec: LeverSpec) -> list[LeverRow]:
     """Every config's rows (overall, then per category) from the trace files beside the spec."""
     data = load_questions(spec)
@@ -185,7 +195,8 @@ def score_levers(spec: LeverSpec) -> list[LeverRow]:
     pooled = data.pool()[0]
     tasks = {t.id: t for t in load_spec_tasks(spec)} if spec.tasks else None
     by_config = {
-        c.name: outcomes_for(spec.trace_path(c), questions, (lambda q, c=c: pooled if c.pool else q.catalog), tasks)
+        c.name: outcomes_for(spec.trace_path(c), questions, (lambda q, c=c: pooled if c.pool else q.catalog), tasks,
+                             _post_guards(c))
         for c in spec.config
     }
     base = by_config.get(spec.baseline)

@@ -51,6 +51,10 @@ class LeverConfig(BaseModel):
     plain: bool = Field(default=False, description="The model alone with the plain prompt (no planner).")
     constrained: bool | None = Field(default=None, description="Planner: schema-constrained decoding (None: the budget's).")
     coerce_args: bool = Field(default=True, description="Planner: check and coerce args against the tool schemas.")
+    pipeline_chains: bool = Field(default=True, description="Planner: a plan listing every pack a pipeline chains "
+                                  "runs the pipeline.")
+    answers_from: str | None = Field(default=None, description="No model call: this row scores the named row's "
+                                     "recorded answers, guarded with its own coerce_args and pipeline_chains.")
     catalog_fitting: bool = Field(default=True, description="Planner: instructions and demos fitted to the catalog.")
     fit_decision: bool | None = Field(default=None, description="Planner, constrained: the answer opens with "
                                       "tool_fits (None: the planner's default).")
@@ -122,7 +126,7 @@ class LeverSpec(BaseModel):
         return self.path.parent
 
     def trace_path(self, config: LeverConfig) -> Path:
-        return self.folder / f"{config.name}.jsonl"
+        return self.folder / f"{config.answers_from or config.name}.jsonl"
 
     def instructions_text(self, config: LeverConfig) -> str | None:
         """The instruction text a config plans with instead of the program's (None: the program's)."""
@@ -167,6 +171,10 @@ def load_lever_spec(path: str | Path) -> LeverSpec:
             raise LeverSpecError(str(path), f"config {c.name}: instructions file {spec.folder / c.instructions} not found")
         if c.budget:
             _check_budget_change(spec, c, str(path))
+        source = next((s for s in spec.config if s.name == c.answers_from), None)
+        if c.answers_from is not None and (source is None or source.answers_from or source.plain):
+            raise LeverSpecError(str(path), f"config {c.name}: answers_from {c.answers_from!r} is not a planner config "
+                                 "with answers of its own")
         program = spec.program_choice(c)
         if program != c.program and not Path(str(program)).is_file():
             raise LeverSpecError(str(path), f"config {c.name}: program file {program} not found")
@@ -298,7 +306,7 @@ def start_local(spec: LeverSpec) -> None:
 def pending_pairs(spec: LeverSpec, data: BfclSet, only: set[str] | None = None) -> list[tuple[BfclQuestion, LeverConfig]]:
     """The (question, config) pairs without a record yet: block by block of ``spec.block`` questions,
     each config in turn over the block's questions."""
-    configs = [c for c in spec.config if only is None or c.name in only]
+    configs = [c for c in spec.config if (only is None or c.name in only) and c.answers_from is None]
     done = {c.name: done_ids(spec.trace_path(c)) for c in configs}
     qs = list(data.questions)
     seen: dict[str, int] = {}
@@ -374,7 +382,8 @@ def run_levers(
                 planner = Planner.for_model(
                     model, lm=lm, catalog=catalog, variant=c.variant, budgets=budgets, record_path=path, retry=retry,
                     record_run=run, history=None, use_filter=False, cache=False, program=spec.program_choice(c),
-                    constrained_decoding=c.constrained, coerce_args=c.coerce_args, catalog_fitting=c.catalog_fitting,
+                    constrained_decoding=c.constrained, coerce_args=c.coerce_args, pipeline_chains=c.pipeline_chains,
+                    catalog_fitting=c.catalog_fitting,
                     fit_decision=c.fit_decision, fit_last=c.fit_last, arg_hints=c.arg_hints, nearest_tools=c.nearest_tools, multi_call_format=c.multi_call_format, strict_fit=c.strict_fit,
                     instructions=spec.instructions_text(c), pipelines_as_tools=c.pipelines_as_tools,
                     demo_pool=pool.model_copy(update={"k": c.knn_demos}) if pool is not None and c.knn_demos else None,

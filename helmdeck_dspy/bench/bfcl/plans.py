@@ -31,6 +31,7 @@ from helmdeck_dspy.catalog.models import RoutingGuide
 from helmdeck_dspy.engines.lm_spec import make_lm, trace_source
 from helmdeck_dspy.evaluation.scoring import guard_completion
 from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY
+from helmdeck_dspy.planning.chains import PIPELINE_CHAINS_KEY
 from helmdeck_dspy.traces.io import load_traces
 from helmdeck_dspy.traces.record import TraceRecord
 
@@ -114,19 +115,22 @@ class DecodedRecord(NamedTuple):
     cause: str | None = None
 
 
-def decode_record(rec: TraceRecord, catalog: RoutingGuide) -> DecodedRecord:
+def decode_record(rec: TraceRecord, catalog: RoutingGuide, post: dict[str, bool] | None = None) -> DecodedRecord:
     """One recorded answer decoded as it was produced: a plain answer (``prompt_variant`` ``plain``)
     by :func:`decode_plain`; a plan through the one scoring path, the guards checking args against
-    the catalog's schemas when the recording planner did (``run.coerce_args``)."""
+    the catalog's schemas when the recording planner did (``run.coerce_args``) and collapsing
+    pipeline chains when it did (``run.pipeline_chains``). ``post`` overrides either of those two
+    (a row re-guarding another row's answers)."""
     variant = rec.prompt_variant or "full_steps"
     if variant == PLAIN_VARIANT:
         answer = decode_plain(rec.content, rec.finish_reason)
         failed = answer.outcome == "failed"
         return DecodedRecord(variant, answer.calls, answer.outcome, "no_json" if failed else None)
-    coerce = bool((rec.run or {}).get(COERCE_ARGS_KEY))
+    run = {**(rec.run or {}), **(post or {})}
     guarded = guard_completion(rec.content, rec.finish_reason, rec.reasoning_content, variant=variant,
                                catalog_ids=catalog.id_set, pipeline_ids=catalog.pipeline_ids,
-                               tool_calls=rec.tool_calls, schemas=catalog.arg_schemas if coerce else None)
+                               tool_calls=rec.tool_calls, schemas=catalog.arg_schemas if run.get(COERCE_ARGS_KEY) else None,
+                               chains=catalog.pipeline_chains if run.get(PIPELINE_CHAINS_KEY) else None)
     if guarded.steps is None:
         return DecodedRecord(variant, [], "failed", guarded.parse.cause or "no_json")
     return DecodedRecord(variant, calls_from_steps(guarded.steps), guarded.parse.outcome)

@@ -224,3 +224,28 @@ def test_a_config_changes_budget_fields_for_its_model_only(tmp_path, bfcl_dir):
                          ('{max_catalog_bytes = -1}', "greater than or equal to 0")):
         with pytest.raises(LeverSpecError, match=message):
             load_lever_spec(_spec(tmp_path, bfcl_dir, row.replace("{max_catalog_bytes = 5000}", bad)))
+
+
+def test_an_answers_from_row_makes_no_call_and_re_guards_the_other_rows_answers(tmp_path):
+    root = Path(__file__).resolve().parents[3] / "eval"
+    path = tmp_path / "levers.toml"
+    rows = ('[[config]]\nname = "plain"\nplain = true\n[[config]]\nname = "planner"\n'
+            '[[config]]\nname = "chains"\nanswers_from = "planner"\npipeline_chains = true\n')
+    path.write_text(f'model = "m"\nlm = "sim:mid-tier"\ntasks = "{root}/tasks/test.jsonl"\n'
+                    f'catalog = "{root}/catalog/routing-guide.json"\ncategories = ["supersedes"]\nlimit = 1\n{rows}',
+                    encoding="utf-8")
+    for bad in ('"plain"', '"chains"', '"nope"'):
+        path.write_text(path.read_text().replace('answers_from = "planner"', f"answers_from = {bad}"), encoding="utf-8")
+        with pytest.raises(LeverSpecError, match=f"config chains: answers_from {bad.strip(chr(34))!r}"):
+            load_lever_spec(path)
+        path.write_text(path.read_text().replace(f"answers_from = {bad}", 'answers_from = "planner"'), encoding="utf-8")
+    spec = load_lever_spec(path)
+    (q,) = load_questions(spec).questions  # super-004: repo.fetch then podcast.generate is builtin.repo-readme-podcast
+    planner, chains = spec.config[1], spec.config[2]
+    assert spec.trace_path(chains) == spec.trace_path(planner)
+    assert [c.name for _, c in pending_pairs(spec, load_questions(spec))] == ["plain", "planner"]
+    plan = {"steps": [{"tool": "repo.fetch", "args": {}}, {"tool": "podcast.generate", "args": {}}]}
+    append_trace(TraceRecord(id="q0", task_id=q.id, prompt_variant="full_steps", content=json.dumps(plan),
+                             finish_reason="stop"), spec.trace_path(planner))
+    scored = {r.config: r for r in score_levers(spec) if r.scope == "all"}
+    assert scored["planner"].exact.k == 0 and scored["chains"].exact.k == 1 and scored["chains"].plan_score == 1.0

@@ -1,0 +1,95 @@
+"""The chain guard: a plan that spells out a pipeline's packs runs the pipeline (planning.chains)."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+from helmdeck_dspy.catalog.models import load_catalog, parse_catalog
+from helmdeck_dspy.domain import PIPELINE_RUN_TOOL
+from helmdeck_dspy.planning.chains import PIPELINE_CHAINS_KEY, collapse_chains
+from helmdeck_dspy.planning.planner import Planner
+from helmdeck_dspy.signatures.types import PlanStep
+from helmdeck_dspy.traces.io import read_jsonl_traces
+
+CHAINS = {
+    "p.short": frozenset({"a", "b"}),
+    "p.long": frozenset({"a", "b", "c"}),
+    "p.other": frozenset({"x", "y"}),
+}
+
+
+def steps(*tools: str, **args: dict) -> list[PlanStep]:
+    return [PlanStep(tool=t, args=args.get(t, {})) for t in tools]
+
+
+def shape(out: list[PlanStep]) -> list[str]:
+    return [s.args["id"] if s.tool == PIPELINE_RUN_TOOL else s.tool for s in out]
+
+
+def test_a_spelled_out_chain_becomes_one_run_where_its_first_pack_stood():
+    out = collapse_chains(steps("z", "a", "q", "b", a={"url": "u", "k": 1}, b={"k": 2, "n": 3}), CHAINS)
+    assert shape(out) == ["z", "p.short", "q"]
+    assert out[1].args == {"id": "p.short", "inputs": {"url": "u", "k": 1, "n": 3}}
+    assert "a, b" in out[1].rationale
+
+
+def test_the_longest_complete_chain_wins_and_every_chain_is_collapsed():
+    assert shape(collapse_chains(steps("a", "b", "c", "x", "y"), CHAINS)) == ["p.long", "p.other"]
+
+
+def test_an_incomplete_chain_is_left_alone():
+    plan = steps("a", "c", "x")
+    assert collapse_chains(plan, CHAINS) is plan
+    assert collapse_chains(plan, {}) is plan
+
+
+def test_catalog_chains_come_from_steps_else_supersedes_and_need_two_packs():
+    guide = parse_catalog({"packs": [], "pipelines": [
+        {"id": "with.steps", "metadata": {"supersedes": ["a"], "steps": [{"pack": "a"}, {"pack": "b"}, {"pack": "a"}]}},
+        {"id": "with.supersedes", "metadata": {"supersedes": ["c", "d"]}},
+        {"id": "one.pack", "metadata": {"supersedes": ["e"]}},
+        {"id": "bare"},
+    ]})
+    assert guide.pipeline_chains == {"with.steps": frozenset({"a", "b"}), "with.supersedes": frozenset({"c", "d"})}
+
+
+def test_the_bundled_catalog_chains_its_pipelines_that_name_what_they_supersede():
+    chains = load_catalog().pipeline_chains
+    assert chains["builtin.repo-readme-podcast"] == {"repo.fetch", "podcast.generate"}
+    assert "builtin.research-deck" not in chains  # no supersedes and no steps in the bundled catalog
+
+
+ANSWER = json.dumps({"steps": [
+    {"order": 1, "tool": "repo.fetch", "args": {"url": "https://github.com/sharkdp/fd"}, "rationale": "clone"},
+    {"order": 2, "tool": "podcast.generate", "args": {}, "rationale": "narrate"},
+    {"order": 3, "tool": "email.send", "args": {"to": "me@example.org"}, "rationale": "send"},
+]})
+
+
+def plan(tmp_path, **kw):
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text(json.dumps({"id": "r0", "content": ANSWER, "finish_reason": "stop"}) + "\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        planner = Planner.for_model("openrouter/mistralai/mistral-large", lm=f"replay:{replay}", use_filter=False,
+                                    record_path=tmp_path / "rec.jsonl", **kw)
+    return planner.plan("clone github.com/sharkdp/fd with repo.fetch, podcast.generate its readme, email it to me",
+                        task_id="t1")
+
+
+def test_the_planner_runs_the_pipeline_and_records_that_it_did(tmp_path):
+    result = plan(tmp_path)
+    assert [(s.order, s.tool) for s in result.steps] == [(1, PIPELINE_RUN_TOOL), (2, "email.send")]
+    assert result.steps[0].args == {"id": "builtin.repo-readme-podcast",
+                                    "inputs": {"url": "https://github.com/sharkdp/fd"}}
+    assert result.complexity == "pack-chain"
+    (rec,) = read_jsonl_traces(tmp_path / "rec.jsonl")
+    assert rec.run[PIPELINE_CHAINS_KEY] is True
+
+
+def test_off_the_plan_is_kept_as_the_model_gave_it(tmp_path):
+    result = plan(tmp_path, pipeline_chains=False)
+    assert [s.tool for s in result.steps] == ["repo.fetch", "podcast.generate", "email.send"]
+    (rec,) = read_jsonl_traces(tmp_path / "rec.jsonl")
+    assert PIPELINE_CHAINS_KEY not in (rec.run or {})

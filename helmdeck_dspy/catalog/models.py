@@ -144,7 +144,9 @@ def parameter_words(schema: dict[str, Any], depth: int = 0, *, descriptions: boo
 
 
 def _wire_metadata(meta: _Metadata) -> dict[str, Any]:
-    return {k: v for k, v in meta.model_dump(mode="json", exclude_none=True).items() if v not in ("", [], {}, ())}
+    """Metadata as the wire shows it: empty fields left out, a pipeline step's too."""
+    dumped = meta.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+    return {k: v for k, v in dumped.items() if v not in ("", [], {}, ())}
 
 
 class _Entry(_CachingModel):

@@ -120,3 +120,20 @@ def ask_plain(lm: Any, intent: str, catalog: RoutingGuide, *, max_tokens: int) -
     response = lm(request, cache=False)
     latency = (time.perf_counter() - t0) * 1000
     return completion_from_response("plan", response, "", [{"role": "user", "content": prompt}], latency, config)
+
+
+def record_plain(lm: Any, lm_spec: str, intent: str, task_id: str, catalog: RoutingGuide, path: Any, budget: Any,
+                 run: dict[str, Any]) -> None:
+    """Ask the model alone and append the exchange to ``path`` (a transport failure is recorded as
+    an error, which a resumed run asks again)."""
+    from helmdeck_dspy.engines.lm_spec import trace_source
+    from helmdeck_dspy.recording.exchanges import record_exchanges
+
+    common = dict(source=trace_source(lm_spec), budget=budget, variant=PLAIN_VARIANT, intent=intent, task_id=task_id,
+                  secrets=[], run=run)
+    try:
+        completion = ask_plain(lm, intent, catalog, max_tokens=budget.output_tokens)
+    except Exception as exc:  # noqa: BLE001 - recorded, and asked again on resume
+        record_exchanges(path, [], error=f"{type(exc).__name__}: {exc}", max_tokens=budget.output_tokens, **common)
+        return
+    record_exchanges(path, [completion], **common)

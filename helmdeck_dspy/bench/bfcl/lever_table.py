@@ -195,7 +195,8 @@ def score_levers(spec: LeverSpec) -> list[LeverRow]:
     pooled = data.pool()[0]
     tasks = {t.id: t for t in load_spec_tasks(spec)} if spec.tasks else None
     by_config = {
-        c.name: outcomes_for(spec.trace_path(c), questions, (lambda q, c=c: pooled if c.pool else q.catalog), tasks,
+        c.name: outcomes_for(spec.trace_path(c), questions,
+                             (lambda q, c=c, own=spec.catalog_of(c): pooled if c.pool else (own or q.catalog)), tasks,
                              _post_guards(c))
         for c in spec.config
     }

@@ -16,6 +16,7 @@ score them without a model.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections import Counter
 from collections.abc import Callable
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from helmdeck_dspy.bench.bfcl.baseline import PLAIN_VARIANT, ask_plain
+from helmdeck_dspy.bench.bfcl.baseline import record_plain
 from helmdeck_dspy.bench.bfcl.load import discover, load_bfcl
 from helmdeck_dspy.bench.bfcl.models import BfclQuestion, BfclSet
 from helmdeck_dspy.bench.bfcl.score import example_call
@@ -34,6 +35,7 @@ from helmdeck_dspy.program.demo_pool import DemoPool, PoolDemo
 from helmdeck_dspy.program.store import PROGRAM_CHOICES
 
 if TYPE_CHECKING:
+    from helmdeck_dspy.catalog.models import RoutingGuide
     from helmdeck_dspy.tasks import PlanTask
 
 
@@ -73,6 +75,8 @@ class LeverConfig(BaseModel):
                                      "instructions replace the program's.")
     variant: str = "full_steps"
     pool: bool = Field(default=False, description="Plan against one catalog pooled from every loaded question.")
+    catalog: str | None = Field(default=None, description="Gold tasks: plan over this catalog file (relative to the "
+                                "spec) instead of the spec's: the same ids, other details (pipeline steps, say).")
     budget_model: str | None = Field(default=None, description="Budget lookup id for this row (default: the spec's model).")
     budget: dict[str, Any] = Field(default_factory=dict, description="Budget fields this row changes for its model "
                                    "(for example max_catalog_bytes), on top of the bundled table's row.")
@@ -139,6 +143,12 @@ class LeverSpec(BaseModel):
             return choice
         return str((self.folder / choice).resolve())
 
+    def catalog_of(self, config: LeverConfig) -> RoutingGuide | None:
+        """The catalog a config planned over when it is not its questions' own (an ``answers_from``
+        row's is its source's); loaded once."""
+        source = next((c for c in self.config if c.name == config.answers_from), config)
+        return None if source.catalog is None else _catalog_file((self.folder / source.catalog).resolve())
+
     def data_dirs(self) -> list[Path]:
         return [(self.folder / d).resolve() for d in self.data]
 
@@ -147,6 +157,13 @@ class LeverSpec(BaseModel):
         if bool(self.data) == bool(self.tasks) or bool(self.tasks) != bool(self.catalog):
             raise ValueError("give BFCL data folders (data) or gold tasks with their catalog (tasks and catalog)")
         return self
+
+
+@functools.cache
+def _catalog_file(path: Path) -> RoutingGuide:
+    from helmdeck_dspy.catalog.models import load_catalog
+
+    return load_catalog(path)
 
 
 def load_lever_spec(path: str | Path) -> LeverSpec:
@@ -175,6 +192,9 @@ def load_lever_spec(path: str | Path) -> LeverSpec:
         if c.answers_from is not None and (source is None or source.answers_from or source.plain):
             raise LeverSpecError(str(path), f"config {c.name}: answers_from {c.answers_from!r} is not a planner config "
                                  "with answers of its own")
+        if c.catalog is not None and (not spec.tasks or not (spec.folder / c.catalog).is_file()):
+            raise LeverSpecError(str(path), f"config {c.name}: catalog {c.catalog!r} needs gold tasks and a file beside "
+                                 "the spec")
         program = spec.program_choice(c)
         if program != c.program and not Path(str(program)).is_file():
             raise LeverSpecError(str(path), f"config {c.name}: program file {program} not found")
@@ -318,21 +338,6 @@ def pending_pairs(spec: LeverSpec, data: BfclSet, only: set[str] | None = None) 
             if c.applies_to(q, rank[q.id]) and q.id not in done[c.name]]
 
 
-def _record_plain(spec: LeverSpec, lm: Any, q: BfclQuestion, catalog: Any, path: Path, max_tokens: int,
-                  budget: Any, run: dict[str, Any]) -> None:
-    from helmdeck_dspy.engines.lm_spec import trace_source
-    from helmdeck_dspy.recording.exchanges import record_exchanges
-
-    try:
-        completion = ask_plain(lm, q.intent, catalog, max_tokens=max_tokens)
-    except Exception as exc:  # noqa: BLE001 - a transport failure is recorded and asked again on resume
-        record_exchanges(path, [], source=trace_source(spec.lm), budget=budget, variant=PLAIN_VARIANT, intent=q.intent,
-                         task_id=q.id, secrets=[], run=run, error=f"{type(exc).__name__}: {exc}", max_tokens=max_tokens)
-        return
-    record_exchanges(path, [completion], source=trace_source(spec.lm), budget=budget, variant=PLAIN_VARIANT,
-                     intent=q.intent, task_id=q.id, secrets=[], run=run)
-
-
 def run_levers(
     spec: LeverSpec, *, lm: Any = None, only: set[str] | None = None,
     progress: Callable[[str, BfclQuestion], None] | None = None,
@@ -368,13 +373,13 @@ def run_levers(
     for q, c in pending:
         if progress is not None:
             progress(c.name, q)
-        catalog = pooled if c.pool and pooled is not None else q.catalog
+        catalog = pooled if c.pool and pooled is not None else (spec.catalog_of(c) or q.catalog)
         model = c.budget_model or spec.model
         run = {**settings, "lever_config": c.name}
         path = spec.trace_path(c)
         if c.plain:
             budget = table.lookup(model)
-            _record_plain(spec, lm, q, catalog, path, budget.output_tokens, budget, run)
+            record_plain(lm, spec.lm, q.intent, q.id, catalog, path, budget, run)
         else:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

@@ -249,3 +249,25 @@ def test_an_answers_from_row_makes_no_call_and_re_guards_the_other_rows_answers(
                              finish_reason="stop"), spec.trace_path(planner))
     scored = {r.config: r for r in score_levers(spec) if r.scope == "all"}
     assert scored["planner"].exact.k == 0 and scored["chains"].exact.k == 1 and scored["chains"].plan_score == 1.0
+
+
+def test_a_config_plans_over_its_own_catalog_file(tmp_path, bfcl_dir):
+    root = Path(__file__).resolve().parents[3] / "eval"
+    row = '[[config]]\nname = "plain"\nplain = true\n[[config]]\nname = "own"\ncatalog = "mine.json"\n'
+    with pytest.raises(LeverSpecError, match="config own: catalog 'mine.json' needs gold tasks"):
+        load_lever_spec(_spec(tmp_path, bfcl_dir, row))
+    path = tmp_path / "levers.toml"
+    path.write_text(f'model = "m"\nlm = "sim:mid-tier"\ntasks = "{root}/tasks/test.jsonl"\n'
+                    f'catalog = "{root}/catalog/routing-guide.json"\ncategories = ["supersedes"]\nlimit = 1\n{row}'
+                    '[[config]]\nname = "again"\nanswers_from = "own"\n', encoding="utf-8")
+    with pytest.raises(LeverSpecError, match="needs gold tasks and a file beside the spec"):
+        load_lever_spec(path)
+    data = json.loads((root / "catalog" / "routing-guide.json").read_text(encoding="utf-8"))
+    data["pipelines"][0]["metadata"]["steps"] = [{"pack": "content.ground"}, {"pack": "slides.render"}]
+    (tmp_path / "mine.json").write_text(json.dumps(data), encoding="utf-8")
+    spec = load_lever_spec(path)
+    plain, own, again = spec.config
+    assert spec.catalog_of(plain) is None
+    mine = spec.catalog_of(own)
+    assert mine is spec.catalog_of(again) and mine.pipelines[0].metadata.steps[0].pack == "content.ground"
+    assert '"steps":[{"pack":"content.ground"},{"pack":"slides.render"}]' in mine.rendered

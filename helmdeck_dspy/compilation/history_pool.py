@@ -20,6 +20,7 @@ from pathlib import Path
 
 from helmdeck_dspy.catalog.models import RoutingGuide
 from helmdeck_dspy.evaluation.scoring import guard_completion
+from helmdeck_dspy.planning.chains import recorded_chains
 from helmdeck_dspy.planning.history import HistoryStore, args_sha, intent_sha
 from helmdeck_dspy.program.demo_pool import PoolDemo, plan_demo
 from helmdeck_dspy.traces.io import load_traces
@@ -44,6 +45,7 @@ def history_demos(traces: Iterable[str | Path], store: HistoryStore, catalog: Ro
                 rec.content, rec.finish_reason, rec.reasoning_content, variant=rec.prompt_variant or "full_steps",
                 catalog_ids=catalog.id_set, pipeline_ids={p.id for p in catalog.pipelines},
                 tool_calls=rec.tool_calls, refusal=rec.refusal, schemas=schemas,
+                chains=recorded_chains(rec.run, catalog.pipeline_chains),
             )
             steps = guarded.steps or []
             sha = intent_sha(rec.intent, store.keyed)

@@ -9,6 +9,7 @@ gold task when it names one.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +21,7 @@ from helmdeck_dspy.decoding.causes import (
 )
 from helmdeck_dspy.evaluation.metric import score_plan
 from helmdeck_dspy.evaluation.scoring import guard_completion
+from helmdeck_dspy.planning.chains import recorded_chains
 from helmdeck_dspy.tasks import PlanTask
 from helmdeck_dspy.traces.record import TraceRecord, source_kind
 
@@ -38,6 +40,7 @@ class ReplayContext:
     pipeline_ids: frozenset[str]
     tasks: dict[str, PlanTask]
     budgets: BudgetTable
+    pipeline_chains: Mapping[str, frozenset[str]] = field(default_factory=dict)
     _defaults: dict[str, tuple[str, str]] = field(default_factory=dict, compare=False)
 
     def tier_and_variant(self, model: str) -> tuple[str, str]:
@@ -144,7 +147,8 @@ def replay_record(rec: TraceRecord, ctx: ReplayContext) -> RecordOutcome:
 
     guarded = guard_completion(rec.content, rec.finish_reason, rec.reasoning_content, variant=variant,
                                catalog_ids=ctx.catalog_ids, pipeline_ids=ctx.pipeline_ids,
-                               tool_calls=rec.tool_calls, refusal=rec.refusal)
+                               tool_calls=rec.tool_calls, refusal=rec.refusal,
+                               chains=recorded_chains(rec.run, ctx.pipeline_chains))
     parse, steps = guarded.parse, guarded.steps
     leak = parse.cause == "reasoning_only" or (parse.saw_reasoning and parse.visible_chars < LEAK_VISIBLE_CHARS)
     out = RecordOutcome(

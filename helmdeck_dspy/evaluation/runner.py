@@ -167,7 +167,7 @@ def build_context(
     gold = tasks if tasks is not None else load_tasks()
     return ReplayContext(
         catalog_ids=frozenset(guide.id_set), pipeline_ids=frozenset(guide.pipeline_ids),
-        tasks={t.id: t for t in gold}, budgets=budgets or load_budget_table(),
+        tasks={t.id: t for t in gold}, budgets=budgets or load_budget_table(), pipeline_chains=guide.pipeline_chains,
     )
 
 

@@ -22,6 +22,12 @@ PIPELINE_CHAINS_KEY = "pipeline_chains"
 guarded as it was when planned."""
 
 
+def recorded_chains(run: Mapping[str, Any] | None, chains: Mapping[str, frozenset[str]]) -> Mapping[str, frozenset[str]] | None:
+    """The chains a recorded answer is re-guarded with: ``chains`` when the record's planner ran
+    the guard (its ``run`` has :data:`PIPELINE_CHAINS_KEY`), else none."""
+    return chains if (run or {}).get(PIPELINE_CHAINS_KEY) else None
+
+
 def _longest_chain_within(tools: set[str], chains: Mapping[str, frozenset[str]]) -> tuple[str, frozenset[str]] | None:
     best: tuple[str, frozenset[str]] | None = None
     for pid, packs in chains.items():

@@ -93,3 +93,16 @@ def test_off_the_plan_is_kept_as_the_model_gave_it(tmp_path):
     assert [s.tool for s in result.steps] == ["repo.fetch", "podcast.generate", "email.send"]
     (rec,) = read_jsonl_traces(tmp_path / "rec.jsonl")
     assert PIPELINE_CHAINS_KEY not in (rec.run or {})
+
+
+def test_a_recorded_answer_is_replayed_with_the_guard_its_planner_ran(tmp_path):
+    from helmdeck_dspy.evaluation.replay import replay_record
+    from helmdeck_dspy.evaluation.runner import build_context
+    from helmdeck_dspy.tasks import load_tasks
+
+    plan(tmp_path)
+    (rec,) = read_jsonl_traces(tmp_path / "rec.jsonl")
+    ctx = build_context(tasks=[t for t in load_tasks() if t.id == "super-004"])
+    on = replay_record(rec.model_copy(update={"task_id": "super-004"}), ctx)
+    off = replay_record(rec.model_copy(update={"task_id": "super-004", "run": {}}), ctx)
+    assert on.n_steps == 2 and off.n_steps == 3 and on.score > off.score

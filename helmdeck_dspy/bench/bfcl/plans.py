@@ -31,7 +31,7 @@ from helmdeck_dspy.catalog.models import RoutingGuide
 from helmdeck_dspy.engines.lm_spec import make_lm, trace_source
 from helmdeck_dspy.evaluation.scoring import guard_completion
 from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY
-from helmdeck_dspy.planning.chains import PIPELINE_CHAINS_KEY
+from helmdeck_dspy.planning.chains import recorded_chains
 from helmdeck_dspy.traces.io import load_traces
 from helmdeck_dspy.traces.record import TraceRecord
 
@@ -130,7 +130,7 @@ def decode_record(rec: TraceRecord, catalog: RoutingGuide, post: dict[str, bool]
     guarded = guard_completion(rec.content, rec.finish_reason, rec.reasoning_content, variant=variant,
                                catalog_ids=catalog.id_set, pipeline_ids=catalog.pipeline_ids,
                                tool_calls=rec.tool_calls, schemas=catalog.arg_schemas if run.get(COERCE_ARGS_KEY) else None,
-                               chains=catalog.pipeline_chains if run.get(PIPELINE_CHAINS_KEY) else None)
+                               chains=recorded_chains(run, catalog.pipeline_chains))
     if guarded.steps is None:
         return DecodedRecord(variant, [], "failed", guarded.parse.cause or "no_json")
     return DecodedRecord(variant, calls_from_steps(guarded.steps), guarded.parse.outcome)

@@ -112,7 +112,7 @@ def score_spec(spec: HeldOutSpec) -> list[RowScore]:
     catalog = load_catalog()
     tasks = {t.id: t for t in load_tasks(spec.split)}
     ctx = ReplayContext(catalog_ids=catalog.id_set, pipeline_ids=catalog.pipeline_ids, tasks=tasks,
-                        budgets=load_budget_table(None))
+                        budgets=load_budget_table(None), pipeline_chains=catalog.pipeline_chains)
     rows: list[RowScore] = []
     for variant in spec.variants:
         base_out: dict[str, RecordOutcome] = {}

@@ -19,6 +19,7 @@ $CLI bench levers --no-progress --only full_steps-nofit "$T05" &&
 $CLI bench levers --no-progress --only full_steps-knn3 "$T15" &&
 $CLI bench levers --no-progress --only full_steps-ids-knn3 "$T15" &&
 $CLI bench levers --no-progress --only full_steps-knn3-steps "$T15" &&
+$CLI bench levers --no-progress --only full_steps-knn3-decline "$T15" &&
 $CLI bench levers --no-progress --only default-pool "$B15" &&
 $CLI bench levers --no-progress "$SIZE15" &&
 $CLI bench levers --no-progress --only single_pick-nofit "$T15" &&

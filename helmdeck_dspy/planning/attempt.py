@@ -150,7 +150,7 @@ def compiled_pool(program: Any, catalog: RoutingGuide) -> DemoPool | None:
     if pool is None:
         return None
     ids = catalog.id_set
-    return DemoPool(demos=tuple(d for d in pool.demos if d.entry_ids <= ids), k=pool.k)
+    return DemoPool(demos=tuple(d for d in pool.demos if d.entry_ids <= ids), k=pool.k, decline_slot=pool.decline_slot)
 
 
 @dataclass

@@ -83,6 +83,8 @@ class DemoPool(BaseModel):
 
     demos: tuple[PoolDemo, ...]
     k: int = Field(default=2, ge=0, description="Demos shown per request.")
+    decline_slot: bool = Field(default=False, description="When none of the k nearest declines (has no steps), "
+                               "the last of them gives way to the nearest demo that does (k of 2 or more).")
 
     @cached_property
     def _index(self) -> tuple[list[Counter[str]], list[int]]:
@@ -95,8 +97,14 @@ class DemoPool(BaseModel):
             return []
         counts, lengths = self._index
         scores = bm25_scores(counts, lengths, token_set(intent))
-        order = sorted(range(len(self.demos)), key=lambda i: (-scores[i], i))
-        return [self.demos[i] for i in order if self.demos[i].id not in exclude][: self.k]
+        order = [self.demos[i] for i in sorted(range(len(self.demos)), key=lambda i: (-scores[i], i))
+                 if self.demos[i].id not in exclude]
+        picked = order[: self.k]
+        if self.decline_slot and self.k >= 2 and all(d.steps for d in picked):
+            decline = next((d for d in order if not d.steps), None)
+            if decline is not None:
+                picked = picked[: self.k - 1] + [decline]
+        return picked
 
 
 def plan_demo(demo_id: str, intent: str, steps: Iterable[tuple[str, dict[str, Any]]], catalog: RoutingGuide) -> PoolDemo | None:

@@ -26,6 +26,15 @@ def test_nearest_ranks_by_request_words_and_skips_excluded_ids():
     assert POOL.model_copy(update={"k": 0}).nearest("area") == []
 
 
+def test_a_decline_slot_shows_the_nearest_declining_demo_when_the_nearest_hold_none():
+    slot = POOL.model_copy(update={"decline_slot": True})
+    assert [d.id for d in slot.nearest("weather in Paris, area of a triangle base 6")] == ["a", "n"]
+    assert [d.id for d in POOL.nearest("weather in Paris, area of a triangle base 6")] == ["a", "w"]
+    assert [d.id for d in slot.nearest("what is the area of a triangle")] == ["a", "n"]  # one already declines
+    assert [d.id for d in slot.model_copy(update={"k": 1}).nearest("weather in Paris")] == ["w"]
+    assert [d.id for d in slot.nearest("weather", exclude=frozenset({"n"}))] == ["w", "a"]  # no decline left
+
+
 def test_signature_line_marks_optional_arguments():
     assert signature_line(AREA) == "geometry.area(base: number, unit?: string) — Area of a shape"
 

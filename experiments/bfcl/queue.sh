@@ -18,6 +18,7 @@ $CLI bench levers --no-progress --only full_steps-ids "$T15" &&
 $CLI bench levers --no-progress --only full_steps-nofit "$T05" &&
 $CLI bench levers --no-progress --only full_steps-knn3 "$T15" &&
 $CLI bench levers --no-progress --only full_steps-ids-knn3 "$T15" &&
+$CLI bench levers --no-progress --only plain "$T05" &&
 $CLI bench levers --no-progress --only full_steps-knn3-steps "$T15" &&
 $CLI bench levers --no-progress --only full_steps-knn3-decline "$T15" &&
 $CLI bench levers --no-progress --only default-pool "$B15" &&

@@ -75,8 +75,7 @@ class LeverConfig(BaseModel):
                                      "instructions replace the program's.")
     variant: str = "full_steps"
     pool: bool = Field(default=False, description="Plan against one catalog pooled from every loaded question.")
-    catalog: str | None = Field(default=None, description="Gold tasks: plan over this catalog file (relative to the "
-                                "spec) instead of the spec's: the same ids, other details (pipeline steps, say).")
+    catalog: str | None = Field(default=None, description="Gold tasks: plan over this catalog file (beside the spec).")
     budget_model: str | None = Field(default=None, description="Budget lookup id for this row (default: the spec's model).")
     budget: dict[str, Any] = Field(default_factory=dict, description="Budget fields this row changes for its model "
                                    "(for example max_catalog_bytes), on top of the bundled table's row.")
@@ -129,8 +128,12 @@ class LeverSpec(BaseModel):
     def folder(self) -> Path:
         return self.path.parent
 
+    def answering(self, config: LeverConfig) -> LeverConfig:
+        """The row whose recorded answers ``config`` scores: its ``answers_from`` row, else itself."""
+        return next((c for c in self.config if c.name == config.answers_from), config)
+
     def trace_path(self, config: LeverConfig) -> Path:
-        return self.folder / f"{config.answers_from or config.name}.jsonl"
+        return self.folder / f"{self.answering(config).name}.jsonl"
 
     def instructions_text(self, config: LeverConfig) -> str | None:
         """The instruction text a config plans with instead of the program's (None: the program's)."""
@@ -144,10 +147,9 @@ class LeverSpec(BaseModel):
         return str((self.folder / choice).resolve())
 
     def catalog_of(self, config: LeverConfig) -> RoutingGuide | None:
-        """The catalog a config planned over when it is not its questions' own (an ``answers_from``
-        row's is its source's); loaded once."""
-        source = next((c for c in self.config if c.name == config.answers_from), config)
-        return None if source.catalog is None else _catalog_file((self.folder / source.catalog).resolve())
+        """The catalog file a config's answers were planned over, if not the questions' own (loaded once)."""
+        own = self.answering(config).catalog
+        return None if own is None else _catalog_file((self.folder / own).resolve())
 
     def data_dirs(self) -> list[Path]:
         return [(self.folder / d).resolve() for d in self.data]
@@ -188,8 +190,8 @@ def load_lever_spec(path: str | Path) -> LeverSpec:
             raise LeverSpecError(str(path), f"config {c.name}: instructions file {spec.folder / c.instructions} not found")
         if c.budget:
             _check_budget_change(spec, c, str(path))
-        source = next((s for s in spec.config if s.name == c.answers_from), None)
-        if c.answers_from is not None and (source is None or source.answers_from or source.plain):
+        source = spec.answering(c)
+        if c.answers_from is not None and (source is c or source.answers_from or source.plain):
             raise LeverSpecError(str(path), f"config {c.name}: answers_from {c.answers_from!r} is not a planner config "
                                  "with answers of its own")
         if c.catalog is not None and (not spec.tasks or not (spec.folder / c.catalog).is_file()):

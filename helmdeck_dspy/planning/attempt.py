@@ -143,14 +143,18 @@ def nearest_tools(catalog: RoutingGuide, intent: str, n: int) -> tuple[str, ...]
     return tuple(r.id for r in rank_bm25(catalog, intent)[:n] if r.score > 0)
 
 
-def compiled_pool(program: Any, catalog: RoutingGuide) -> DemoPool | None:
+def compiled_pool(program: Any, catalog: RoutingGuide, whole: RoutingGuide | None = None) -> DemoPool | None:
     """The demo pool compiled into ``program`` (``compile --knn-demos``), keeping only the demos whose
-    tools and pipelines are all in ``catalog``: a pool is catalog-specific. None without one."""
+    tools and pipelines are all in ``catalog`` (the selection): a pool is catalog-specific. With
+    the pool's decline slot, a demo that declines needs its tools in ``whole`` (the planner's whole
+    catalog) only: its empty answer names none of them. None without a pool."""
     pool = getattr(program, "demo_pool", None)
     if pool is None:
         return None
-    ids = catalog.id_set
-    return DemoPool(demos=tuple(d for d in pool.demos if d.entry_ids <= ids), k=pool.k, decline_slot=pool.decline_slot)
+    ids, whole_ids = catalog.id_set, (whole or catalog).id_set
+    return DemoPool(demos=tuple(d for d in pool.demos if d.entry_ids <= ids
+                                or (pool.decline_slot and not d.steps and d.entry_ids <= whole_ids)),
+                    k=pool.k, decline_slot=pool.decline_slot)
 
 
 @dataclass
@@ -179,7 +183,7 @@ def _call_program(
         render = render_options_for(planner, selected)
         if planner.options.nearest_tools:
             render = render.model_copy(update={"nearest_tools": nearest_tools(selected, intent, planner.options.nearest_tools)})
-        pool = planner.options.demo_pool or compiled_pool(planner.program, selected)
+        pool = planner.options.demo_pool or compiled_pool(planner.program, selected, planner.catalog)
         if pool is not None:
             picked = pool.nearest(intent, exclude=frozenset({exchange.task_id} if exchange.task_id else ()))
             exchange.demo_ids = [d.id for d in picked]

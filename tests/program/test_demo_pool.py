@@ -175,3 +175,15 @@ def test_a_pool_demo_that_runs_a_pipeline_shows_it_as_the_answer_format_calls_it
 
     assert [d.id for d in compiled_pool(Program(), catalog).demos] == ["d"]
     assert compiled_pool(Program(), RoutingGuide(packs=(WEATHER,))).demos == ()  # the pipeline was not selected
+
+    no = PoolDemo(id="no", intent="sing me a song", tools=(AREA,), steps=())
+    selected, whole = RoutingGuide(packs=(WEATHER,)), RoutingGuide(packs=(WEATHER, AREA))
+
+    class Declining:
+        demo_pool = DemoPool(demos=(no,), k=2, decline_slot=True)
+
+    assert compiled_pool(Program(), selected, whole).demos == ()
+    Program.demo_pool = DemoPool(demos=(no,), k=2)
+    assert compiled_pool(Program(), selected, whole).demos == ()  # without the slot, its tools must be selected
+    assert [d.id for d in compiled_pool(Declining(), selected, whole).demos] == ["no"]
+    assert compiled_pool(Declining(), selected, RoutingGuide(packs=(WEATHER,))).demos == ()  # another catalog

@@ -71,6 +71,7 @@ class CompileResult(BaseModel):
     dev_score_after: float | None
     demos: int
     knn_demos: int = Field(default=0, description="Demos drawn per request from the program's demo pool (0: no pool).")
+    decline_slot: bool = Field(default=False, description="The pool keeps one demo that declines among each request's.")
     history_demos: int = Field(default=0, description="Pool demos that are accepted plans from plan history "
                                "(compile --history-traces).")
     demo_pool_size: int = Field(default=0, description="Worked examples in the program's demo pool.")

@@ -46,6 +46,8 @@ class CompileOptions(BaseModel):
     seed: int = Field(default=0, description="Passed to the LMs and the optimizers.")
     knn_demos: int = Field(default=0, ge=0, description="Save a demo pool of the train tasks over the catalog in "
                            "the program, from which each request gets its K nearest demos (0: no pool).")
+    decline_slot: bool = Field(default=False, description="The pool keeps one demo that declines among each "
+                               "request's K (needs knn_demos; DemoPool.decline_slot).")
     history_traces: tuple[Path, ...] = Field(default=(), description="Trace files the planner recorded: their "
                                              "plans that plan history lists as accepted join the demo pool "
                                              "(needs knn_demos; compilation.history_pool).")
@@ -75,7 +77,7 @@ class CompileRequest(BaseModel):
 
     def check(self) -> None:
         """Raise :class:`InputError` for an unknown tier, variant or optimizer, a missing LM, or
-        history traces without a demo pool."""
+        history traces or a decline slot without a demo pool."""
         model = self.options.model
         if self.tier is None and not model:
             raise InputError("give a tier or a model to compile for")
@@ -84,3 +86,5 @@ class CompileRequest(BaseModel):
         check_optimizer(self.options.optimizer, self.options.lm)
         if self.options.history_traces and not self.options.knn_demos:
             raise InputError("history traces join the demo pool: give --knn-demos K as well")
+        if self.options.decline_slot and not self.options.knn_demos:
+            raise InputError("the decline slot is one of the pool's demos: give --knn-demos K as well")

@@ -83,6 +83,9 @@ class PipelineMetadata(_Metadata):
 
     supersedes: tuple[str, ...] = Field(default=(), description="Packs this pipeline replaces.")
     steps: tuple[PipelineStep, ...] | None = None
+    chain: tuple[str, ...] = Field(default=(), description="The packs the pipeline runs, in order, for the planner's "
+                                   "chain guard only: never shown to the model (helmdeck's routing guide shows no "
+                                   "steps for its builtin pipelines).")
     inputs: tuple[Any, ...] | dict[str, Any] | None = None
     outputs: tuple[Any, ...] | dict[str, Any] | None = None
 
@@ -144,8 +147,8 @@ def parameter_words(schema: dict[str, Any], depth: int = 0, *, descriptions: boo
 
 
 def _wire_metadata(meta: _Metadata) -> dict[str, Any]:
-    """Metadata as the wire shows it: empty fields left out, a pipeline step's too."""
-    dumped = meta.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+    """Metadata as the wire shows it: empty fields left out, a pipeline step's too, and no ``chain``."""
+    dumped = meta.model_dump(mode="json", exclude_none=True, exclude_defaults=True, exclude={"chain"})
     return {k: v for k, v in dumped.items() if v not in ("", [], {}, ())}
 
 
@@ -239,13 +242,14 @@ class RoutingGuide(_CachingModel):
 
     @cached_property
     def pipeline_chains(self) -> dict[str, frozenset[str]]:
-        """Pipeline id → the packs it stands for: its steps' packs when the catalog lists them,
-        else its ``supersedes``; only pipelines standing for two packs or more (catalog order)."""
+        """Pipeline id → the packs it stands for: the first of its ``supersedes``, its ``chain`` and
+        its steps' packs that names two packs or more (catalog order; pipelines with none left out)."""
         chains = {}
         for p in self.pipelines:
             m = p.metadata
-            packs = frozenset(s.pack for s in m.steps if s.pack) if m.steps else frozenset(m.supersedes)
-            if len(packs) >= 2:
+            named = (frozenset(m.supersedes), frozenset(m.chain), frozenset(s.pack for s in m.steps or () if s.pack))
+            packs = next((n for n in named if len(n) >= 2), None)
+            if packs is not None:
                 chains[p.id] = packs
         return chains
 

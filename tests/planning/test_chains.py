@@ -44,20 +44,26 @@ def test_an_incomplete_chain_is_left_alone():
     assert collapse_chains(plan, {}) is plan
 
 
-def test_catalog_chains_come_from_steps_else_supersedes_and_need_two_packs():
+def test_catalog_chains_come_from_supersedes_else_chain_else_steps_and_need_two_packs():
     guide = parse_catalog({"packs": [], "pipelines": [
         {"id": "with.steps", "metadata": {"supersedes": ["a"], "steps": [{"pack": "a"}, {"pack": "b"}, {"pack": "a"}]}},
-        {"id": "with.supersedes", "metadata": {"supersedes": ["c", "d"]}},
+        {"id": "with.supersedes", "metadata": {"supersedes": ["c", "d"], "chain": ["c", "d", "x"]}},
+        {"id": "with.chain", "metadata": {"chain": ["f", "g"], "steps": [{"pack": "f"}]}},
         {"id": "one.pack", "metadata": {"supersedes": ["e"]}},
         {"id": "bare"},
     ]})
-    assert guide.pipeline_chains == {"with.steps": frozenset({"a", "b"}), "with.supersedes": frozenset({"c", "d"})}
+    assert guide.pipeline_chains == {"with.steps": frozenset({"a", "b"}), "with.supersedes": frozenset({"c", "d"}),
+                                     "with.chain": frozenset({"f", "g"})}
+    assert '"chain"' not in guide.rendered and '"steps"' in guide.rendered  # the chain is never shown
 
 
-def test_the_bundled_catalog_chains_its_pipelines_that_name_what_they_supersede():
-    chains = load_catalog().pipeline_chains
-    assert chains["builtin.repo-readme-podcast"] == {"repo.fetch", "podcast.generate"}
-    assert "builtin.research-deck" not in chains  # no supersedes and no steps in the bundled catalog
+def test_the_bundled_catalog_chains_every_pipeline_of_two_packs_or_more():
+    catalog = load_catalog()
+    chains = catalog.pipeline_chains
+    assert chains["builtin.repo-readme-podcast"] == {"repo.fetch", "podcast.generate"}  # its supersedes
+    assert chains["builtin.research-deck"] == {"research.deep", "slides.outline", "slides.render"}  # its chain
+    assert len(chains) == 19 and "builtin.repo-solve-pr" not in chains  # one pack: swe.solve
+    assert all(packs <= {p.name for p in catalog.packs} for packs in chains.values())
 
 
 ANSWER = json.dumps({"steps": [

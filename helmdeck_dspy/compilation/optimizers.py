@@ -28,12 +28,12 @@ def make_metric(setup: TierSetup, tasks: dict[str, PlanTask]) -> Any:
     Called with a ``trace`` (bootstrapping), it answers whether the plan is nearly right
     (score >= :data:`BOOTSTRAP_KEEP`) instead.
     """
-    ids, pipes = setup.catalog.id_set, setup.catalog.pipeline_ids
+    ids, pipes, chains = setup.catalog.id_set, setup.catalog.pipeline_ids, setup.catalog.pipeline_chains
 
     def metric(example: Any, pred: Any, trace: Any = None, *rest: Any) -> float:
         task = tasks[example.task_id]
         steps = getattr(pred, "steps", None)
-        score = score_prediction(task, steps, variant=setup.variant, catalog_ids=ids, pipeline_ids=pipes).score
+        score = score_prediction(task, steps, variant=setup.variant, catalog_ids=ids, pipeline_ids=pipes, chains=chains).score
         if trace is not None and not rest:  # bootstrapping: keep only demos that are nearly right
             return float(score >= BOOTSTRAP_KEEP)
         return score

@@ -19,7 +19,8 @@ from typing import Any, NamedTuple
 from helmdeck_dspy.decoding.parsing import ParseResult, parse_completion
 from helmdeck_dspy.evaluation.metric import PlanScore, score_plan
 from helmdeck_dspy.planning.guards import GuardedStep
-from helmdeck_dspy.planning.result import guard_plan, guarded_from_prediction
+from helmdeck_dspy.planning.result import guard_plan
+from helmdeck_dspy.signatures.types import PlanOutput, PlanStep
 from helmdeck_dspy.tasks import PlanTask
 
 
@@ -73,20 +74,20 @@ def guard_completion(
 
 
 def guard_prediction(
-    steps: list[Any] | None, *, variant: str, catalog_ids: Collection[str], pipeline_ids: Collection[str]
+    steps: list[Any] | None, *, variant: str, catalog_ids: Collection[str], pipeline_ids: Collection[str],
+    chains: Mapping[str, frozenset[str]] | None = None,
 ) -> list[GuardedStep] | None:
-    """Guard a DSPy prediction's steps (PlanStep objects or dicts); None stays None (no plan).
-
-    single_pick keeps only the first step, as :func:`guard_completion` does.
-    """
+    """Guard a DSPy prediction's steps (PlanStep objects or dicts) through :func:`guard_plan`, as
+    :func:`guard_completion` guards a completion's plan; None stays None (no plan)."""
     if steps is None:
         return None
-    guarded = guarded_from_prediction(steps, catalog_ids, pipeline_ids)
-    return guarded[:1] if variant == "single_pick" else guarded
+    plan = PlanOutput(steps=[s if isinstance(s, PlanStep) else PlanStep.model_validate(s) for s in steps])
+    return guard_plan(plan, variant, catalog_ids, pipeline_ids, chains=chains)[0]
 
 
 def score_prediction(
-    task: PlanTask, steps: list[Any] | None, *, variant: str, catalog_ids: Collection[str], pipeline_ids: frozenset[str]
+    task: PlanTask, steps: list[Any] | None, *, variant: str, catalog_ids: Collection[str], pipeline_ids: frozenset[str],
+    chains: Mapping[str, frozenset[str]] | None = None,
 ) -> PlanScore:
     """Guard a DSPy prediction's steps and score them against ``task`` (no steps: 0).
 
@@ -96,6 +97,7 @@ def score_prediction(
         variant: ``full_steps`` or ``single_pick``.
         catalog_ids: Every tool id the plan may name.
         pipeline_ids: The catalog's pipeline ids.
+        chains: Pipeline id -> the packs it chains, for the chain guard (as in :func:`guard_completion`).
     """
-    guarded = guard_prediction(steps, variant=variant, catalog_ids=catalog_ids, pipeline_ids=pipeline_ids)
+    guarded = guard_prediction(steps, variant=variant, catalog_ids=catalog_ids, pipeline_ids=pipeline_ids, chains=chains)
     return score_plan(task, guarded, variant=variant, pipeline_ids=pipeline_ids)

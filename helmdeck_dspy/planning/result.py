@@ -148,9 +148,3 @@ def build_result(
         dropped_steps=dropped,
         **common,
     )
-
-
-def guarded_from_prediction(steps: list[Any], catalog_ids: Collection[str], pipeline_ids: Collection[str]) -> list[GuardedStep]:
-    """Guard a DSPy prediction's steps (PlanStep objects or dicts), as the metric needs."""
-    plan_steps = [s if isinstance(s, PlanStep) else PlanStep.model_validate(s) for s in steps]
-    return guard_steps(plan_steps, catalog_ids, pipeline_ids)

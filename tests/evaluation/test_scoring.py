@@ -7,6 +7,7 @@ import json
 import pytest
 
 from helmdeck_dspy.catalog.models import load_catalog
+from helmdeck_dspy.domain import PIPELINE_RUN_TOOL
 from helmdeck_dspy.evaluation.metric import score_plan
 from helmdeck_dspy.evaluation.scoring import (
     guard_completion,
@@ -47,3 +48,24 @@ def test_unknown_tools_are_demoted_as_the_planner_does():
                                pipeline_ids=PIPES)
     assert guarded.steps[0].demoted and guarded.steps[0].tool == "unknown"
     assert score_plan(TASK, guarded.steps, pipeline_ids=PIPES).score < 1.0
+
+
+def test_a_prediction_takes_dicts_or_steps_and_is_renumbered():
+    from helmdeck_dspy.signatures.types import PlanStep
+
+    pack, pipe = CATALOG.packs[0].name, sorted(PIPES)[0]
+    out = guard_prediction([{"tool": pack, "args": {}}, PlanStep(tool="no.such.tool"), {"tool": pipe}],
+                           variant="full_steps", catalog_ids=IDS, pipeline_ids=PIPES)
+    assert [s.tool for s in out] == [pack, "unknown", pipe] and [s.order for s in out] == [1, 2, 3]
+
+
+def test_the_compile_metric_runs_the_chain_guard_as_the_planner_does():
+    """A prediction spelling out a pipeline's packs scores as the planner's plan would: one run of it."""
+    chains = CATALOG.pipeline_chains
+    task = next(t for t in load_tasks("dev") if len(t.steps) == 1 and t.steps[0].args.get("id") in chains)
+    packs = [{"tool": p, "args": {}} for p in sorted(chains[task.steps[0].args["id"]])]
+    spelled = score_prediction(task, packs, variant="full_steps", catalog_ids=IDS, pipeline_ids=PIPES)
+    guarded = score_prediction(task, packs, variant="full_steps", catalog_ids=IDS, pipeline_ids=PIPES, chains=chains)
+    assert guarded.score > spelled.score
+    steps = guard_prediction(packs, variant="full_steps", catalog_ids=IDS, pipeline_ids=PIPES, chains=chains)
+    assert [(s.tool, s.args.get("id")) for s in steps] == [(PIPELINE_RUN_TOOL, task.steps[0].args["id"])]

@@ -11,11 +11,7 @@ from helmdeck_dspy.catalog.compact import Trim
 from helmdeck_dspy.decoding.parsing import parse_completion
 from helmdeck_dspy.domain import PIPELINE_RUN_TOOL, UNKNOWN_TOOL
 from helmdeck_dspy.planning.guards import render_rewritten_prompt
-from helmdeck_dspy.planning.result import (
-    PlanResult,
-    build_result,
-    guarded_from_prediction,
-)
+from helmdeck_dspy.planning.result import PlanResult, build_result
 
 PACKS = ["helmdeck.memory_store", "blog.rewrite_for_audience", "image.generate"]
 PIPES = ["builtin.brief-rewrite-blog"]
@@ -151,12 +147,3 @@ def test_result_serialises():
     data = json.loads(r.model_dump_json())
     assert data["steps"][0]["tool"] == "helmdeck.memory_store"
     assert data["complexity"] == "pack-chain"
-
-
-def test_guarded_from_prediction_accepts_dicts_and_steps():
-    out = guarded_from_prediction(
-        [{"tool": "image.generate", "args": {}}, PlanStep(tool="helmdeck.plan"), {"tool": "builtin.brief-rewrite-blog"}],
-        IDS, PIPE_IDS,
-    )
-    assert [s.tool for s in out] == ["image.generate", UNKNOWN_TOOL, "builtin.brief-rewrite-blog"]
-    assert [s.order for s in out] == [1, 2, 3]

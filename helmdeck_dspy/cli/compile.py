@@ -52,6 +52,9 @@ from helmdeck_dspy.domain import TIERS, VARIANTS
 @click.option("--decline-slot", is_flag=True, default=False,
               help="With --knn-demos: when none of a request's K nearest demos declines, the last gives way to the "
                    "nearest that does.")
+@click.option("--decline-gate", is_flag=True, default=False,
+              help="With --decline-slot: open the slot only for requests the catalog matches (BM25) less closely "
+                   "than any train or dev (valset) task a tool serves.")
 @click.option("--history-traces", "history_traces", type=click.Path(dir_okay=False, exists=True), multiple=True,
               help="A trace file the planner recorded (plan --record): its plans that plan history lists as accepted "
                    "join the --knn-demos pool (repeatable).")
@@ -73,7 +76,7 @@ from helmdeck_dspy.domain import TIERS, VARIANTS
 def compile_cmd(
     tier: str | None, variant: str | None, compile_all: bool, model: str | None, optimizer: str, lm_spec: str | None,
     teacher_lm: str | None, temperature: float | None, settings_path: str | None, valset: int | None, knn_demos: int,
-    decline_slot: bool, history_traces: tuple[str, ...], history_db: str | None, budgets_path: str | None, progress: bool | None, train_path: str | None, dev_path: str | None,
+    decline_slot: bool, decline_gate: bool, history_traces: tuple[str, ...], history_db: str | None, budgets_path: str | None, progress: bool | None, train_path: str | None, dev_path: str | None,
     out_root: str | None, seed: int, use_mlflow: bool, tracking_uri: str | None, resume: bool | None, as_json: bool,
 ) -> None:
     """Compile the plan program for a tier and prompt variant (or --all six), or for one --model.
@@ -123,7 +126,7 @@ def compile_cmd(
 
     options = CompileOptions(model=model, optimizer=optimizer, lm=lm_spec, teacher_lm=teacher_lm, seed=seed,
                              temperature=temperature, settings=settings, knn_demos=knn_demos, decline_slot=decline_slot,
-                             history_traces=tuple(Path(t) for t in history_traces),
+                             decline_gate=decline_gate, history_traces=tuple(Path(t) for t in history_traces),
                              history_store=Path(history_db) if history_db else None,
                              out_root=Path(out_root) if out_root else None)
     results = compile_programs(

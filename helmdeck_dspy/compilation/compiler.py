@@ -57,7 +57,7 @@ from helmdeck_dspy.errors import HelmdeckError, InputError
 from helmdeck_dspy.io.atomic import atomic_writer
 from helmdeck_dspy.io.datafiles import file_sha256
 from helmdeck_dspy.planning.history import HistoryStore
-from helmdeck_dspy.program.demo_pool import DemoPool, PoolDemo, pool_from_tasks
+from helmdeck_dspy.program.demo_pool import DemoPool, PoolDemo, fit_decline_gate, pool_from_tasks
 from helmdeck_dspy.program.modules import MODULES
 from helmdeck_dspy.program.store import (
     load_compiled_state,
@@ -168,6 +168,7 @@ def compile_target(request: CompileRequest) -> CompileTarget:
                              {**settings.recorded(opts.optimizer), "temperature": opts.temperature,
                               **({"knn_demos": opts.knn_demos} if opts.knn_demos else {}),
                               **({"decline_slot": True} if opts.decline_slot else {}),
+                              **({"decline_gate": True} if opts.decline_gate else {}),
                               **({"history_demos": demos_sha256(learned)} if learned else {})})
     return CompileTarget(request, setup, lm_spec, teacher_spec, program, path, key, train, dev, valset, settings, inputs_sha,
                          learned)
@@ -228,8 +229,9 @@ def run_compile(target: CompileTarget, *, notify: Callable[[str], None] | None =
                 program.render = setup.render
             if opts.knn_demos:
                 pool = pool_from_tasks(train, setup.catalog)
+                gate = fit_decline_gate([*train, *target.valset], setup.catalog) if opts.decline_gate else None
                 program.demo_pool = DemoPool(demos=(*pool.demos, *target.history_demos), k=opts.knn_demos,
-                                             decline_slot=opts.decline_slot)
+                                             decline_slot=opts.decline_slot, decline_below=gate)
             after = dev_score(setup, program, lm, valset_tasks) if lm is not None else None
     costs = [e.get("cost") for e in (getattr(lm, "history", None) or []) if e.get("cost") is not None and e.get("usage")]
     return CompileRun(program, before, after, meter, estimate.total, round(sum(costs), 6) if costs else None,
@@ -248,7 +250,8 @@ def persist_compile(target: CompileTarget, run: CompileRun) -> CompileResult:
         train_sha256=tasks_sha256(target.train), dev_sha256=tasks_sha256(target.valset),
         train_n=len(target.train), dev_n=len(target.valset),
         dev_score_before=run.before, dev_score_after=run.after, demos=len(run.program.plan.demos),
-        knn_demos=opts.knn_demos, decline_slot=opts.decline_slot, history_demos=len(target.history_demos), demo_pool_size=len(run.program.demo_pool.demos) if run.program.demo_pool else 0,
+        knn_demos=opts.knn_demos, decline_slot=opts.decline_slot,
+        decline_below=run.program.demo_pool.decline_below if run.program.demo_pool else None, history_demos=len(target.history_demos), demo_pool_size=len(run.program.demo_pool.demos) if run.program.demo_pool else 0,
         prompt_tokens=setup.prompt_tokens(run.program), estimated_calls=run.estimated_calls,
         lm_calls=run.meter.live, cached_calls=run.meter.cached,
         teacher_calls=roles["teacher"].live + roles["teacher"].cached,
@@ -282,7 +285,7 @@ def _inputs_sha(setup: TierSetup, program: Any, optimizer: str, lm_spec: str | N
                 settings: dict[str, Any]) -> str:
     """A hash of everything a compile's result depends on (see the module docstring)."""
     if optimizer == "fit":  # fit has no settings, but the temperature changes the scores it measures (and a pool the program)
-        settings = {k: v for k, v in settings.items() if k in ("temperature", "knn_demos", "decline_slot") and v is not None} or None
+        settings = {k: v for k, v in settings.items() if k in ("temperature", "knn_demos", "decline_slot", "decline_gate") and v is not None} or None
     parts = {
         "tier": setup.tier, "variant": setup.variant, "optimizer": optimizer, "lm": lm_spec,
         "teacher_lm": teacher if optimizer != "fit" else None, "seed": seed,

@@ -72,6 +72,8 @@ class CompileResult(BaseModel):
     demos: int
     knn_demos: int = Field(default=0, description="Demos drawn per request from the program's demo pool (0: no pool).")
     decline_slot: bool = Field(default=False, description="The pool keeps one demo that declines among each request's.")
+    decline_below: float | None = Field(default=None, description="The decline slot's gate (compile --decline-gate): "
+                                        "it opens for requests whose best catalog match scores below this.")
     history_demos: int = Field(default=0, description="Pool demos that are accepted plans from plan history "
                                "(compile --history-traces).")
     demo_pool_size: int = Field(default=0, description="Worked examples in the program's demo pool.")

@@ -48,6 +48,9 @@ class CompileOptions(BaseModel):
                            "the program, from which each request gets its K nearest demos (0: no pool).")
     decline_slot: bool = Field(default=False, description="The pool keeps one demo that declines among each "
                                "request's K (needs knn_demos; DemoPool.decline_slot).")
+    decline_gate: bool = Field(default=False, description="The decline slot opens only for requests the catalog "
+                               "matches less closely than any train or valset task a tool serves (needs "
+                               "decline_slot; DemoPool.decline_below, fit_decline_gate).")
     history_traces: tuple[Path, ...] = Field(default=(), description="Trace files the planner recorded: their "
                                              "plans that plan history lists as accepted join the demo pool "
                                              "(needs knn_demos; compilation.history_pool).")
@@ -77,7 +80,7 @@ class CompileRequest(BaseModel):
 
     def check(self) -> None:
         """Raise :class:`InputError` for an unknown tier, variant or optimizer, a missing LM, or
-        history traces or a decline slot without a demo pool."""
+        history traces or a decline slot without a demo pool, or a decline gate without the slot."""
         model = self.options.model
         if self.tier is None and not model:
             raise InputError("give a tier or a model to compile for")
@@ -88,3 +91,5 @@ class CompileRequest(BaseModel):
             raise InputError("history traces join the demo pool: give --knn-demos K as well")
         if self.options.decline_slot and not self.options.knn_demos:
             raise InputError("the decline slot is one of the pool's demos: give --knn-demos K as well")
+        if self.options.decline_gate and not self.options.decline_slot:
+            raise InputError("the decline gate opens the decline slot: give --decline-slot as well")

@@ -36,7 +36,7 @@ from helmdeck_dspy.planning.resilience.classify import (
 from helmdeck_dspy.planning.resilience.deadline import call_with_deadline, warm_up
 from helmdeck_dspy.planning.result import Attempt, PlanResult, build_result
 from helmdeck_dspy.program.answer_schema import SchemaWire, constrained_wire
-from helmdeck_dspy.program.demo_pool import DemoPool
+from helmdeck_dspy.program.demo_pool import DemoPool, best_match
 from helmdeck_dspy.program.store import ProgramRef
 from helmdeck_dspy.recording.exchanges import record_exchanges
 from helmdeck_dspy.signatures.plan import variant_instructions
@@ -147,14 +147,17 @@ def compiled_pool(program: Any, catalog: RoutingGuide, whole: RoutingGuide | Non
     """The demo pool compiled into ``program`` (``compile --knn-demos``), keeping only the demos whose
     tools and pipelines are all in ``catalog`` (the selection): a pool is catalog-specific. With
     the pool's decline slot, a demo that declines needs its tools in ``whole`` (the planner's whole
-    catalog) only: its empty answer names none of them. None without a pool."""
+    catalog) only, since its empty answer names none of them: those the selection dropped are kept
+    for the slot alone (``DemoPool.declines``). None without a pool."""
     pool = getattr(program, "demo_pool", None)
     if pool is None:
         return None
     ids, whole_ids = catalog.id_set, (whole or catalog).id_set
-    return DemoPool(demos=tuple(d for d in pool.demos if d.entry_ids <= ids
-                                or (pool.decline_slot and not d.steps and d.entry_ids <= whole_ids)),
-                    k=pool.k, decline_slot=pool.decline_slot)
+    shown = tuple(d for d in pool.demos if d.entry_ids <= ids)
+    slot_only = tuple(d for d in pool.demos if pool.decline_slot and not d.steps and not d.entry_ids <= ids
+                      and d.entry_ids <= whole_ids)
+    return DemoPool(demos=shown, declines=slot_only, k=pool.k, decline_slot=pool.decline_slot,
+                    decline_below=pool.decline_below)
 
 
 @dataclass
@@ -185,7 +188,9 @@ def _call_program(
             render = render.model_copy(update={"nearest_tools": nearest_tools(selected, intent, planner.options.nearest_tools)})
         pool = planner.options.demo_pool or compiled_pool(planner.program, selected, planner.catalog)
         if pool is not None:
-            picked = pool.nearest(intent, exclude=frozenset({exchange.task_id} if exchange.task_id else ()))
+            match = best_match(planner.catalog, intent) if pool.decline_below is not None else None
+            picked = pool.nearest(intent, exclude=frozenset({exchange.task_id} if exchange.task_id else ()),
+                                  catalog_match=match)
             exchange.demo_ids = [d.id for d in picked]
             render = render.model_copy(update={"pool_demos": tuple(picked)})
         planner.program.render = render

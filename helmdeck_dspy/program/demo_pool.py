@@ -13,6 +13,11 @@ one from the train split with :func:`pool_from_tasks` and saves it in the progra
 manifest records ``knn_demos`` (``--history-traces`` adds accepted plans from plan history:
 :mod:`helmdeck_dspy.compilation.history_pool`). A pool built over one catalog is catalog-specific: the planner
 shows a compiled pool's demo only when every tool and pipeline it uses is in the planner's catalog.
+
+A pool can keep a slot for a demo that declines (``--decline-slot``): when none of a request's
+``k`` nearest declines, the last gives way to the nearest that does. ``--decline-gate`` opens that
+slot only for requests the catalog matches weakly: :func:`best_match` below the gate that
+:func:`fit_decline_gate` fits on the compile's gold tasks.
 """
 
 from __future__ import annotations
@@ -85,26 +90,59 @@ class DemoPool(BaseModel):
     k: int = Field(default=2, ge=0, description="Demos shown per request.")
     decline_slot: bool = Field(default=False, description="When none of the k nearest declines (has no steps), "
                                "the last of them gives way to the nearest demo that does (k of 2 or more).")
+    decline_below: float | None = Field(default=None, description="The decline slot's gate: it opens only for a "
+                                        "request whose best catalog match (best_match) scores below this "
+                                        "(fitted at compile time: fit_decline_gate); None: always open.")
+    declines: tuple[PoolDemo, ...] = Field(default=(), description="Demos that decline which only the decline slot "
+                                           "draws on, besides those in ``demos`` (the planner's: a compiled pool's "
+                                           "declining demos whose tools the selection dropped).")
 
     @cached_property
     def _index(self) -> tuple[list[Counter[str]], list[int]]:
-        tokens = [tokenize(d.intent) for d in self.demos]
-        return [Counter(t) for t in tokens], [len(t) for t in tokens]
+        return _bm25_index(self.demos)
 
-    def nearest(self, intent: str, exclude: frozenset[str] = frozenset()) -> list[PoolDemo]:
-        """The ``k`` demos whose requests score highest against ``intent`` (pool order on ties)."""
+    @cached_property
+    def _slot_index(self) -> tuple[list[Counter[str]], list[int]]:
+        return _bm25_index((*self.demos, *self.declines))
+
+    def nearest(self, intent: str, exclude: frozenset[str] = frozenset(), catalog_match: float | None = None) -> list[PoolDemo]:
+        """The ``k`` demos whose requests score highest against ``intent`` (pool order on ties);
+        ``catalog_match`` is the request's :func:`best_match` in the planner's catalog, which a gated
+        decline slot needs (without it a gated slot stays shut)."""
         if self.k == 0 or not self.demos:
             return []
-        counts, lengths = self._index
-        scores = bm25_scores(counts, lengths, token_set(intent))
-        order = [self.demos[i] for i in sorted(range(len(self.demos)), key=lambda i: (-scores[i], i))
-                 if self.demos[i].id not in exclude]
+        order = _by_score(self.demos, self._index, intent, exclude)
         picked = order[: self.k]
-        if self.decline_slot and self.k >= 2 and all(d.steps for d in picked):
+        if self.decline_slot and self.k >= 2 and self._gate_open(catalog_match) and all(d.steps for d in picked):
+            if self.declines:
+                order = _by_score((*self.demos, *self.declines), self._slot_index, intent, exclude)
             decline = next((d for d in order if not d.steps), None)
             if decline is not None:
                 picked = picked[: self.k - 1] + [decline]
         return picked
+
+    def _gate_open(self, catalog_match: float | None) -> bool:
+        if self.decline_below is None:
+            return True
+        return catalog_match is not None and catalog_match < self.decline_below
+
+
+def _bm25_index(demos: tuple[PoolDemo, ...]) -> tuple[list[Counter[str]], list[int]]:
+    tokens = [tokenize(d.intent) for d in demos]
+    return [Counter(t) for t in tokens], [len(t) for t in tokens]
+
+
+def _by_score(demos: tuple[PoolDemo, ...], index: tuple[list[Counter[str]], list[int]], intent: str,
+              exclude: frozenset[str]) -> list[PoolDemo]:
+    """``demos`` by BM25 score against ``intent``, highest first (pool order on ties), less ``exclude``."""
+    scores = bm25_scores(*index, token_set(intent))
+    return [demos[i] for i in sorted(range(len(demos)), key=lambda i: (-scores[i], i)) if demos[i].id not in exclude]
+
+
+def best_match(catalog: RoutingGuide, intent: str) -> float:
+    """How closely ``catalog`` matches ``intent``: the BM25 score of its best entry (0 for none)."""
+    ranked = rank_bm25(catalog, intent)
+    return ranked[0].score if ranked else 0.0
 
 
 def plan_demo(demo_id: str, intent: str, steps: Iterable[tuple[str, dict[str, Any]]], catalog: RoutingGuide) -> PoolDemo | None:
@@ -137,3 +175,15 @@ def pool_from_tasks(tasks: Iterable[PlanTask], catalog: RoutingGuide, k: int = 2
         elif (demo := plan_demo(task.id, task.intent, ((s.tool, s.args) for s in task.steps), catalog)) is not None:
             demos.append(demo)
     return DemoPool(demos=tuple(demos), k=k)
+
+
+def fit_decline_gate(tasks: Iterable[PlanTask], catalog: RoutingGuide) -> float | None:
+    """The decline slot's gate fitted on gold ``tasks``: the lowest :func:`best_match` of a task
+    that a tool serves, so that none of them is gated; None when no task that declines scores below
+    it (a gate there would never open on the tasks it was fitted to)."""
+    scored = [(best_match(catalog, t.intent), bool(t.steps)) for t in tasks]
+    serving = [score for score, serves in scored if serves]
+    if not serving:
+        return None
+    gate = min(serving)
+    return gate if any(score < gate for score, serves in scored if not serves) else None

@@ -11,10 +11,10 @@ import pytest
 
 from helmdeck_dspy.catalog.models import load_catalog
 from helmdeck_dspy.domain import PIPELINE_RUN_TOOL
-from helmdeck_dspy.errors import CompiledProgramError
+from helmdeck_dspy.errors import CompiledProgramError, InputError
 from helmdeck_dspy.io.resources import bundled_dir
 from helmdeck_dspy.planning.planner import Planner
-from helmdeck_dspy.program.demo_pool import GAP_DEMO_TOOLS, pool_from_tasks
+from helmdeck_dspy.program.demo_pool import GAP_DEMO_TOOLS, best_match, pool_from_tasks
 from helmdeck_dspy.program.modules import SinglePick
 from helmdeck_dspy.program.store import load_compiled_state, program_path
 from helmdeck_dspy.tasks import load_tasks
@@ -73,6 +73,16 @@ def test_a_compiled_pool_is_saved_recorded_and_drawn_from_per_request(tmp_path):
     mcp = load_catalog(bundled_dir() / "catalog" / "mcp-servers.json")
     assert demos_shown(mcp) == []  # the pool's tools are helmdeck's: none is shown over another catalog
     assert not compile_one("C", "single_pick", out_root=tmp_path, knn_demos=3, resume=True).skipped  # another input
+
+
+def test_a_decline_gate_is_fitted_on_the_compile_tasks_and_recorded(tmp_path):
+    r = compile_one("C", "full_steps", out_root=tmp_path, knn_demos=3, decline_slot=True, decline_gate=True)
+    saved = json.loads(program_path("C", "full_steps", tmp_path).read_text(encoding="utf-8"))["demo_pool"]
+    serving = min(best_match(CATALOG, t.intent) for t in [*TRAIN, *load_tasks("dev")] if t.steps)
+    assert saved["decline_slot"] and saved["decline_below"] == r.decline_below == serving
+    assert compile_one("C", "full_steps", out_root=tmp_path, knn_demos=3, decline_slot=True).decline_below is None
+    with pytest.raises(InputError, match="--decline-slot"):
+        compile_one("C", "full_steps", out_root=tmp_path, knn_demos=3, decline_gate=True)
 
 
 def test_without_knn_demos_the_program_has_no_pool(tmp_path):

@@ -5,9 +5,10 @@ import json
 from helmdeck_dspy.catalog.models import Pack, RoutingGuide
 from helmdeck_dspy.program.adapter import PlanAdapter, RenderOptions
 from helmdeck_dspy.program.answer_schema import plan_schema
-from helmdeck_dspy.program.demo_pool import DemoPool, PoolDemo, signature_line
+from helmdeck_dspy.program.demo_pool import DemoPool, PoolDemo, best_match, fit_decline_gate, signature_line
 from helmdeck_dspy.program.sections import DEMO_TOOLS_HEADER
 from helmdeck_dspy.signatures.plan import signature_for
+from helmdeck_dspy.tasks import PlanTask
 
 AREA = Pack(name="geometry.area", description="Area of a shape. Many shapes.", parameters={
     "type": "object", "properties": {"base": {"type": "number"}, "unit": {"type": "string"}}, "required": ["base"]})
@@ -33,6 +34,47 @@ def test_a_decline_slot_shows_the_nearest_declining_demo_when_the_nearest_hold_n
     assert [d.id for d in slot.nearest("what is the area of a triangle")] == ["a", "n"]  # one already declines
     assert [d.id for d in slot.model_copy(update={"k": 1}).nearest("weather in Paris")] == ["w"]
     assert [d.id for d in slot.nearest("weather", exclude=frozenset({"n"}))] == ["w", "a"]  # no decline left
+
+
+def test_slot_only_declines_fill_the_slot_and_leave_the_other_picks_as_they_were():
+    served = DemoPool(k=2, demos=POOL.demos[:2])
+    extra = PoolDemo(id="x", intent="weather poem for a triangle in Paris", tools=(AREA,), steps=())
+    slot = served.model_copy(update={"decline_slot": True, "declines": (extra,)})
+    mixed = "weather in Paris, area of a triangle base 6"
+    assert [d.id for d in slot.nearest(mixed)] == ["a", "x"]
+    assert [d.id for d in slot.model_copy(update={"decline_slot": False}).nearest(mixed)] == [
+        d.id for d in served.nearest(mixed)] == ["a", "w"]
+
+
+def test_a_gated_decline_slot_opens_only_below_the_gate():
+    gated = POOL.model_copy(update={"decline_slot": True, "decline_below": 5.0})
+    mixed = "weather in Paris, area of a triangle base 6"
+    assert [d.id for d in gated.nearest(mixed, catalog_match=4.9)] == ["a", "n"]
+    assert [d.id for d in gated.nearest(mixed, catalog_match=5.0)] == ["a", "w"]  # not below: shut
+    assert [d.id for d in gated.nearest(mixed)] == ["a", "w"]  # no match given: a gated slot stays shut
+
+
+def test_best_match_scores_a_catalog_that_serves_the_request_above_one_that_does_not():
+    catalog = RoutingGuide(packs=(AREA, WEATHER))
+    assert best_match(catalog, "area of a triangle") > best_match(catalog, "book a flight to Rome") == 0.0
+    assert best_match(RoutingGuide(packs=()), "area") == 0.0
+
+
+def test_the_gate_is_fitted_below_every_task_a_tool_serves():
+    catalog = RoutingGuide(packs=(AREA, WEATHER))
+
+    def task(intent: str, tool: str | None) -> PlanTask:
+        return PlanTask.model_validate({
+            "id": "t-" + "-".join(intent.split()).lower(), "split": "dev", "intent": intent,
+            "category": "single-action" if tool else "gap", "complexity": "single-action",
+            "steps": [{"tool": tool, "args": {}}] if tool else []})
+
+    serving = [task("area of a triangle", "geometry.area"), task("weather now in Oslo", "weather.now")]
+    declining = task("book a flight to Rome", None)
+    gate = fit_decline_gate([*serving, declining], catalog)
+    assert gate == min(best_match(catalog, t.intent) for t in serving) > best_match(catalog, declining.intent)
+    assert fit_decline_gate(serving, catalog) is None  # nothing declines below it: no gate
+    assert fit_decline_gate([declining], catalog) is None  # nothing served: nothing to fit
 
 
 def test_signature_line_marks_optional_arguments():
@@ -184,6 +226,9 @@ def test_a_pool_demo_that_runs_a_pipeline_shows_it_as_the_answer_format_calls_it
 
     assert compiled_pool(Program(), selected, whole).demos == ()
     Program.demo_pool = DemoPool(demos=(no,), k=2)
-    assert compiled_pool(Program(), selected, whole).demos == ()  # without the slot, its tools must be selected
-    assert [d.id for d in compiled_pool(Declining(), selected, whole).demos] == ["no"]
-    assert compiled_pool(Declining(), selected, RoutingGuide(packs=(WEATHER,))).demos == ()  # another catalog
+    assert compiled_pool(Program(), selected, whole).declines == ()  # without the slot, its tools must be selected
+    slot_only = compiled_pool(Declining(), selected, whole)
+    assert slot_only.demos == () and [d.id for d in slot_only.declines] == ["no"]  # for the slot alone
+    assert compiled_pool(Declining(), selected, RoutingGuide(packs=(WEATHER,))).declines == ()  # another catalog
+    Declining.demo_pool = DemoPool(demos=(no,), k=2, decline_slot=True, decline_below=3.5)
+    assert compiled_pool(Declining(), selected, whole).decline_below == 3.5  # the gate goes with the pool

@@ -242,7 +242,7 @@ def persist_compile(target: CompileTarget, run: CompileRun) -> CompileResult:
     """Save ``run``'s program to ``target``'s file and record its entry in the manifest (both atomically)."""
     opts, setup = target.request.options, target.setup
     save_program(run.program, target.path)
-    roles = run.meter.roles
+    roles, pool = run.meter.roles, run.program.demo_pool
     result = CompileResult(
         tier=setup.tier, variant=setup.variant, model=opts.model, optimizer=opts.optimizer, lm=target.lm_spec,
         teacher_lm=target.teacher_spec, temperature=opts.temperature, budget_model=setup.budget.model,
@@ -250,8 +250,8 @@ def persist_compile(target: CompileTarget, run: CompileRun) -> CompileResult:
         train_sha256=tasks_sha256(target.train), dev_sha256=tasks_sha256(target.valset),
         train_n=len(target.train), dev_n=len(target.valset),
         dev_score_before=run.before, dev_score_after=run.after, demos=len(run.program.plan.demos),
-        knn_demos=opts.knn_demos, decline_slot=opts.decline_slot,
-        decline_below=run.program.demo_pool.decline_below if run.program.demo_pool else None, history_demos=len(target.history_demos), demo_pool_size=len(run.program.demo_pool.demos) if run.program.demo_pool else 0,
+        knn_demos=opts.knn_demos, decline_slot=opts.decline_slot, history_demos=len(target.history_demos),
+        decline_below=pool.decline_below if pool else None, demo_pool_size=len(pool.demos) if pool else 0,
         prompt_tokens=setup.prompt_tokens(run.program), estimated_calls=run.estimated_calls,
         lm_calls=run.meter.live, cached_calls=run.meter.cached,
         teacher_calls=roles["teacher"].live + roles["teacher"].cached,

@@ -6,7 +6,8 @@ once with the selected catalog's answer schema as a ``json_object`` schema (the 
 request is sent once first to warm llama.cpp's prompt cache, so the timed calls evaluate almost no
 prompt and their latency is generation (plus, when constrained, the grammar's sampling cost).
 Printed: median milliseconds per completion token, free and constrained, their difference and
-ratio, all measured in this run.
+ratio, and for each kind a least-squares line of latency on tokens (its slope is the cost of a
+token without the fixed cost of a request), all measured in this run.
 
     .venv/bin/python measure/constrained_cost.py [--model qwen2.5-coder-1.5b] [--n 6]
 
@@ -54,6 +55,7 @@ def main() -> None:
     budget = budget_for(f"local/{args.model}-instruct")
     catalog = load_catalog()
     per_token: dict[str, list[float]] = {"free": [], "constrained": []}
+    pairs: dict[str, list[tuple[int, float]]] = {"free": [], "constrained": []}
     for task in load_tasks("dev")[: args.n]:
         selected, _ = select_catalog(catalog, budget, task.intent)
         schema = plan_schema(selected, "full_steps")
@@ -64,10 +66,15 @@ def main() -> None:
         for kind, extra in (("free", {}), ("constrained", {"response_format": {"type": "json_object", "schema": schema}})):
             ms, tokens = _post(api_base, key, {**base, **extra})
             per_token[kind].append(ms / max(tokens, 1))
+            pairs[kind].append((tokens, ms))
             print(f"{task.id} {kind}: {tokens} tokens, {ms:.0f} ms, {ms / max(tokens, 1):.1f} ms/token", flush=True)
     free, bound = statistics.median(per_token["free"]), statistics.median(per_token["constrained"])
     print(f"\n{args.model}, {len(per_token['free'])} requests: free {free:.1f} ms/token, constrained {bound:.1f} ms/token, "
           f"+{bound - free:.1f} ms/token (x{bound / free:.2f})")
+    for kind, points in pairs.items():
+        if len({t for t, _ in points}) > 1:  # a line needs two token counts
+            slope, intercept = statistics.linear_regression([t for t, _ in points], [ms for _, ms in points])
+            print(f"{kind}: least-squares {slope:.1f} ms/token + {intercept:.0f} ms per request")
 
 
 if __name__ == "__main__":

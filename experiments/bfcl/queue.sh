@@ -25,6 +25,7 @@ $CLI bench levers --no-progress --only full_steps-knn3-gate "$T15" &&
 $CLI bench levers --no-progress --only default-pool "$B15" &&
 { [ -s experiments/constrained-cost.txt ] || "$(dirname "$CLI")/python" measure/constrained_cost.py --n 8 > experiments/constrained-cost.tmp && mv experiments/constrained-cost.tmp experiments/constrained-cost.txt; } &&
 $CLI bench levers --no-progress --only plain,default "$B15" &&
+$CLI bench levers --no-progress --only constrained,today,coerce "$B15" &&
 $CLI bench levers --no-progress --only single_pick-nofit "$T05" &&
 $CLI bench levers --no-progress "$SIZE05" &&
 $CLI bench levers --no-progress "$SIZE15" &&
@@ -35,7 +36,6 @@ $CLI bench levers --no-progress --only default-last,default-strict,default-neare
 $CLI bench levers --no-progress --only plain,default,default-multi "$B05" &&
 $CLI bench levers --no-progress "$T15" &&
 $CLI bench levers --no-progress "$T05" &&
-$CLI bench levers --no-progress --only plain,default "$B15" &&
-$CLI bench levers --no-progress --only constrained,today,coerce,default-steps,fitted "$B15" &&
+$CLI bench levers --no-progress --only default-steps,fitted "$B15" &&
 $CLI bench levers --no-progress "$B05" &&
 $CLI bench levers --no-progress "$B15"

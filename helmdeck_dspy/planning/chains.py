@@ -3,10 +3,11 @@
 helmdeck's planning rules say a pipeline supersedes the packs it chains, even when the request
 names those packs; small models still tend to list the packs. This guard applies the rule after
 the model: when every pack a catalog pipeline stands for (:attr:`RoutingGuide.pipeline_chains`:
-its ``supersedes``, else its ``chain``, else its steps' packs; two packs or more) is among a plan's steps, those steps
-become one ``helmdeck__pipeline-run`` step for that pipeline, where the first of them stood. The
-longest chain is taken first (a plan may hold more than one); the replaced steps' args become the
-run's ``inputs`` (the first step's value wins on a shared key). Steps keep their order otherwise.
+its ``supersedes``, else its ``chain``, else its steps' packs; two packs or more) is among a
+plan's steps, those steps become one ``helmdeck__pipeline-run`` step for that pipeline, where the
+first of them stood. The longest chain is taken first (a plan may hold more than one); the replaced
+steps' args become the run's ``inputs`` (the first step's value wins on a shared key). Steps keep
+their order otherwise.
 """
 
 from __future__ import annotations

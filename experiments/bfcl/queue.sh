@@ -26,8 +26,8 @@ $CLI bench levers --no-progress --only default-pool "$B15" &&
 { [ -s experiments/constrained-cost.txt ] || { "$(dirname "$CLI")/python" measure/constrained_cost.py --n 8 > experiments/constrained-cost.tmp && mv experiments/constrained-cost.tmp experiments/constrained-cost.txt; }; } &&
 $CLI bench levers --no-progress --only plain,default "$B15" &&
 $CLI bench levers --no-progress --only constrained,today,coerce "$B15" &&
-$CLI bench levers --no-progress --only single_pick-nofit "$T05" &&
 $CLI bench levers --no-progress "$SIZE05" &&
+$CLI bench levers --no-progress --only single_pick-nofit "$T05" &&
 $CLI bench levers --no-progress --only fitted "$B15" &&
 $CLI bench levers --no-progress --only single_pick-nofit "$T15" &&
 $CLI bench levers --no-progress "$SIZE15" &&

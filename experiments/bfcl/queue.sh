@@ -27,6 +27,7 @@ $CLI bench levers --no-progress --only default-pool "$B15" &&
 $CLI bench levers --no-progress --only plain,default "$B15" &&
 $CLI bench levers --no-progress --only constrained,today,coerce "$B15" &&
 $CLI bench levers --no-progress "$SIZE05" &&
+$CLI bench levers --no-progress --only full_steps-top6 "$T05" &&
 $CLI bench levers --no-progress --only single_pick-nofit "$T05" &&
 $CLI bench levers --no-progress --only fitted "$B15" &&
 $CLI bench levers --no-progress --only single_pick-nofit "$T15" &&

@@ -30,6 +30,7 @@ $CLI bench levers --no-progress "$SIZE05" &&
 $CLI bench levers --no-progress --only full_steps-top6 "$T05" &&
 $CLI bench levers --no-progress --only single_pick-nofit "$T05" &&
 $CLI bench levers --no-progress --only fitted "$B15" &&
+$CLI bench levers --no-progress --only today "$B05" &&
 $CLI bench levers --no-progress "$SIZE15" &&
 $CLI bench levers --no-progress --only single_pick-nofit "$T15" &&
 $CLI bench levers --no-progress --only full_steps "$T05" &&

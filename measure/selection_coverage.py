@@ -32,15 +32,16 @@ class Scorer:
     """Per-concept BM25 scores of every entry of a catalog for one request."""
 
     def __init__(self, catalog: RoutingGuide) -> None:
-        self.entries = [*catalog.packs, *catalog.pipelines]
-        self.ids = [e.entry_id for e in self.entries]
+        entries = [*catalog.packs, *catalog.pipelines]
         self.catalog = catalog
+        self.ids = [e.entry_id for e in entries]
+        self.docs = [e.features.term_counts for e in entries]
+        self.lengths = [len(e.features.terms) for e in entries]
+        self.names = [e.features.id_terms for e in entries]
 
     def by_concept(self, intent: str) -> list[list[float]]:
-        docs = [e.features.term_counts for e in self.entries]
-        lengths = [len(e.features.terms) for e in self.entries]
-        names = [e.features.id_terms for e in self.entries]
-        return [concept_scores(docs, lengths, [c], names=names, name_boost=NAME_BOOST)
+        """For each request concept, every entry's BM25 score (as rank_bm25 adds it up)."""
+        return [concept_scores(self.docs, self.lengths, [c], names=self.names, name_boost=NAME_BOOST)
                 for c in expand(term_set(intent, camel=False))]
 
     def bm25_top(self, intent: str, n: int) -> list[str]:

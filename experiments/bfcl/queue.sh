@@ -34,8 +34,6 @@ $CLI bench levers --no-progress --only single_pick-nofit "$T05" &&
 $CLI bench levers --no-progress --only fitted "$B15" &&
 $CLI bench levers --no-progress --only today "$B05" &&
 $CLI bench levers --no-progress "$SIZE15" &&
-{ grep -q "experiments/catalog-size/qwen2.5-coder-1.5b" compiled/budgets.toml ||
-  { echo "queue stopped: apply the 1.5B's catalog-size rule to compiled/budgets.toml first (docs/results/catalog-size.md)"; false; }; } &&
 $CLI bench levers --no-progress --only single_pick-nofit "$T15" &&
 $CLI bench levers --no-progress --only default-multi "$B15" &&
 $CLI bench levers --no-progress --only full_steps "$T05" &&

@@ -3,8 +3,6 @@
 # Each step resumes where it stopped. Log: experiments/bfcl/bench-live.log (make bench-live).
 # B15/B05: BFCL; MCP: the real MCP servers' tools; T15/T05: the project's test split; SIZE15/SIZE05: the
 # models' catalog sizes on the dev split.
-# After SIZE15 the queue stops until its choice is written on the 1.5B's budget row, so the rows
-# after it run under the chosen cut.
 CLI=${CLI:-.venv/bin/helmdeck-dspy}
 B15=experiments/bfcl/qwen2.5-coder-1.5b/levers.toml
 B05=experiments/bfcl/qwen2.5-coder-0.5b/levers.toml

@@ -58,16 +58,15 @@ class BudgetFields(BaseModel):
     supports_prefix_cache: bool = Field(
         default=False, description="Render the catalog in a byte-stable system message."
     )
-    native_tool_calls: bool = Field(
-        default=False,
-        description="Also offer the selected catalog as native function tools: the model may answer with "
-        "tool calls instead of JSON text (for models with function calling; off by default).",
-    )
-    constrained_decoding: bool | None = Field(
+    answer_strategy: Literal["free", "schema", "native"] | None = Field(
         default=None,
-        description="Decode plan answers under a JSON Schema of the selected catalog (tool ids as an enum, each "
-        "tool's argument schema): true, false, or unset = the endpoint's default (on for llama.cpp servers, "
-        "off elsewhere; program.answer_schema.constrained_wire).",
+        description="How the model answers (program.prompt_spec.STRATEGIES): free JSON text, JSON text decoded "
+        "under the selected catalog's schema, or with the catalog also offered as native tools; unset = the "
+        "endpoint's default (schema on llama.cpp servers, free elsewhere; planning.prompt.strategy_for).",
+    )
+    temperature: float = Field(
+        default=0.0, ge=0.0, le=2.0,
+        description="Sampling temperature sent with every plan and filter call (0 unless measured otherwise).",
     )
     cached_input_cost_usd_per_mtok: float = Field(default=0.0, ge=0.0)
     prompt_variant: Literal["", "full_steps", "single_pick"] = Field(
@@ -93,6 +92,12 @@ class Budget(BudgetFields):
 
     model: str = Field(description="The caller's model id (trimmed), echoed for logging.")
     matched: str = Field(description='The matching row\'s `match`, or "fallback".')
+
+    @property
+    def json_object_format(self) -> bool:
+        """Whether free answers ask for a JSON-object response format: when the row wants strict
+        JSON, never on Tier C (small models loop on it)."""
+        return self.wants_strict_json and self.tier != "C"
 
     @property
     def resolved_prompt_variant(self) -> Variant:

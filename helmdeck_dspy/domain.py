@@ -70,3 +70,9 @@ def complexity_for(tools: Sequence[str], more_steps_likely: bool = False) -> Com
     if len(tools) == 1 and tools[0] == PIPELINE_RUN_TOOL:
         return "pipeline-direct"
     return "single-action"
+
+
+DEFAULT_RANKER = "bm25"
+DEFAULT_RANK_SOURCE: Literal["compacted", "full"] = "full"
+"""The catalog ranking every planner, command and server uses unless told otherwise: BM25 over the
+full entries (docs/results/selection.md). ``lexical`` over the ``compacted`` catalog is helmdeck's."""

@@ -245,3 +245,8 @@ class InputTooLargeError(UsageValueError):
 class HistoryStoreError(RunError):
     """The plan-history store cannot be opened: its folder is not a directory, the database is
     not an SQLite file, or its secret is unreadable."""
+
+
+class FrozenProgramError(RunError, AttributeError):
+    """An assignment to a plan program after it was loaded for planning: programs are shared by
+    concurrent requests, so per-request settings travel with the call instead."""

@@ -46,7 +46,8 @@ def main() -> None:
     from helmdeck_dspy.catalog.models import load_catalog
     from helmdeck_dspy.catalog.select import select_catalog
     from helmdeck_dspy.local.endpoint import local_lm_args
-    from helmdeck_dspy.program.adapter import PlanAdapter, RenderOptions
+    from helmdeck_dspy.program.adapter import PlanAdapter
+from helmdeck_dspy.program.prompt_spec import PromptSpec
     from helmdeck_dspy.program.answer_schema import plan_schema
     from helmdeck_dspy.signatures.plan import signature_for
     from helmdeck_dspy.tasks import load_tasks
@@ -59,7 +60,7 @@ def main() -> None:
     for task in load_tasks("dev")[: args.n]:
         selected, _ = select_catalog(catalog, budget, task.intent)
         schema = plan_schema(selected, "full_steps")
-        adapter = PlanAdapter(RenderOptions(answer_schema=schema, schema_wire="json_object"))
+        adapter = PlanAdapter(PromptSpec(answer_schema=schema, schema_wire="json_object"))
         messages = adapter.format(signature_for("full_steps"), [], {"user_intent": task.intent, "catalog": selected.render()})
         base = {"messages": messages, "max_tokens": 200, "temperature": 0.0, "seed": 7}
         _post(api_base, key, base)  # warm the prompt cache: the timed calls below generate only

@@ -40,7 +40,8 @@ def requests_for(tier: str, n: int, catalog_in_system: bool, max_tokens: int) ->
     from helmdeck_dspy.budgets import budget_for
     from helmdeck_dspy.catalog.models import load_catalog
     from helmdeck_dspy.catalog.select import select_catalog
-    from helmdeck_dspy.program.adapter import PlanAdapter, RenderOptions
+    from helmdeck_dspy.program.adapter import PlanAdapter
+from helmdeck_dspy.program.prompt_spec import PromptSpec
     from helmdeck_dspy.program.store import load_program
     from helmdeck_dspy.tasks import load_tasks
 
@@ -54,7 +55,7 @@ def requests_for(tier: str, n: int, catalog_in_system: bool, max_tokens: int) ->
     # In the system message: one catalog for every request (selected for a general request), so the
     # system message is byte-identical; in the user message: the catalog selected for each intent.
     shared, _ = select_catalog(guide, budget, "plan the steps of a request with the available tools")
-    adapter = PlanAdapter(RenderOptions(variant=variant, catalog_in_system=catalog_in_system, max_tokens=max_tokens))
+    adapter = PlanAdapter(PromptSpec(variant=variant, catalog_in_system=catalog_in_system, max_tokens=max_tokens))
     out = []
     for task in load_tasks("dev")[:n]:
         catalog = shared if catalog_in_system else select_catalog(guide, budget, task.intent)[0]

@@ -33,16 +33,12 @@ class PlanSignature(dspy.Signature):
 
 
 @lru_cache(maxsize=None)
-def variant_instructions(variant: Variant, tools_only: bool = False, pipeline_ids: bool = False) -> str:
+def variant_instructions(variant: Variant, tools_only: bool = False) -> str:
     """The bundled instruction text for a variant: helmdeck's (packs and pipelines), with
-    ``tools_only`` the text for a plain list of tools (``instructions/tools_<variant>.md``), with
-    ``pipeline_ids`` the text for pipelines called by their ids (``instructions/ids_full_steps.md``;
-    full_steps only)."""
+    ``tools_only`` the text for a plain list of tools (``instructions/tools_<variant>.md``)."""
     if variant not in VARIANTS:
         raise InputError(f"unknown prompt variant {variant!r}; expected one of {VARIANTS}")
-    if pipeline_ids and variant != "full_steps":
-        raise InputError("instructions for pipelines called by their ids exist for full_steps only")
-    name = f"tools_{variant}" if tools_only else f"ids_{variant}" if pipeline_ids else variant
+    name = f"tools_{variant}" if tools_only else variant
     return resources.files("helmdeck_dspy.signatures").joinpath(f"instructions/{name}.md").read_text("utf-8").strip()
 
 

@@ -31,7 +31,7 @@ class Trim(BaseModel):
         before_bytes: Size of the catalog as given.
         after_bytes: Size of the catalog returned.
         dropped: Labels of the trim steps that ran, in order, plus selection markers
-            (``lexical.top_n``, ``lexical.low_confidence``, ``llm_filter(...)``) and a final
+            (``<ranker>.top_n``, ``<ranker>.low_confidence``, ``llm_filter(...)``) and a final
             ``still_over_budget(<after>><cap>)`` when compaction alone could not fit.
     """
 
@@ -107,23 +107,9 @@ def _drop_parameter_descriptions(g: RoutingGuide) -> RoutingGuide:
     return g.model_copy(update={"packs": packs})
 
 
-def _parameters_as_signatures(g: RoutingGuide, hints: bool = False) -> RoutingGuide:
+def _parameters_as_signatures(g: RoutingGuide) -> RoutingGuide:
     packs = tuple(
-        p.model_copy(update={"args": arg_signature(p.parameters, hints=hints)}) if p.parameters and not p.args else p
-        for p in g.packs
-    )
-    return g.model_copy(update={"packs": packs})
-
-
-def _parameters_as_hinted_signatures(g: RoutingGuide) -> RoutingGuide:
-    return _parameters_as_signatures(g, hints=True)
-
-
-def _drop_arg_hints(g: RoutingGuide) -> RoutingGuide:
-    """Signatures without their hints (only packs whose ``args`` came from their schema)."""
-    packs = tuple(
-        p.model_copy(update={"args": arg_signature(p.parameters)})
-        if p.parameters and p.args == arg_signature(p.parameters, hints=True) else p
+        p.model_copy(update={"args": arg_signature(p.parameters)}) if p.parameters and not p.args else p
         for p in g.packs
     )
     return g.model_copy(update={"packs": packs})
@@ -154,18 +140,15 @@ TRIM_STEPS: tuple[tuple[str, Step, Callable[[RoutingGuide], bool] | None], ...] 
     ("pack.parameters[].description", _drop_parameter_descriptions, _has_parameters),
     ("pack.parameters->args", _parameters_as_signatures, _has_parameters),
     ("description.firstSentence", _first_sentences, None),
-    ("pack.args.hints", _drop_arg_hints, _has_parameters),
 )
 """The trim order: (label, step, applies). Each step returns a new catalog sharing unchanged
 entries. helmdeck's steps always run (and are labelled) while over the cap; a step of ours with an
 ``applies`` test runs only on catalogs it concerns (pack argument schemas, which helmdeck's
 routing guide does not carry), so helmdeck-shaped catalogs trim exactly as upstream. Of the two
 argument-schema steps only one runs: ``pack.parameters->args`` when signatures are on, else
-``pack.parameters[].description``. ``pack.args.hints`` runs only when signatures were made with
-hints, last: argument hints go after the entries' descriptions are cut to one sentence."""
+``pack.parameters[].description``."""
 
 _SIGNATURE_STEP = "pack.parameters->args"
-_HINTS_STEP = "pack.args.hints"
 _DESCRIPTIONS_STEP = "pack.parameters[].description"
 
 
@@ -174,7 +157,7 @@ def still_over_budget_label(size: int, cap: int) -> str:
 
 
 def compact_catalog(
-    catalog: RoutingGuide, budget: Budget | int, *, signatures: bool | None = None, hints: bool = False
+    catalog: RoutingGuide, budget: Budget | int, *, signatures: bool | None = None
 ) -> tuple[RoutingGuide, Trim]:
     """Trim ``catalog`` toward the budget's ``max_catalog_bytes``; the input is never mutated.
 
@@ -186,9 +169,6 @@ def compact_catalog(
         signatures: Show argument schemas as compact signatures (True) or as JSON Schema without
             descriptions (False); None follows the budget's ``compact_arg_schemas`` (True for a
             bare cap).
-        hints: With signatures, each argument's description first stays as a short quoted hint
-            (:func:`~helmdeck_dspy.catalog.signature.arg_hint`); a later step (``pack.args.hints``)
-            drops the hints when the catalog is still over the cap.
 
     Returns:
         The trimmed catalog (the input itself when nothing ran) and the :class:`Trim` record.
@@ -199,10 +179,10 @@ def compact_catalog(
     before = catalog.size_bytes()
     if max_bytes <= 0 or before <= max_bytes:
         return catalog, Trim(before_bytes=before, after_bytes=before)
-    key = (catalog.fingerprint, max_bytes, signatures, hints)
+    key = (catalog.fingerprint, max_bytes, signatures)
     hit = _MEMO.get(key)
     if hit is None:
-        hit = _compact(catalog, max_bytes, signatures, hints)
+        hit = _compact(catalog, max_bytes, signatures)
         if len(_MEMO) >= _MEMO_SIZE:
             _MEMO.pop(next(iter(_MEMO)))
         _MEMO[key] = hit
@@ -210,18 +190,16 @@ def compact_catalog(
     return guide, trim.model_copy(deep=True)
 
 
-_MEMO: dict[tuple[str, int, bool, bool], tuple[RoutingGuide, Trim]] = {}
+_MEMO: dict[tuple[str, int, bool], tuple[RoutingGuide, Trim]] = {}
 _MEMO_SIZE = 64
 
 
-def _compact(catalog: RoutingGuide, max_bytes: int, signatures: bool, hints: bool) -> tuple[RoutingGuide, Trim]:
+def _compact(catalog: RoutingGuide, max_bytes: int, signatures: bool) -> tuple[RoutingGuide, Trim]:
     before = catalog.size_bytes()
     guide = catalog
     dropped: list[str] = []
     size = before
     skip = {_DESCRIPTIONS_STEP} if signatures else {_SIGNATURE_STEP}
-    if not (signatures and hints):
-        skip.add(_HINTS_STEP)
     for label, step, applies in TRIM_STEPS:
         if size <= max_bytes:
             break
@@ -229,7 +207,7 @@ def _compact(catalog: RoutingGuide, max_bytes: int, signatures: bool, hints: boo
             continue
         if applies is not None and not applies(guide):
             continue
-        guide = (_parameters_as_hinted_signatures if hints and label == _SIGNATURE_STEP else step)(guide)
+        guide = step(guide)
         dropped.append(label)
         size = guide.size_bytes()
     if size > max_bytes:

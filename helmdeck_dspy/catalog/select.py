@@ -5,8 +5,8 @@
 1. no cap (``max_catalog_bytes <= 0``): the catalog passes through;
 2. compaction (:func:`compact_catalog`); if it fits, done;
 3. otherwise rank the catalog against the intent and cut it (:func:`cut_ranked`), packs first then
-   pipelines, each in rank order, marking ``lexical.top_n`` and, when the ranking is not
-   confident, ``lexical.low_confidence`` (the trigger for the optional LLM filter pass).
+   pipelines, each in rank order, marking ``<ranker>.top_n`` and, when the ranking is not
+   confident, ``<ranker>.low_confidence`` (the trigger for the optional LLM filter pass).
 
 The cut: helmdeck keeps a fixed top N (25 on tier B, 12 otherwise); a budget row's
 ``max_catalog_entries`` still fixes N that way. By default (``max_catalog_entries = 0``) the
@@ -23,6 +23,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
+from helmdeck_dspy.domain import DEFAULT_RANK_SOURCE, DEFAULT_RANKER
 from helmdeck_dspy.budgets import Budget
 from helmdeck_dspy.catalog.compact import Trim, compact_catalog
 from helmdeck_dspy.catalog.models import RoutingGuide
@@ -30,8 +31,16 @@ from helmdeck_dspy.catalog.ranking import RANKERS, Ranked, should_escalate
 
 TOP_N_TIER_B = 25
 TOP_N_DEFAULT = 12
-MARK_TOP_N = "lexical.top_n"
-MARK_LOW_CONFIDENCE = "lexical.low_confidence"
+TOP_N = "top_n"
+LOW_CONFIDENCE = "low_confidence"
+"""Selection markers in ``Trim.dropped``, each after the ranker's name (``bm25.top_n``,
+``lexical.low_confidence``: helmdeck's spelling for its lexical ranker)."""
+
+
+def marked(trim_dropped: list[str] | tuple[str, ...], mark: str) -> bool:
+    """Whether a selection's ``dropped`` list holds ``mark`` (:data:`TOP_N` or
+    :data:`LOW_CONFIDENCE`) under any ranker's name."""
+    return any(d.endswith(f".{mark}") and "(" not in d for d in trim_dropped)
 
 
 def top_n_for(tier: str) -> int:
@@ -94,10 +103,9 @@ def select_catalog(
     budget: Budget,
     intent: str,
     *,
-    ranker: str = "lexical",
+    ranker: str = DEFAULT_RANKER,
     prior: Mapping[str, float] | None = None,
-    rank_source: Literal["compacted", "full"] = "compacted",
-    arg_hints: bool = False,
+    rank_source: Literal["compacted", "full"] = DEFAULT_RANK_SOURCE,
 ) -> tuple[RoutingGuide, Trim]:
     """Fit ``catalog`` to ``budget`` for ``intent``.
 
@@ -105,19 +113,17 @@ def select_catalog(
         catalog: The full catalog (never mutated).
         budget: The model's budget (``max_catalog_bytes`` and ``tier`` are used).
         intent: The user's request, used for ranking.
-        ranker: ``lexical`` (helmdeck's scorer) or ``bm25``.
+        ranker: ``bm25`` (the default), ``lexical`` (helmdeck's scorer) or ``embedding``.
         prior: Optional per-id score bonus added before ranking (e.g. plan history).
-        rank_source: Rank the compacted entries (helmdeck's behaviour: pack keywords are
-            already gone) or the full entries (the kept entries are still the compacted ones).
-        arg_hints: Keep each argument's description as a short hint in compact signatures while
-            the cap allows (see :func:`~helmdeck_dspy.catalog.compact.compact_catalog`).
+        rank_source: Rank the full entries (the default; the kept entries are still the compacted
+            ones) or the compacted entries (helmdeck's behaviour: pack keywords are already gone).
 
     Returns:
         The selected catalog and the :class:`Trim` describing what was dropped.
     """
     if ranker not in RANKERS:
         raise ValueError(f"unknown ranker {ranker!r}; expected one of {sorted(RANKERS)}")
-    compacted, trim = compact_catalog(catalog, budget, hints=arg_hints)
+    compacted, trim = compact_catalog(catalog, budget)
     if budget.max_catalog_bytes <= 0 or not any(d.startswith("still_over_budget(") for d in trim.dropped):
         return compacted, trim
 
@@ -127,7 +133,7 @@ def select_catalog(
                       max_bytes=0 if fixed else budget.max_catalog_bytes,
                       must_keep=_superseding_for_named_packs(catalog, intent))
     selected = restrict_catalog(compacted, [r.id for r in kept])
-    dropped = [*trim.dropped, MARK_TOP_N]
+    dropped = [*trim.dropped, f"{ranker}.{TOP_N}"]
     if should_escalate(ranked):
-        dropped.append(MARK_LOW_CONFIDENCE)
+        dropped.append(f"{ranker}.{LOW_CONFIDENCE}")
     return selected, Trim(before_bytes=trim.before_bytes, after_bytes=selected.size_bytes(), dropped=dropped)

@@ -3,11 +3,9 @@
 ``{"properties": {"path": {"type": "string"}, "head": {"type": "number", "description": ...}},
 "required": ["path"]}`` becomes ``path: string, head?: number``: argument names, their types
 (enums as their values, arrays as ``T[]``, nested objects in braces), ``?`` after an optional name.
-Titles, defaults and formats are left out, and descriptions too unless ``hints`` is asked for: then
-each top-level argument's description follows its type as a quoted hint, cut to its first sentence
-and :data:`MAX_HINT_CHARS` (``timezone: string "IANA timezone name (e.g., 'Asia/Tokyo')."``), so
-the value formats a tool expects survive compaction. The schema itself stays on the pack, for
-argument checks, constrained decoding and native tools.
+Titles, defaults, formats and descriptions are left out (argument descriptions kept as quoted hints
+were measured and did not help: docs/results/mcp-servers.md, ``default-hints``). The schema itself
+stays on the pack, for argument checks, constrained decoding and native tools.
 """
 
 from __future__ import annotations
@@ -21,8 +19,6 @@ MAX_ENUM_VALUES = 8
 MAX_DEPTH = 3
 """Nested objects deeper than this show as ``object``."""
 
-MAX_HINT_CHARS = 80
-"""Longest argument hint: a longer first sentence is cut at a word and ends with ``…``."""
 
 _SCALAR_TYPES = ("string", "integer", "number", "boolean", "null", "object", "array")
 _SENTENCE_END = re.compile(r"[.?!](?=\s|$)")
@@ -38,25 +34,12 @@ NO_ARGS = "(none)"
 """The signature of a tool that takes no arguments."""
 
 
-def arg_signature(schema: dict[str, Any] | None, *, hints: bool = False) -> str:
-    """The signature of an object schema's properties (:data:`NO_ARGS` when it has none); with
-    ``hints``, each top-level argument's description as a quoted hint after its type."""
-    return _fields(schema or {}, 0, hints) or NO_ARGS
+def arg_signature(schema: dict[str, Any] | None) -> str:
+    """The signature of an object schema's properties (:data:`NO_ARGS` when it has none)."""
+    return _fields(schema or {}, 0) or NO_ARGS
 
 
-def arg_hint(spec: Any) -> str:
-    """An argument's hint: its description's first sentence, at most :data:`MAX_HINT_CHARS`, quoted
-    (empty when it has no description)."""
-    text = spec.get("description") if isinstance(spec, dict) else None
-    if not isinstance(text, str) or not text.strip():
-        return ""
-    short = " ".join(first_sentence(text.strip()).split()).replace('"', "'")
-    if len(short) > MAX_HINT_CHARS:
-        short = short[: MAX_HINT_CHARS - 1].rsplit(" ", 1)[0] + "…"
-    return f' "{short}"'
-
-
-def _fields(schema: dict[str, Any], depth: int, hints: bool = False) -> str:
+def _fields(schema: dict[str, Any], depth: int) -> str:
     props = schema.get("properties")
     if not isinstance(props, dict):
         return ""
@@ -65,8 +48,7 @@ def _fields(schema: dict[str, Any], depth: int, hints: bool = False) -> str:
     parts = []
     for name, spec in props.items():
         optional = name not in required
-        hint = arg_hint(spec) if hints else ""
-        parts.append(f"{name}{'?' if optional else ''}: {_type(spec, depth, drop_null=optional)}{hint}")
+        parts.append(f"{name}{'?' if optional else ''}: {_type(spec, depth, drop_null=optional)}")
     return ", ".join(parts)
 
 

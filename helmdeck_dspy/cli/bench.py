@@ -15,6 +15,7 @@ from helmdeck_dspy.cli.options import (
     json_option,
     lm_option,
     max_tokens_option,
+    plan_sampling,
     progress_option,
     to_stderr,
     usage_errors,
@@ -87,6 +88,7 @@ def _split(values: tuple[str, ...]) -> list[str] | None:
 @api_base_option("API base URL for an OpenAI-compatible endpoint (with --lm).")
 @variant_option(default="full_steps", help="Prompt variant for --lm (BFCL gold has several calls).")
 @max_tokens_option("Override the budget's output_tokens (with --lm).")
+@plan_sampling
 @click.option("--baseline", type=click.Choice(["plain"]), default=None,
               help="With --lm, also score the same LM alone with a plain prompt (the question's functions as JSON, "
                    "the question, a request for a JSON list of {name, arguments}); recorded with --record.")
@@ -103,7 +105,7 @@ def _split(values: tuple[str, ...]) -> list[str] | None:
 def bench_bfcl(
     data_dir: str, categories: tuple[str, ...], stray: tuple[str, ...], pool: bool, rankers: tuple[str, ...],
     limit: int | None, lm_spec: str | None, model: str | None, api_base: str | None, variant: str,
-    max_tokens: int | None, baseline: str | None, record_path: str | None, trace_paths: tuple[str, ...], budgets_path: str | None,
+    max_tokens: int | None, temperature: float | None, seed: int | None, baseline: str | None, record_path: str | None, trace_paths: tuple[str, ...], budgets_path: str | None,
     out_dir: str | None, force: bool, progress: bool | None, as_json: bool,
 ) -> None:
     """Selection recall and plan accuracy on BFCL questions.
@@ -130,7 +132,8 @@ def bench_bfcl(
         check_output(record_path, formats=JSONL_FORMATS, append=True, option="--record")
     report = run_bfcl(
         data_dir, categories=_split(categories), rankers=_split(rankers), pool=pool, limit=limit, lm_spec=lm_spec,
-        model=model, api_base=api_base, variant=variant, max_tokens=max_tokens, baseline=baseline,
+        model=model, api_base=api_base, variant=variant, max_tokens=max_tokens, temperature=temperature, seed=seed,
+        baseline=baseline,
         record_path=record_path, trace_paths=trace_paths, budgets=budgets_path, notify=to_stderr,
         bars=TerminalBars(progress),
     )

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
-from helmdeck_dspy.domain import MAX_TIMEOUT_S, TIERS, VARIANTS
+from helmdeck_dspy.domain import DEFAULT_RANK_SOURCE, DEFAULT_RANKER, MAX_TIMEOUT_S, TIERS, VARIANTS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -76,10 +76,11 @@ def model_id(ctx: click.Context, param: click.Parameter, value: str | None) -> s
     return value.strip()
 
 
-native_tools_option = click.option(
-    "--native-tools/--no-native-tools", "native_tools", default=None,
-    help="Also offer the selected catalog as native function tools, so the model may answer with tool calls "
-         "(default: the budget row's native_tool_calls, off unless set).")
+strategy_option = click.option(
+    "--strategy", "strategy", type=click.Choice(["free", "schema", "native"]), default=None,
+    help="How the model answers: free JSON text, JSON text decoded under the selected catalog's schema, or with "
+         "the catalog also offered as native function tools (default: the budget row's answer_strategy, else "
+         "schema on llama.cpp servers and free elsewhere).")
 
 timeout_option = click.option(
     "--timeout", "timeout_s", type=FiniteFloat(min=0, min_open=True, max=MAX_TIMEOUT_S), default=None,
@@ -182,12 +183,12 @@ def _ranker_names() -> list[str]:
 
 
 ranker_option = click.option(
-    "--ranker", type=RegistryChoice(_ranker_names), default="bm25", show_default=True,
+    "--ranker", type=RegistryChoice(_ranker_names), default=DEFAULT_RANKER, show_default=True,
     help="bm25, lexical (helmdeck's scorer) or embedding (needs the 'embed' extra).",
 )
 
 rank_source_option = click.option(
-    "--rank-source", type=click.Choice(["compacted", "full"]), default="full", show_default=True,
+    "--rank-source", type=click.Choice(["compacted", "full"]), default=DEFAULT_RANK_SOURCE, show_default=True,
     help="Rank the full entries, or the compacted ones (helmdeck).",
 )
 
@@ -211,6 +212,23 @@ temperature_option = click.option(
     "--temperature", type=FiniteFloat(0), default=None,
     help="Sampling temperature sent with every call of the model (default: the endpoint's).",
 )
+
+plan_sampling_options = (
+    click.option("--temperature", "temperature", type=FiniteFloat(0, 2), default=None,
+                 help="Sampling temperature of every plan call (default: the budget row's, 0)."),
+    click.option("--seed", "seed", type=click.IntRange(0, 2**31 - 1), default=None,
+                 help="Sampling seed of every plan call, sent where the endpoint takes one (default: 7)."),
+)
+"""``--temperature`` and ``--seed`` of the commands that plan (``plan``, ``serve``, ``bench bfcl``):
+the planner sends both with every call (``planning.prompt.sampling_for``)."""
+
+
+def plan_sampling(command: Any) -> Any:
+    """Add :data:`plan_sampling_options` to a command."""
+    for option in reversed(plan_sampling_options):
+        command = option(command)
+    return command
+
 
 program_option = click.option(
     "--program", "program", default=None, metavar="auto|tier|tier:T|bare|FILE",

@@ -16,7 +16,8 @@ from helmdeck_dspy.cli.options import (
     lm_option,
     max_tokens_option,
     model_id,
-    native_tools_option,
+    plan_sampling,
+    strategy_option,
     program_option,
     rank_source_option,
     ranker_option,
@@ -40,7 +41,8 @@ if TYPE_CHECKING:
 @click.option("--record", "record_path", type=click.Path(), default=None,
               help="Append the call as a trace record to this .jsonl file (checked before the call).")
 @max_tokens_option()
-@native_tools_option
+@strategy_option
+@plan_sampling
 @ranker_option
 @rank_source_option
 @click.option("--no-filter", is_flag=True, help="Skip the two-pass LLM filter.")
@@ -59,7 +61,7 @@ if TYPE_CHECKING:
 @json_option("Print the PlanResult as JSON.")
 def plan_cmd(
     intent: str, model: str, lm_spec: str | None, api_base: str | None, catalog_path: str | None,
-    context_file: str | None, record_path: str | None, max_tokens: int | None, native_tools: bool | None, ranker: str, rank_source: str, no_filter: bool,
+    context_file: str | None, record_path: str | None, max_tokens: int | None, strategy: str | None, temperature: float | None, seed: int | None, ranker: str, rank_source: str, no_filter: bool,
     history: bool, history_prior: bool, fallbacks: tuple[str, ...], on_length: str | None, timeout_s: float | None,
     retries: int | None, resilience_path: str | None, budgets_path: str | None, program: str | None, as_json: bool,
 ) -> None:
@@ -82,7 +84,7 @@ def plan_cmd(
         planner = Planner.for_model(
             model, lm=lm_spec, catalog=catalog_path, budgets=budgets_path, api_base=api_base,
             ranker=ranker, rank_source=rank_source, use_filter=not no_filter, max_tokens=max_tokens, record_path=record_path,
-            native_tool_calls=native_tools,
+            answer_strategy=strategy, temperature=temperature, seed=seed,
             history=HistoryStore() if history or history_prior else None, history_prior=history_prior,
             retry=config.retry, fallback=config.fallback, program=program,
         )

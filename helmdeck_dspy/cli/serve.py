@@ -10,6 +10,7 @@ from helmdeck_dspy.cli.options import (
     budgets_option,
     catalog_option,
     lm_option,
+    plan_sampling,
     ranker_option,
     retries_option,
     timeout_option,
@@ -45,6 +46,7 @@ from helmdeck_dspy.serve.names import (
               help='TOML file with a [tokens] table of caller = "token" (also $HELMDECK_DSPY_TOKENS_FILE; '
                    "$HELMDECK_DSPY_TOKENS takes name=token pairs). HTTP only.")
 @ranker_option
+@plan_sampling
 @timeout_option
 @retries_option
 @click.option("--session-idle", "session_idle_s", type=FiniteFloat(min=0, min_open=True, max=MAX_TIMEOUT_S),
@@ -55,7 +57,7 @@ from helmdeck_dspy.serve.names import (
 def serve_cmd(
     transport: str, host: str, port: int, lm_spec: str | None, api_base: str | None, catalog_path: str | None,
     budgets_path: str | None, history: bool, max_steps: int, tokens_file: str | None, ranker: str,
-    timeout_s: float | None, retries: int | None, session_idle_s: float, sessions_per_caller: int,
+    temperature: float | None, seed: int | None, timeout_s: float | None, retries: int | None, session_idle_s: float, sessions_per_caller: int,
 ) -> None:
     """Serve the planner over MCP: tools helmdeck.plan and helmdeck.route, resources
     helmdeck://context-budgets, helmdeck://my-plans, helmdeck://routing-guide and helmdeck://models."""
@@ -64,7 +66,8 @@ def serve_cmd(
 
     config = ServeConfig(
         transport=transport, host=host, port=port, lm_spec=lm_spec, api_base=api_base, catalog_path=catalog_path,
-        budgets_path=budgets_path, history=history, max_steps=max_steps, ranker=ranker, timeout_s=timeout_s,
+        budgets_path=budgets_path, history=history, max_steps=max_steps, ranker=ranker, temperature=temperature,
+        seed=seed, timeout_s=timeout_s,
         retries=retries, tokens_file=tokens_file, session_idle_s=session_idle_s,
         sessions_per_caller=sessions_per_caller,
     )

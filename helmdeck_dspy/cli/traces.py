@@ -18,7 +18,7 @@ from helmdeck_dspy.cli.options import (
     lm_option,
     max_tokens_option,
     model_id,
-    native_tools_option,
+    strategy_option,
     on_error_option,
     program_option,
     progress_bar,
@@ -125,7 +125,7 @@ def traces_simulate(
 @tasks_split_option
 @click.option("--n", "n", type=click.IntRange(1), default=None, help="Tasks per variant (cycled if more than the split).")
 @max_tokens_option()
-@native_tools_option
+@strategy_option
 @temperature_option
 @program_option
 @click.option("--seed", type=int, default=None, help="Sampling seed sent with every call and kept on every record.")
@@ -141,7 +141,7 @@ def traces_simulate(
 @force_option("a finished --out (record every request again)")
 def traces_record(
     model: str, lm_spec: str | None, api_base: str | None, variant: str, split: str, n: int | None,
-    max_tokens: int | None, native_tools: bool | None, temperature: float | None, program: str | None,
+    max_tokens: int | None, strategy: str | None, temperature: float | None, program: str | None,
     seed: int | None, concurrency: int, timeout_s: float | None,
     retries: int | None, resume: bool | None, progress: bool | None, budgets_path: str | None, out: str,
     force: bool,
@@ -171,7 +171,7 @@ def traces_record(
     variants = _variants(variant)
     with progress_bar(len(variants) * (n or len(tasks)), "record", show=progress) as bar, _keep_partial(out):
         options = PlannerOptions(
-            max_tokens=max_tokens, api_base=api_base, retry=retry, native_tool_calls=native_tools, program=program,
+            max_tokens=max_tokens, api_base=api_base, retry=retry, answer_strategy=strategy, program=program,
             budgets=load_budget_table(budgets_path) if budgets_path is not None else None,
         )
         written = record(model, lm_spec, tasks, out, options=options, variants=variants, n=n, progress=bar.update,

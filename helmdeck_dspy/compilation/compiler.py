@@ -158,7 +158,7 @@ def compile_target(request: CompileRequest) -> CompileTarget:
         setup = TierSetup(request.tier, request.variant)
     lm_spec = f"sim:{setup.config.sim_profile}" if opts.lm == "sim:auto" else opts.lm
     teacher_spec = opts.teacher_lm if opts.teacher_lm and opts.teacher_lm != lm_spec else None
-    program = MODULES[request.variant](setup.render)
+    program = MODULES[request.variant]()
     if opts.model:
         path, key = model_program_path(opts.model, request.variant, opts.out_root), model_key(opts.model, request.variant)
     else:
@@ -216,7 +216,7 @@ def run_compile(target: CompileTarget, *, notify: Callable[[str], None] | None =
     program = target.program
     with dspy.track_usage() as tracker:
         meter = CallMeter(tracker, teacher.model if teacher is not None else None, on_call, estimate.requests)
-        with dspy.context(callbacks=[*dspy.settings.get("callbacks", []), meter]):
+        with dspy.context(callbacks=[*dspy.settings.get("callbacks", []), meter]), setup.scope():
             before = dev_score(setup, program, lm, valset_tasks) if lm is not None else None
             if optimizer == "fit":
                 program.plan.demos = fit_demos(setup, program, train)
@@ -226,7 +226,6 @@ def run_compile(target: CompileTarget, *, notify: Callable[[str], None] | None =
                 metric = make_metric(setup, {t.id: t for t in [*train, *target.dev]})
                 with dspy.context(lm=lm), contextlib.redirect_stdout(sys.stderr):  # DSPy's own chatter stays off stdout
                     program = optimize(optimizer, program, trainset, valset, metric, setup, teacher, seed, settings)
-                program.render = setup.render
             if opts.knn_demos:
                 pool = pool_from_tasks(train, setup.catalog)
                 gate = fit_decline_gate([*train, *target.valset], setup.catalog) if opts.decline_gate else None

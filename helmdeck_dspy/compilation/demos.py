@@ -33,7 +33,7 @@ def fit_demos(setup: TierSetup, program: Any, train: list[PlanTask]) -> list[Any
     Returns:
         The chosen ``dspy.Example`` demos, at most ``setup.config.max_demos``.
     """
-    adapter = PlanAdapter(setup.render)
+    adapter = PlanAdapter(setup.spec)
     program.plan.demos = []
     base = setup.prompt_tokens(program)
     limit = setup.budget.input_tokens - setup.budget.output_tokens

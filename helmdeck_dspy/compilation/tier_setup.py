@@ -21,7 +21,9 @@ from helmdeck_dspy.errors import DataFileError, InputError
 from helmdeck_dspy.io.datafiles import read_toml
 from helmdeck_dspy.io.resources import bundled_dir
 from helmdeck_dspy.io.tokens import count_message_tokens
-from helmdeck_dspy.program.adapter import PlanAdapter, RenderOptions
+from helmdeck_dspy.planning.prompt import resolve_prompt
+from helmdeck_dspy.program.adapter import PlanAdapter
+from helmdeck_dspy.program.prompt_spec import SPEC_KEY
 from helmdeck_dspy.signatures.types import PlanStep
 from helmdeck_dspy.tasks import PlanTask
 
@@ -89,7 +91,10 @@ class TierSetup:
         if self.budget.tier != tier:
             raise DataFileError("compile.toml", f"budget row {self.budget.model} is tier {self.budget.tier}, not {tier}")
         self.catalog = catalog or load_catalog()
-        self.render = RenderOptions.for_budget(self.budget, variant)
+        self.spec = resolve_prompt(variant=variant, budget=self.budget, endpoint="", whole=self.catalog, selected=None,
+                                   fit_catalog=False)
+        """What a compile's plan calls send: the row's free answer format (the catalog differs per
+        example and goes in as an input); set for them with :meth:`scope`."""
 
     @classmethod
     def for_model(cls, model_id: str, variant: str, budgets: BudgetTable | None = None) -> TierSetup:
@@ -97,9 +102,13 @@ class TierSetup:
         budget = budget_for(model_id, budgets)
         return cls(budget.tier, variant, budget=budget)
 
+    def scope(self) -> Any:
+        """A ``dspy.context`` in which the plan module renders with this setup's spec."""
+        return dspy.context(**{SPEC_KEY: self.spec})
+
     def catalog_for(self, intent: str) -> str:
         """The catalog as the planner would offer it for ``intent`` under the tier's byte cap."""
-        selected, _ = select_catalog(self.catalog, self.budget, intent, ranker="bm25", rank_source="full")
+        selected, _ = select_catalog(self.catalog, self.budget, intent)  # the planner's default ranking
         return selected.render()
 
     def example(self, task: PlanTask, with_labels: bool = True) -> Any:
@@ -116,7 +125,7 @@ class TierSetup:
 
     def prompt_tokens(self, program: Any, intent: str | None = None) -> int:
         """Tokens of the prompt the program renders for ``intent`` (the typical intent by default)."""
-        adapter = PlanAdapter(self.render)
+        adapter = PlanAdapter(self.spec)
         it = intent or self.config.typical_intent
         messages = adapter.format(
             program.plan.signature, program.plan.demos, {"user_intent": it, "catalog": self.catalog_for(it)}

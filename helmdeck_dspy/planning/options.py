@@ -15,9 +15,14 @@ from pydantic import (
 )
 
 from helmdeck_dspy.budgets import BudgetTable
+from helmdeck_dspy.domain import DEFAULT_RANK_SOURCE, DEFAULT_RANKER
 from helmdeck_dspy.errors import ArgumentError, validation_message
-from helmdeck_dspy.program.demo_pool import DemoPool
+from helmdeck_dspy.program.prompt_spec import StrategyName
 from helmdeck_dspy.planning.resilience.policy import FallbackChain, RetryPolicy
+
+
+BEFORE_ISSUE_22 = "before-issue-22"
+"""The preset that reproduces the planner before issue 22 (see ``PlannerOptions.preset``)."""
 
 
 class PlannerOptions(BaseModel):
@@ -32,41 +37,21 @@ class PlannerOptions(BaseModel):
         ranker: Catalog ranker (``bm25``, ``lexical``, ``embedding``).
         rank_source: Rank the ``full`` entries or the ``compacted`` catalog.
         history_prior: Use plan history as a ranking prior in selection.
-        arg_hints: In compact argument signatures, keep each argument's description as a short
-            quoted hint while the budget's byte cap allows (``catalog.signature.arg_hint``).
         use_filter: Run the two-pass LLM filter when the selection needs it.
         max_tokens: Output cap instead of the budget's ``output_tokens``.
-        native_tool_calls: Offer the selected catalog as native tools (True), never (False), or
-            as the budget's ``native_tool_calls`` says (None, the default).
-        constrained_decoding: Decode answers under the selected catalog's JSON Schema (True), never
-            (False), or as the budget row and the endpoint say (None, the default).
-        catalog_fitting: Fit the prompt to the catalog (the default): demos naming tools outside it
-            are left out, and a catalog without pipelines gets instructions for a plain list of
-            tools. Off reproduces the planner before this (helmdeck's instructions and demos always).
-        fit_decision: Under constrained decoding, open the answer with the ``tool_fits`` decision
+        temperature: Sampling temperature instead of the budget row's (0 by default).
+        seed: Sampling seed instead of :data:`~helmdeck_dspy.planning.prompt.DEFAULT_SEED` (sent
+            only to endpoints that take one).
+        answer_strategy: How the model answers (``free``, ``schema``, ``native``;
+            ``program.prompt_spec.STRATEGIES``); None (the default): the budget row's, else the
+            endpoint's (``planning.prompt`` writes the precedence down).
+        fit_decision: Under the ``schema`` strategy, open the answer with the ``tool_fits`` decision
             (True); off, an empty ``steps`` list is the only way to say no tool fits. None (the
             default): on for a plain list of tools, off for a catalog with pipelines, as measured
             live (docs/results/test-split.md).
-        fit_last: With ``fit_decision``, close the answer with ``tool_fits`` instead: a check on
-            the steps just chosen (the guards drop them when it is false).
-        nearest_tools: Name the N tools of the selected catalog that rank closest to the request
-            (BM25) next to the request, before the no-fit decision (0: none).
-        multi_call_format: Under constrained decoding (full_steps), show an answer format with
-            several calls and say that each call asked for is one step.
-        strict_fit: Say next to the request that a tool fits only when it gives exactly what is
-            asked (a tool on a related subject that computes something else does not).
-        pipelines_as_tools: Under constrained decoding, offer each selected pipeline as a tool named
-            by its id (a bare pipeline id is a valid step) instead of through ``helmdeck__pipeline-run``;
-            with catalog fitting, full_steps then plans with instructions that say so.
-        instructions: Instruction text to plan with instead of the program's and the catalog
-            fitting's (None: the bundled text): a lever for trying a wording.
-        demo_pool: Worked examples to choose each request's demos from (the nearest by BM25 over the
-            request words, each shown with its own tools; ``program.demo_pool``), besides the
-            program's own demos.
-        coerce_args: Check each step's args against its tool's schema and coerce safe type
-            mismatches (``planning.arguments``); off reproduces the planner before argument checks.
-        pipeline_chains: A plan that lists every pack a catalog pipeline chains runs the pipeline
-            instead (``planning.chains``); off reproduces the planner before this guard.
+        preset: ``shipped`` (the default), or ``before-issue-22``: the planner before issue 22
+            (helmdeck's instructions and demos whatever the catalog, no argument checks, no
+            pipeline-chain guard), which only the benchmarks use as a comparison row.
         caller: Who plans (history rows and the history prior are per caller).
         record_path: Append every exchange to this trace file.
         record_source: The trace records' ``source`` (default: from ``lm_spec``).
@@ -88,25 +73,16 @@ class PlannerOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    ranker: str = "bm25"
-    rank_source: Literal["compacted", "full"] = "full"
+    ranker: str = DEFAULT_RANKER
+    rank_source: Literal["compacted", "full"] = DEFAULT_RANK_SOURCE
     history_prior: bool = False
-    arg_hints: bool = False
     use_filter: bool = True
     max_tokens: int | None = None
-    native_tool_calls: bool | None = None
-    constrained_decoding: bool | None = None
-    coerce_args: bool = True
-    pipeline_chains: bool = True
-    catalog_fitting: bool = True
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    seed: int | None = Field(default=None, ge=0, le=2**31 - 1)
+    answer_strategy: StrategyName | None = None
     fit_decision: bool | None = None
-    fit_last: bool = False
-    strict_fit: bool = False
-    nearest_tools: int = Field(default=0, ge=0)
-    multi_call_format: bool = False
-    pipelines_as_tools: bool = False
-    instructions: str | None = Field(default=None, min_length=1)
-    demo_pool: DemoPool | None = Field(default=None, repr=False)
+    preset: Literal["shipped", "before-issue-22"] = "shipped"
     caller: str | None = None
     record_path: Path | None = None
     record_source: str | None = None

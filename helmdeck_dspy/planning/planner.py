@@ -22,7 +22,7 @@ from helmdeck_dspy.domain import VARIANTS
 from helmdeck_dspy.engines.lm_spec import make_lm
 from helmdeck_dspy.errors import ArgumentError
 from helmdeck_dspy.io.redaction import protect_loggers
-from helmdeck_dspy.planning.attempt import render_options_for, run_attempt, select_for
+from helmdeck_dspy.planning.attempt import output_cap, prompt_for, run_attempt, select_for
 from helmdeck_dspy.planning.execution import LoopResult, run_loop
 from helmdeck_dspy.planning.guards import GuardedStep
 from helmdeck_dspy.planning.history import HistoryStore, record_quietly
@@ -167,9 +167,15 @@ class Planner:
         """The catalog a call for ``intent`` shows the model, and what was dropped to fit the budget."""
         return select_for(self, intent)
 
-    def render_options(self) -> Any:
-        """The request shape: catalog placement, output cap, JSON-object response."""
-        return render_options_for(self)
+    @property
+    def output_cap(self) -> int:
+        """The output cap in force: the ``max_tokens`` option, else the budget row's ``output_tokens``."""
+        return output_cap(self)
+
+    def prompt_spec(self, intent: str) -> Any:
+        """The :class:`~helmdeck_dspy.program.prompt_spec.PromptSpec` a call for ``intent`` would be
+        sent with (selection included; the LLM filter may make a call)."""
+        return prompt_for(self, self.select(intent)[0], intent)
 
     def plan(
         self, intent: str, context: str | None = None, prior_steps: list[ExecutedStep] | None = None, *,

@@ -9,8 +9,10 @@ One request per call, built here rather than by DSPy's chat formatting:
 - the user message: the catalog block first when it is not in the system message, then the
   request, the optional context (omitted when absent) and any prior steps.
 
-With ``RenderOptions.tools`` set (a budget with ``native_tool_calls``), the request also offers the
-selected catalog as native function tools and the model may answer with tool calls instead.
+Everything the request holds comes from the call's :class:`~helmdeck_dspy.program.prompt_spec.PromptSpec`:
+with ``tools`` set (the ``native`` strategy) the request also offers the selected catalog as native
+function tools and the model may answer with tool calls instead; with ``answer_schema`` (the
+``schema`` strategy) the answer is decoded under it.
 
 The completion goes through :func:`parse_completion` with its finish_reason, reasoning field and
 any tool calls.
@@ -32,24 +34,18 @@ from pydantic import BaseModel
 
 from helmdeck_dspy.decoding.causes import FailureCause
 from helmdeck_dspy.decoding.parsing import ParseResult, parse_completion
-from helmdeck_dspy.domain import PIPELINE_RUN_TOOL
 from helmdeck_dspy.program.calls import (
     capture_completions,
     completion_from_response,
     log_completion,
 )
 from helmdeck_dspy.program.answer_schema import (
-    CONSTRAINED_CHECK_FORMAT,
     CONSTRAINED_FORMAT,
-    CONSTRAINED_MULTI_FORMAT,
     CONSTRAINED_STEPS_FORMAT,
-    SchemaWire,
-    fit_decision_last,
     has_fit_decision,
-    plan_schema,
 )
-from helmdeck_dspy.program.demo_pool import PoolDemo, pipeline_line, signature_line
-from helmdeck_dspy.program.native_tools import NativeTool, native_tools
+from helmdeck_dspy.program.demo_pool import pipeline_line, signature_line
+from helmdeck_dspy.program.prompt_spec import PromptSpec
 from helmdeck_dspy.program.sections import (
     ANSWER_FORMAT_MARK,
     CATALOG_HEADER,
@@ -60,7 +56,7 @@ from helmdeck_dspy.program.sections import (
     REQUEST_HEADER,
 )
 
-__all__ = ["PlanAdapter", "PlanParseError", "RenderOptions", "capture_completions"]
+__all__ = ["PlanAdapter", "PlanParseError", "capture_completions"]
 
 _CONFIG_KEYS = ("max_tokens", "temperature", "top_p", "stop", "seed", "response_format")
 
@@ -83,75 +79,6 @@ NO_FIT_CONSTRAINED = "If none of the catalog's tools does what the request asks,
 NO_FIT_FREE = "If none of the catalog's tools does what the request asks, return an empty steps list."
 """The last words of a request under the plain tool-list instructions or a schema: the no-fit
 decision is put next to the request, where a small model still sees it."""
-STRICT_FIT = ("A tool fits only if calling it gives exactly what the request asks for; a tool on a related "
-              "subject that computes something else does not fit.")
-"""Said before the no-fit reminder with ``RenderOptions.strict_fit``: what "fits" means."""
-NEAREST_LEAD = "The catalog's tools closest to the request by their words:"
-"""Opens the list of ``RenderOptions.nearest_tools``."""
-
-
-class RenderOptions(BaseModel):
-    """How one model's budget shapes the request."""
-
-    variant: str = "full_steps"
-    catalog_in_system: bool = False
-    max_tokens: int | None = None
-    json_object: bool = False
-    tools: tuple[NativeTool, ...] = ()
-    answer_schema: dict[str, Any] | None = None
-    schema_wire: SchemaWire = "json_schema"
-    demo_tools: frozenset[str] | None = None
-    """When set, a demo is shown only if every tool its steps name is among these (the planner's
-    catalog): demos compiled over another catalog are left out."""
-    instructions: str | None = None
-    """Instructions to use instead of the program's (a catalog without pipelines gets the plain
-    tool-list instructions)."""
-    strict_fit: bool = False
-    """Spell out, before the no-fit reminder, that only a tool giving exactly what is asked fits."""
-    nearest_tools: tuple[str, ...] = ()
-    """Named after the request, before the no-fit reminder: the catalog's tools closest to it."""
-    multi_call_format: bool = False
-    """Under a schema with the fit decision, full_steps: the answer format shows a plan of several
-    calls and says there is one step per call asked for."""
-    pipelines_as_tools: bool = False
-    """Under a schema: a pipeline is run by naming its id as the tool, so demos show their pipeline
-    runs that way."""
-    pool_demos: tuple[PoolDemo, ...] = ()
-    """Demos chosen for this request from a demo pool, each shown with its own tools after the
-    program's demos."""
-
-    @classmethod
-    def for_budget(
-        cls, budget: Any, variant: str, max_tokens: int | None = None, *, catalog: Any = None,
-        native: bool | None = None, constrained: SchemaWire | None = None, fit_decision: bool = True,
-        fit_last: bool = False, pipelines_as_tools: bool = False,
-    ) -> RenderOptions:
-        """The request a budget asks for: the catalog in the system message when the model caches
-        prefixes, the budget's output cap unless overridden, and a JSON-object response format
-        when the row wants strict JSON (never on Tier C, where small models loop on it).
-
-        With native tool calls on (``native``, default the budget's ``native_tool_calls``) no
-        JSON-object format is asked for (providers may refuse tools and JSON mode together), and the
-        selected ``catalog``, when given, is also offered as native tools.
-
-        With ``constrained`` (the wire of :func:`constrained_wire`) and a ``catalog``, the answer is
-        decoded under that catalog's :func:`plan_schema` instead (no native tools, no bare JSON mode),
-        opening with the ``tool_fits`` decision unless ``fit_decision`` is False (closing with it
-        with ``fit_last``)."""
-        if constrained is not None and catalog is not None:
-            return cls(variant=variant, catalog_in_system=budget.supports_prefix_cache,
-                       max_tokens=max_tokens or budget.output_tokens,
-                       answer_schema=plan_schema(catalog, variant, fit_decision, fit_last, pipelines_as_tools),
-                       schema_wire=constrained, pipelines_as_tools=pipelines_as_tools)
-        use_native = budget.native_tool_calls if native is None else native
-        tools = native_tools(catalog) if use_native and catalog is not None else ()
-        return cls(
-            variant=variant,
-            catalog_in_system=budget.supports_prefix_cache,
-            max_tokens=max_tokens or budget.output_tokens,
-            json_object=budget.wants_strict_json and budget.tier != "C" and not use_native,
-            tools=tools,
-        )
 
 
 class PlanParseError(AdapterParseError):
@@ -207,9 +134,9 @@ _NOTICE_FILTER = _DropTruncationNotice()
 class PlanAdapter(dspy.Adapter):
     """Formats plan requests and decodes plan completions (see module docstring)."""
 
-    def __init__(self, options: RenderOptions | None = None) -> None:
+    def __init__(self, spec: PromptSpec | None = None) -> None:
         super().__init__()
-        self.options = options or RenderOptions()
+        self.spec = spec or PromptSpec()
         lm_log = logging.getLogger("dspy.clients.lm")
         if _NOTICE_FILTER not in lm_log.filters:
             lm_log.addFilter(_NOTICE_FILTER)
@@ -218,26 +145,18 @@ class PlanAdapter(dspy.Adapter):
 
     def answer_format(self) -> str:
         """The answer-format section: the variant's, or the schema's when the answer is constrained."""
-        if self.options.answer_schema is not None:
-            more = ' It also holds "more_steps_likely": true | false.' if self.options.variant == "single_pick" else ""
-            schema = self.options.answer_schema
-            if not has_fit_decision(schema):
-                fmt = CONSTRAINED_STEPS_FORMAT
-            elif fit_decision_last(schema):
-                fmt = CONSTRAINED_CHECK_FORMAT
-            elif self.options.multi_call_format and self.options.variant == "full_steps":
-                fmt = CONSTRAINED_MULTI_FORMAT
-            else:
-                fmt = CONSTRAINED_FORMAT
+        if self.spec.answer_schema is not None:
+            more = ' It also holds "more_steps_likely": true | false.' if self.spec.variant == "single_pick" else ""
+            fmt = CONSTRAINED_FORMAT if has_fit_decision(self.spec.answer_schema) else CONSTRAINED_STEPS_FORMAT
             return ANSWER_FORMAT_MARK + fmt + more
-        return FORMAT_SINGLE_PICK if self.options.variant == "single_pick" else FORMAT_FULL_STEPS
+        return FORMAT_SINGLE_PICK if self.spec.variant == "single_pick" else FORMAT_FULL_STEPS
 
     def system_message(self, signature: Any, catalog: str) -> str:
         fmt = self.answer_format()
-        text = f"{(self.options.instructions or signature.instructions).strip()}\n\n{fmt}"
-        if self.options.tools:
+        text = f"{(self.spec.instructions or signature.instructions).strip()}\n\n{fmt}"
+        if self.spec.tools:
             text += f"\n{NATIVE_NOTE}"
-        if self.options.catalog_in_system:
+        if self.spec.catalog_in_system:
             text += f"\n\n{CATALOG_HEADER}\n{catalog}"
         return text
 
@@ -257,26 +176,17 @@ class PlanAdapter(dspy.Adapter):
 
     def fits_catalog(self, steps: Any) -> bool:
         """Whether a demo's steps name only tools of the planner's catalog (always, without ``demo_tools``)."""
-        allowed = self.options.demo_tools
+        allowed = self.spec.demo_tools
         return allowed is None or all(_get(s, "tool") in allowed for s in steps)
 
     def schema_answer(self, steps: list[dict[str, Any]], more: Any = None) -> dict[str, Any]:
         """A demo's answer as the answer schema has it: ``tool`` and ``args`` per step, ``tool_fits``
         where the schema puts it, and ``more_steps_likely`` for single_pick."""
-        schema = self.options.answer_schema
-        answer: dict[str, Any] = {"tool_fits": bool(steps)} if has_fit_decision(schema) and not fit_decision_last(schema) else {}
-        answer["steps"] = [self._schema_step(s) for s in steps]
-        if self.options.variant == "single_pick":
+        answer: dict[str, Any] = {"tool_fits": bool(steps)} if has_fit_decision(self.spec.answer_schema) else {}
+        answer["steps"] = [{"tool": s.get("tool"), "args": s.get("args") or {}} for s in steps]
+        if self.spec.variant == "single_pick":
             answer["more_steps_likely"] = bool(more)
-        if fit_decision_last(schema):
-            answer["tool_fits"] = bool(steps)
         return answer
-
-    def _schema_step(self, step: dict[str, Any]) -> dict[str, Any]:
-        args = step.get("args") or {}
-        if self.options.pipelines_as_tools and step.get("tool") == PIPELINE_RUN_TOOL:
-            return {"tool": args.get("id"), "args": args.get("inputs") or {}}
-        return {"tool": step.get("tool"), "args": args}
 
     def format_demos(self, signature: Any, demos: list[Any]) -> list[dict[str, str]]:
         """The program's demos as user/assistant pairs, each answer in the format the model must
@@ -286,13 +196,13 @@ class PlanAdapter(dspy.Adapter):
             intent, steps = _get(demo, "user_intent"), _get(demo, "steps")
             if not intent or steps is None or not self.fits_catalog(steps):
                 continue
-            if self.options.answer_schema is not None:
+            if self.spec.answer_schema is not None:
                 answer = self.schema_answer(_jsonable(steps), _get(demo, "more_steps_likely"))
             else:
                 answer = {"steps": _jsonable(steps)}
                 for key in ("complexity", "more_steps_likely", "reasoning"):
                     value = _get(demo, key)
-                    if value is not None and (key != "more_steps_likely" or self.options.variant == "single_pick"):
+                    if value is not None and (key != "more_steps_likely" or self.spec.variant == "single_pick"):
                         answer[key] = _jsonable(value)
             messages.append({"role": "user", "content": self.request_text(intent, _get(demo, "context"), _get(demo, "prior_steps"))})
             messages.append({"role": "assistant", "content": json.dumps(answer, ensure_ascii=False)})
@@ -301,11 +211,11 @@ class PlanAdapter(dspy.Adapter):
     def format_pool_demos(self) -> list[dict[str, str]]:
         """The request's pool demos as user/assistant pairs: the demo's tools, its request, the answer."""
         messages = []
-        for demo in self.options.pool_demos:
+        for demo in self.spec.pool_demos:
             tools = "\n".join([*(signature_line(p) for p in demo.tools),
-                               *(pipeline_line(p, self.options.pipelines_as_tools) for p in demo.pipelines)])
+                               *(pipeline_line(p) for p in demo.pipelines)])
             steps = [{"tool": s["tool"], "args": s.get("args") or {}} for s in demo.steps]
-            if self.options.answer_schema is not None:
+            if self.spec.answer_schema is not None:
                 answer = self.schema_answer(steps, more=False)
             else:
                 answer = {"steps": [{"order": i, **s, "rationale": ""} for i, s in enumerate(steps, 1)]}
@@ -316,14 +226,11 @@ class PlanAdapter(dspy.Adapter):
     def format(self, signature: Any, demos: list[Any], inputs: dict[str, Any]) -> list[dict[str, str]]:
         catalog = inputs.get("catalog") or ""
         user = self.request_text(inputs["user_intent"], inputs.get("context"), inputs.get("prior_steps"))
-        if not self.options.catalog_in_system:
+        if not self.spec.catalog_in_system:
             user = f"{CATALOG_HEADER}\n{catalog}\n\n{user}"
         user += f"\n\n{CLOSING_LINE}"
-        if self.options.instructions is not None or self.options.answer_schema is not None:
-            strict = f" {STRICT_FIT}" if self.options.strict_fit else ""
-            if self.options.nearest_tools:
-                strict = f" {NEAREST_LEAD} {', '.join(self.options.nearest_tools)}.{strict}"
-            user += f"{strict} {NO_FIT_CONSTRAINED if has_fit_decision(self.options.answer_schema) else NO_FIT_FREE}"
+        if self.spec.instructions is not None or self.spec.answer_schema is not None:
+            user += f" {NO_FIT_CONSTRAINED if has_fit_decision(self.spec.answer_schema) else NO_FIT_FREE}"
         return [
             {"role": "system", "content": self.system_message(signature, catalog)},
             *self.format_demos(signature, demos),
@@ -353,17 +260,20 @@ class PlanAdapter(dspy.Adapter):
     def _request(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any, demos: list[Any], inputs: dict[str, Any]):
         messages = self.format(signature, demos, inputs)
         merged = {**lm.kwargs}
-        if self.options.max_tokens is not None:
-            merged["max_tokens"] = self.options.max_tokens
+        if self.spec.max_tokens is not None:
+            merged["max_tokens"] = self.spec.max_tokens
+        for key in ("temperature", "seed"):  # the spec's sampling (it keeps what the LM was built with)
+            if getattr(self.spec, key) is not None:
+                merged[key] = getattr(self.spec, key)
         merged.update(lm_kwargs)
         merged.pop("response_format", None)
-        schema = self.options.answer_schema
-        if schema is not None and self.options.schema_wire == "json_schema":
+        schema = self.spec.answer_schema
+        if schema is not None and self.spec.schema_wire == "json_schema":
             merged["response_format"] = {"type": "json_schema", "name": "plan", "schema": schema}
-        elif self.options.json_object:
+        elif self.spec.json_object:
             merged["response_format"] = {"type": "json_object"}
         config = {k: merged[k] for k in _CONFIG_KEYS if merged.get(k) is not None}
-        if schema is not None and self.options.schema_wire == "json_object":
+        if schema is not None and self.spec.schema_wire == "json_object":
             # llama-cpp-python's server reads a schema only inside a json_object response_format,
             # a form lm15's canonical response_format cannot carry: it goes verbatim as an extension.
             config["extensions"] = {"response_format": {"type": "json_object", "schema": schema}}
@@ -372,14 +282,14 @@ class PlanAdapter(dspy.Adapter):
         )
         call_kwargs = {k: merged[k] for k in ("cache", "rollout_id") if merged.get(k) is not None}
         tools = tuple(FunctionTool(name=t.name, description=t.description, parameters=t.parameters)
-                      for t in self.options.tools)
+                      for t in self.spec.tools)
         request = Request(model=lm.model, system=messages[0]["content"], messages=convo, config=Config(**config),
                           tools=tools)
         return request, call_kwargs, messages, config
 
     def _finish(self, signature: Any, response: Any, messages: list[dict[str, str]], config: dict, t0: float) -> list[dict[str, Any]]:
         latency = (time.perf_counter() - t0) * 1000
-        offered = self.options.tools
+        offered = self.spec.tools
         completion = completion_from_response("plan", response, messages[0]["content"], messages[1:], latency, config,
                                               native_tools=bool(offered))
         completion.parse = parse_completion(

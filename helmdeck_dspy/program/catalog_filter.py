@@ -1,7 +1,7 @@
 """The two-pass LLM filter: when lexical ranking is not confident, ask a small call which
 catalog entries matter, and merge its picks with the lexical survivors.
 
-Fires only for budgets that allow it and a selection marked ``lexical.low_confidence``. Any
+Fires only for budgets that allow it and a selection marked ``<ranker>.low_confidence``. Any
 failure (call error, unparseable answer, no known ids) leaves the lexical selection in place.
 Beyond helmdeck, the merged selection is compacted again to the budget's cap, so the filter
 cannot push the prompt back over it.
@@ -17,7 +17,7 @@ from typing import Any
 from helmdeck_dspy.budgets import Budget
 from helmdeck_dspy.catalog.compact import Trim, compact_catalog, first_sentence
 from helmdeck_dspy.catalog.models import RoutingGuide
-from helmdeck_dspy.catalog.select import MARK_LOW_CONFIDENCE, restrict_catalog
+from helmdeck_dspy.catalog.select import LOW_CONFIDENCE, marked, restrict_catalog
 from helmdeck_dspy.decoding.reasoning import strip_reasoning
 from helmdeck_dspy.program.calls import completion_from_response, log_completion
 from helmdeck_dspy.program.sections import (
@@ -82,7 +82,7 @@ def merge_keep_order(first: list[str], second: list[str]) -> list[str]:
 
 
 def should_filter(budget: Budget, trim: Trim) -> bool:
-    return budget.allows_llm_filter and MARK_LOW_CONFIDENCE in trim.dropped
+    return budget.allows_llm_filter and marked(trim.dropped, LOW_CONFIDENCE)
 
 
 def apply_filter(
@@ -92,21 +92,23 @@ def apply_filter(
     trim: Trim,
     budget: Budget,
     intent: str,
+    sampling: dict[str, Any] | None = None,
 ) -> tuple[RoutingGuide, Trim]:
-    """Run the filter call with ``lm`` and merge; on any failure return the lexical selection."""
+    """Run the filter call with ``lm`` (sending ``sampling``: temperature and seed) and merge; on any
+    failure return the lexical selection."""
     from dspy.lm15 import Config, Message, Request
 
     try:
         user = filter_user_message(full, intent)
         request = Request(
             model=lm.model, system=FILTER_SYSTEM, messages=(Message.user(user),),
-            config=Config(max_tokens=FILTER_MAX_TOKENS),
+            config=Config(max_tokens=FILTER_MAX_TOKENS, **(sampling or {})),
         )
         t0 = time.perf_counter()
         response = lm(request)
         completion = completion_from_response(
             "filter", response, FILTER_SYSTEM, [{"role": "user", "content": user}],
-            (time.perf_counter() - t0) * 1000, {"max_tokens": FILTER_MAX_TOKENS},
+            (time.perf_counter() - t0) * 1000, {"max_tokens": FILTER_MAX_TOKENS, **(sampling or {})},
         )
         log_completion(completion)
         text = completion.content

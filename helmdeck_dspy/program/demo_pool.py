@@ -75,9 +75,9 @@ def signature_line(pack: Pack) -> str:
     return _with_lead(f"{pack.name}({args})", pack.description)
 
 
-def pipeline_line(pipeline: Pipeline, as_tool: bool = False) -> str:
-    """A pipeline in one line: run by its id as a tool (``as_tool``), else through the run tool."""
-    call = f"{pipeline.id}(inputs?: object)" if as_tool else f'{PIPELINE_RUN_TOOL}(id: "{pipeline.id}", inputs?: object)'
+def pipeline_line(pipeline: Pipeline) -> str:
+    """A pipeline in one line: a call of the run tool with its id."""
+    call = f'{PIPELINE_RUN_TOOL}(id: "{pipeline.id}", inputs?: object)'
     return _with_lead(call, pipeline.description)
 
 

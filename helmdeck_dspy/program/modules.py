@@ -2,8 +2,13 @@
 
 ``FullSteps`` asks for the whole ordered plan; ``SinglePick`` for the single next call. They
 differ only in their instructions. Each scopes its own :class:`PlanAdapter` inside ``forward``
-(never globally, so optimizers' own prompts keep DSPy's adapters), configured from the model's
-budget through :attr:`PlanModule.render`. A module compiled with ``--knn-demos`` also carries a
+(never globally, so optimizers' own prompts keep DSPy's adapters), rendering the request's
+:class:`~helmdeck_dspy.program.prompt_spec.PromptSpec`, which the caller sets with
+``dspy.context(**{SPEC_KEY: spec})`` (the variant's free default without one). A module holds no
+per-request state: once loaded for planning it is made read-only (:meth:`PlanModule.freeze`), and
+an assignment to it raises :class:`~helmdeck_dspy.errors.FrozenProgramError`.
+
+A module compiled with ``--knn-demos`` also carries a
 :class:`~helmdeck_dspy.program.demo_pool.DemoPool` (:attr:`PlanModule.demo_pool`), saved in the
 program file beside DSPy's own state, that the planner draws each request's demos from.
 """
@@ -15,21 +20,43 @@ from typing import Any
 import dspy
 
 from helmdeck_dspy.domain import Variant
-from helmdeck_dspy.program.adapter import PlanAdapter, RenderOptions
+from helmdeck_dspy.errors import FrozenProgramError
+from helmdeck_dspy.program.adapter import PlanAdapter
 from helmdeck_dspy.program.demo_pool import DemoPool
+from helmdeck_dspy.program.prompt_spec import SPEC_KEY, PromptSpec
 from helmdeck_dspy.signatures.plan import signature_for
 
 
-class PlanModule(dspy.Module):
+class _ReadOnlyOnceFrozen:
+    """Refuses every attribute assignment once ``_frozen`` is set (see :meth:`PlanModule.freeze`)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if getattr(self, "_frozen", False):
+            raise FrozenProgramError(f"the plan program is read-only once loaded; {name!r} cannot be set "
+                                     "(per-request settings travel in the call's PromptSpec)")
+        super().__setattr__(name, value)
+
+
+class PlanPredict(_ReadOnlyOnceFrozen, dspy.Predict):
+    """The module's one predictor (DSPy's ``Predict``, read-only once its module is frozen)."""
+
+
+class PlanModule(_ReadOnlyOnceFrozen, dspy.Module):
     """A plan module for one prompt variant."""
 
     variant: Variant = "full_steps"
 
-    def __init__(self, render: RenderOptions | None = None) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.plan = dspy.Predict(signature_for(self.variant))
-        self.render = render or RenderOptions(variant=self.variant)
+        self.plan = PlanPredict(signature_for(self.variant))
         self.demo_pool: DemoPool | None = None
+
+    def freeze(self) -> PlanModule:
+        """Make the module and its predictor read-only: a program shared by concurrent requests
+        must not carry any request's state."""
+        for part in (self, self.plan):
+            object.__setattr__(part, "_frozen", True)
+        return self
 
     def dump_state(self, json_mode: bool = True) -> dict[str, Any]:
         state = super().dump_state(json_mode=json_mode)
@@ -51,8 +78,10 @@ class PlanModule(dspy.Module):
         context: str | None = None,
         prior_steps: list[Any] | None = None,
     ) -> dspy.Prediction:
-        options = self.render.model_copy(update={"variant": self.variant})
-        with dspy.context(adapter=PlanAdapter(options)):
+        spec = dspy.settings.get(SPEC_KEY) or PromptSpec(variant=self.variant)
+        if spec.variant != self.variant:
+            spec = spec.model_copy(update={"variant": self.variant})
+        with dspy.context(adapter=PlanAdapter(spec)):
             return self.plan(user_intent=user_intent, catalog=catalog, context=context, prior_steps=prior_steps)
 
 

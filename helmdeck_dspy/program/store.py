@@ -124,9 +124,17 @@ def resolve_program(
             manifest lists one and its file exists, else the tier's), ``tier`` (``tier:T``: tier
             T's instead of the model's tier's), ``bare``, or a path to a program file.
 
+    The module comes back read-only (:meth:`~helmdeck_dspy.program.modules.PlanModule.freeze`): it
+    is shared by every request its planner serves.
+
     Raises:
         CompiledProgramError: the chosen file is missing, corrupt or not a program for ``variant``.
     """
+    module, ref = _resolve(model_id, tier, variant, root, choice)
+    return module.freeze(), ref
+
+
+def _resolve(model_id: str | None, tier: str, variant: str, root: Path | None, choice: str | None) -> tuple[Any, ProgramRef]:
     from helmdeck_dspy.program.modules import MODULES  # imports dspy
 
     module = MODULES[variant]()

@@ -27,6 +27,7 @@ from helmdeck_dspy.engines.lm_spec import make_lm, run_settings, trace_source
 from helmdeck_dspy.engines.profile import SimProfile, list_profiles, load_profile
 from helmdeck_dspy.planning.attempt import recorded_run
 from helmdeck_dspy.planning.options import PlannerOptions
+from helmdeck_dspy.planning.prompt import sampling_for, strategy_for
 from helmdeck_dspy.tasks import PlanTask
 from helmdeck_dspy.traces.io import read_jsonl_traces
 from helmdeck_dspy.traces.record import TraceRecord, write_jsonl_traces
@@ -44,11 +45,16 @@ Run = tuple[Any, str, str, "dict[str, Any] | None"]
 """One model to run: (LM, model id for the budget lookup, the records' ``source``, the records' ``run``)."""
 
 
+PER_REQUEST_RUN_KEYS = frozenset({"prompt", "demos"})
+"""``run`` keys a record gets from its own request's spec, not from the run's settings."""
+
+
 def _key(source: str, model: str, variant: str | None, task_id: str | None, intent: str | None,
          max_tokens: int | None, temperature: float | None, seed: int | None, run: dict | None,
          native: bool = False) -> str:
     """What makes two exchanges the same request: a resumed run skips a request whose key it has.
     A request that offered native tools is another request than the same one asking for JSON text."""
+    run = {k: v for k, v in (run or {}).items() if k not in PER_REQUEST_RUN_KEYS} if run is not None else None
     program = (run or {}).get("program")
     if isinstance(program, dict) and program.get("sha256"):  # the same file however its path was spelled
         run = {**(run or {}), "program": {k: v for k, v in program.items() if k != "path"}}
@@ -83,7 +89,6 @@ def _run(
     variants: Iterable[str],
     n: int | None,
     progress: Callable[[int], None] | None,
-    sampling: dict[str, Any] | None = None,
     concurrency: int = 1,
     resume: bool = True,
     notify: Callable[[str], None] | None = None,
@@ -104,7 +109,6 @@ def _run(
             notify(f"resuming from {scratch}: {len(done)} request(s) already recorded are not sent again")
     else:
         scratch.unlink(missing_ok=True)
-    temperature, seed = (sampling or {}).get("temperature"), (sampling or {}).get("seed")
     jobs: list[tuple[Any, str, str, str | None]] = []  # (planner, intent, task id, context)
     order: dict[str, int] = {}
     skipped = 0
@@ -115,7 +119,10 @@ def _run(
                 recording = {"record_path": scratch, "record_source": source, "record_run": run}
                 planner = Planner.from_options(model, lm, None, options.model_copy(update=recording), variant=variant)
             cap = options.max_tokens or planner.budget.output_tokens
-            native = planner.budget.native_tool_calls if options.native_tool_calls is None else options.native_tool_calls
+            endpoint = str(getattr(lm, "model", ""))
+            native = strategy_for(options.answer_strategy, planner.budget, endpoint) == "native"
+            sent = sampling_for(planner.budget, endpoint, options.temperature, options.seed, getattr(lm, "kwargs", None))
+            temperature, seed = sent.get("temperature"), sent.get("seed")  # what each call sends, as its record keeps
             for i, task in enumerate(chosen):
                 # Repeated tasks (n > len(tasks)) get a distinct request so the model is asked anew.
                 intent = task.intent if i < len(tasks) else f"{task.intent} (again, #{i // len(tasks)})"
@@ -220,8 +227,8 @@ def record(
     ``options`` are the planner's (:class:`~helmdeck_dspy.planning.options.PlannerOptions`; default:
     the defaults): ``retry`` sets the attempts and the per-attempt deadline (3 attempts of 120 s by
     default), ``api_base`` the live endpoint, ``max_tokens`` the output cap, ``budgets`` the budget
-    table, ``native_tool_calls`` offers the selected catalog as native tools (True), never does
-    (False) or follows the budget row (None), and records say which way each request was made;
+    table, ``answer_strategy`` how the model answers (``native`` offers the selected catalog as
+    native tools; None follows the budget row), and records say which way each request was made;
     ``program`` chooses the program, and every record names the one used in ``run.program``. The
     recording fields (``record_path``, ``record_source``, ``record_run``) are this run's own.
     """
@@ -231,5 +238,5 @@ def record(
     lm = make_lm(spec, api_base=options.api_base, cache=False, sampling=sampling, timeout=options.retry.timeout_s)
     return _run(
         [(lm, model, trace_source(spec), run_settings(spec))], tasks, out, options=options, variants=variants, n=n,
-        progress=progress, sampling=sampling, concurrency=concurrency, resume=resume, notify=notify,
+        progress=progress, concurrency=concurrency, resume=resume, notify=notify,
     )

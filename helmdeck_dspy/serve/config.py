@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from helmdeck_dspy.domain import MAX_STDIO_LINE_BYTES, MAX_TIMEOUT_S
+from helmdeck_dspy.domain import DEFAULT_RANKER, MAX_STDIO_LINE_BYTES, MAX_TIMEOUT_S
 from helmdeck_dspy.serve.names import (
     DEFAULT_HOST,
     DEFAULT_PORT,
@@ -32,6 +32,8 @@ class ServeConfig(BaseModel):
         history_path: The history store (None: the user data directory's).
         max_steps: The step cap of one single_pick loop.
         ranker: The catalog ranker for planning and routing.
+        temperature / seed: The sampling of every plan call (None: the budget row's temperature, 0,
+            and seed 7 where the endpoint takes one).
         timeout_s / retries: Per-attempt deadline and retries of a plan call (None: the defaults).
         tokens_file: A TOML file of bearer tokens (``[tokens]`` caller = token).
         session_idle_s: An HTTP session with no request in flight for this long is closed.
@@ -53,7 +55,9 @@ class ServeConfig(BaseModel):
     history: bool = True
     history_path: Path | None = None
     max_steps: int = Field(default=DEFAULT_STEP_CAP, ge=1, le=100)
-    ranker: str = "bm25"
+    ranker: str = DEFAULT_RANKER
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0, allow_inf_nan=False)
+    seed: int | None = Field(default=None, ge=0, le=2**31 - 1)
     timeout_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
     retries: int | None = Field(default=None, ge=0, le=19)
     session_idle_s: float = Field(default=DEFAULT_SESSION_IDLE_S, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)

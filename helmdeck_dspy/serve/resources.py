@@ -24,12 +24,11 @@ from helmdeck_dspy.catalog.models import RoutingGuide
 from helmdeck_dspy.catalog.select import top_n_for
 from helmdeck_dspy.domain import TIERS, default_variant
 from helmdeck_dspy.planning.history import MY_PLANS_LIMIT, HistoryStore, PlanGroup
-from helmdeck_dspy.program.adapter import RenderOptions
 
 FALLBACK_LABEL = "(fallback: any unknown model)"
 HISTORY_OFF_NOTE = "plan history is off on this server (serve --no-history): no plans are recorded"
 _OPTIONAL_FLAGS = ("allows_llm_filter", "filter_model", "is_hybrid_reasoning", "wants_strict_json",
-                   "supports_prefix_cache", "native_tool_calls", "cached_input_cost_usd_per_mtok")
+                   "supports_prefix_cache", "answer_strategy", "cached_input_cost_usd_per_mtok")
 
 
 def _now() -> str:
@@ -94,7 +93,7 @@ def _tier_changes(tier: str, budgets: list[Budget]) -> list[str]:
                    f"then cut to the {top_n_for(tier)} best-ranked entries when compaction is not enough")
     outs = [b.output_tokens for b in budgets]
     out.append(f"output is capped at {_range(outs)} tokens")
-    strict = sum(RenderOptions.for_budget(b, b.resolved_prompt_variant).json_object for b in budgets)
+    strict = sum(b.json_object_format for b in budgets)
     out.append(f"a JSON-object response format is requested on {strict} of {n} rows" if strict
                else "no JSON-object response format is requested")
     filtered = sum(b.allows_llm_filter for b in budgets)

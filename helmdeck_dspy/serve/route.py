@@ -14,7 +14,7 @@ from helmdeck_dspy.catalog.models import Pack, Pipeline, RoutingGuide
 from helmdeck_dspy.catalog.ranking import RANKERS, Ranked, high_confidence
 from helmdeck_dspy.catalog.select import select_catalog
 from helmdeck_dspy.catalog.text import token_set
-from helmdeck_dspy.domain import PIPELINE_RUN_TOOL
+from helmdeck_dspy.domain import DEFAULT_RANKER, PIPELINE_RUN_TOOL
 from helmdeck_dspy.serve.names import ROUTE_ALTERNATIVES
 from helmdeck_dspy.serve.wire import GapWarning, RouteChoice, RouteWire
 
@@ -42,7 +42,7 @@ def _choice(entry: Pack | Pipeline, ranked: Ranked, intent_terms: frozenset[str]
     return RouteChoice(kind="pack", id=entry.name, tool=entry.name, score=ranked.score, why=why)
 
 
-def route(catalog: RoutingGuide, budget: Budget, intent: str, *, ranker: str = "bm25",
+def route(catalog: RoutingGuide, budget: Budget, intent: str, *, ranker: str = DEFAULT_RANKER,
           alternatives: int = ROUTE_ALTERNATIVES) -> RouteWire:
     """Recommend one catalog entry for ``intent`` under ``budget``.
 
@@ -53,7 +53,7 @@ def route(catalog: RoutingGuide, budget: Budget, intent: str, *, ranker: str = "
         ranker: A name in :data:`~helmdeck_dspy.catalog.ranking.RANKERS`.
         alternatives: How many runners-up (with a non-zero score) to list.
     """
-    selected, _ = select_catalog(catalog, budget, intent, ranker=ranker, rank_source="full")
+    selected, _ = select_catalog(catalog, budget, intent, ranker=ranker)
     kept = selected.id_set
     # Scores over the whole catalog (as selection ranks it), restricted to the entries the budget kept.
     ranked = [r for r in RANKERS[ranker](catalog, intent) if r.id in kept]

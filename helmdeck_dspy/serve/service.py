@@ -85,6 +85,7 @@ class PlanService:
         built = Planner.for_model(
             model, lm=self.lm, catalog=self.catalog, budgets=self.table, api_base=self.config.api_base,
             history=self.history, ranker=self.config.ranker, retry=self.retry, fallback=self.fallback,
+            temperature=self.config.temperature, seed=self.config.seed,
         )
         with self._lock:
             self._planners[model] = built

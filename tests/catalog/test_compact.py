@@ -335,22 +335,3 @@ def test_the_budget_row_switches_signatures_off(make_budget):
     off, _ = compact_catalog(guide, make_budget(cap).model_copy(update={"compact_arg_schemas": False}))
     assert on.packs[0].args == "q?: string" and off.packs[0].args == ""
     assert off.packs[0].parameters == {"type": "object", "properties": {"q": {"type": "string"}}}
-
-
-def test_argument_hints_stay_while_they_fit_and_go_last_when_they_do_not():
-    from helmdeck_dspy.catalog.models import Pack
-
-    described = {"type": "object", "required": ["tz"],
-                 "properties": {"tz": {"type": "string", "description": "IANA name (e.g., 'Asia/Tokyo')."}}}
-    packs = tuple(Pack(name=f"t{i}", description="Tells the time. " + "More words here. " * 6, parameters=described)
-                  for i in range(6))
-    guide = RoutingGuide(packs=packs)
-    plain_sig = compact_catalog(guide, 1, hints=False)[0].size_bytes()  # every step ran: the floor
-    roomy = plain_sig + 6 * 60 + 500
-    hinted, trim = compact_catalog(guide, roomy, hints=True)
-    assert all(p.args == 'tz: string "IANA name (e.g., \'Asia/Tokyo\')."' for p in hinted.packs)
-    assert "pack.args.hints" not in trim.dropped and hinted.size_bytes() <= roomy
-    tight, trim = compact_catalog(guide, plain_sig, hints=True)
-    assert all(p.args == "tz: string" for p in tight.packs) and trim.dropped[-2:] == ["description.firstSentence",
-                                                                                       "pack.args.hints"]
-    assert "pack.args.hints" not in compact_catalog(guide, plain_sig, hints=False)[1].dropped

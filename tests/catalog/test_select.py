@@ -6,15 +6,20 @@ the default cut, which fills the byte cap, is tested in test_fill.py."""
 from __future__ import annotations
 
 import copy
+import functools
 
 import pytest
 
 from helmdeck_dspy.catalog.compact import compact_catalog
 from helmdeck_dspy.catalog.models import RoutingGuide
 from helmdeck_dspy.catalog.ranking import rank_lexical, should_escalate
-from helmdeck_dspy.catalog.select import restrict_catalog, select_catalog
+from helmdeck_dspy.catalog.select import restrict_catalog
+from helmdeck_dspy.catalog.select import select_catalog as _select_catalog
 
 from .conftest import big_catalog_dict, budget, helmdeck_budget
+
+select_catalog = functools.partial(_select_catalog, ranker="lexical", rank_source="compacted")
+"""These tests pin helmdeck's own selection: its lexical ranker over the compacted catalog."""
 
 TOP_N = "lexical.top_n"
 LOW = "lexical.low_confidence"
@@ -335,7 +340,7 @@ def test_after_bytes_matches_returned_catalog(make_big_catalog, cap, tier):
 def test_bm25_ranker_in_select():
     rg = _with(30, 2, extra_packs=[{"name": "zz.kraken", "description": "Summons the sea creature."}])
     out, trim = select_catalog(rg, helmdeck_budget(2000), "summon the kraken", ranker="bm25")
-    assert TOP_N in trim.dropped
+    assert "bm25.top_n" in trim.dropped and TOP_N not in trim.dropped  # the marker names its ranker
     assert out.packs[0].name == "zz.kraken"
     assert len(out.ids()) == 12
 

@@ -61,7 +61,7 @@ def test_the_demo_intent_keeps_image_generate(model):
     catalog = load_catalog()
     budget = budget_for(model)
     selected, trim = select_catalog(catalog, budget, DEMO_INTENT, ranker="bm25", rank_source="full")
-    assert "lexical.top_n" in trim.dropped  # the catalog was cut
+    assert "bm25.top_n" in trim.dropped  # the catalog was cut
     assert {"image.generate", "helmdeck.memory_store", "blog.rewrite_for_audience"} <= selected.id_set
     # helmdeck's fixed top N keeps it too: the ranker, not only the larger cut, puts it in.
     fixed = budget.model_copy(update={"max_catalog_entries": top_n_for(budget.tier)})

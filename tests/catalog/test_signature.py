@@ -42,19 +42,3 @@ def test_long_enums_are_elided_and_deep_objects_shown_as_object():
     deep = {"type": "object", "properties": {"a": {"type": "object", "properties": {
         "b": {"type": "object", "properties": {"c": {"type": "object", "properties": {"d": {"type": "string"}}}}}}}}}
     assert arg_signature(deep) == "a?: {b?: {c?: object}}"
-
-
-def test_hints_keep_each_top_level_description_short_and_quoted():
-    from helmdeck_dspy.catalog.signature import MAX_HINT_CHARS
-
-    schema = {"properties": {
-        "timezone": {"type": "string", "description": "IANA timezone name (e.g., 'Asia/Tokyo'). Use 'Etc/UTC' if none."},
-        "note": {"type": "string", "description": 'Say "hi" ' + "very " * 40 + "loudly"},
-        "edits": {"type": "object", "properties": {"old": {"type": "string", "description": "nested: no hint"}}},
-        "n": {"type": "integer"}}, "required": ["timezone"]}
-    sig = arg_signature(schema, hints=True)
-    assert sig.startswith("""timezone: string "IANA timezone name (e.g., 'Asia/Tokyo').", note?: string "Say 'hi' very""")
-    note = sig.split(' "')[2].split('"')[0]
-    assert len(note) <= MAX_HINT_CHARS and note.endswith("…")
-    assert sig.endswith(', edits?: {old?: string}, n?: integer')
-    assert arg_signature(schema) == "timezone: string, note?: string, edits?: {old?: string}, n?: integer"

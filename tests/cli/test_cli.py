@@ -114,7 +114,7 @@ def test_catalog_select_json_shape():
             "--intent", "make a slide deck from my notes", "--json")
     d = json.loads(r.output)
     assert set(d) >= {"catalog", "trim"}
-    assert "lexical.top_n" in d["trim"]["dropped"]
+    assert "bm25.top_n" in d["trim"]["dropped"]
     # The cut keeps at least the tier C floor (12) and fills the 10,000-byte cap (catalog.select).
     assert len(d["catalog"]["packs"]) + len(d["catalog"]["pipelines"]) >= 12
     assert d["trim"]["after_bytes"] <= 10000

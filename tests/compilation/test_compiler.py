@@ -91,7 +91,7 @@ def test_a_tight_prompt_token_target_limits_the_demos(tmp_path, monkeypatch):
     from helmdeck_dspy.program.modules import MODULES
 
     setup = TierSetup("C", "full_steps")
-    bare = setup.prompt_tokens(MODULES["full_steps"](setup.render))
+    bare = setup.prompt_tokens(MODULES["full_steps"]())
     roomy = compile_one("C", "full_steps", out_root=tmp_path / "roomy")
     assert roomy.demos == 3 and roomy.prompt_tokens > bare + 60
     tight = load_tier_config("C").model_copy(update={"prompt_token_target": roomy.prompt_tokens - 60})

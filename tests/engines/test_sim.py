@@ -31,7 +31,8 @@ from helmdeck_dspy.engines.profile import Planning, Shape, SimProfile, Timing
 from helmdeck_dspy.engines.sim import LEAK_TEXTS, SimEngine
 from helmdeck_dspy.io.tokens import count_tokens
 from helmdeck_dspy.planning.planner import Planner
-from helmdeck_dspy.program.adapter import PlanAdapter, RenderOptions
+from helmdeck_dspy.program.adapter import PlanAdapter
+from helmdeck_dspy.program.prompt_spec import PromptSpec
 from helmdeck_dspy.program.calls import LATENCY_KEY, raw_finish_reason
 from helmdeck_dspy.program.calls import capture_completions
 from helmdeck_dspy.program.catalog_filter import (
@@ -69,7 +70,7 @@ def plan_request(
     prior_steps: list | None = None,
 ) -> Request:
     """The request the planner sends for ``intent``, rendered by the real PlanAdapter."""
-    adapter = PlanAdapter(RenderOptions(variant=variant, catalog_in_system=catalog_in_system))
+    adapter = PlanAdapter(PromptSpec(variant=variant, catalog_in_system=catalog_in_system))
     messages = adapter.format(
         MODULES[variant]().plan.signature, list(demos),
         {"user_intent": intent, "catalog": catalog.render(), "context": context, "prior_steps": prior_steps},

@@ -17,7 +17,8 @@ from helmdeck_dspy.engines.profile import Shape, SimProfile, Timing, load_profil
 from helmdeck_dspy.engines.sim import SimEngine, sim_model_name
 from helmdeck_dspy.errors import DataFileError
 from helmdeck_dspy.io import tokens as token_counting
-from helmdeck_dspy.program.adapter import PlanAdapter, RenderOptions
+from helmdeck_dspy.program.adapter import PlanAdapter
+from helmdeck_dspy.program.prompt_spec import PromptSpec
 from helmdeck_dspy.program.modules import MODULES
 from helmdeck_dspy.tasks import load_tasks
 
@@ -28,7 +29,7 @@ MODEL = "local/qwen2.5-coder-0.5b-instruct"
 
 def request(intent: str, variant: str = "full_steps", max_tokens: int = 1500, json_object: bool = False) -> Request:
     """The request the planner sends, rendered by the real PlanAdapter."""
-    adapter = PlanAdapter(RenderOptions(variant=variant))
+    adapter = PlanAdapter(PromptSpec(variant=variant))
     messages = adapter.format(MODULES[variant]().plan.signature, [],
                               {"user_intent": intent, "catalog": CATALOG.render(), "context": None, "prior_steps": None})
     convo = tuple(Message.user(m["content"]) if m["role"] == "user" else Message.assistant(m["content"]) for m in messages[1:])

@@ -35,7 +35,8 @@ def _plans(constrained: bool):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         planner = Planner.for_model(f"local/{REAL_MODEL}-instruct", lm=lm, catalog=CATALOG, variant="full_steps",
-                                    history=None, use_filter=False, cache=False, constrained_decoding=constrained)
+                                    history=None, use_filter=False, cache=False,
+                                    answer_strategy="schema" if constrained else "free")
     return [planner.plan(intent) for intent in INTENTS]
 
 

@@ -94,8 +94,8 @@ def test_the_planner_runs_the_pipeline_and_records_that_it_did(tmp_path):
     assert rec.run[PIPELINE_CHAINS_KEY] is True
 
 
-def test_off_the_plan_is_kept_as_the_model_gave_it(tmp_path):
-    result = plan(tmp_path, pipeline_chains=False)
+def test_before_issue_22_the_plan_is_kept_as_the_model_gave_it(tmp_path):
+    result = plan(tmp_path, preset="before-issue-22")
     assert [s.tool for s in result.steps] == ["repo.fetch", "podcast.generate", "email.send"]
     (rec,) = read_jsonl_traces(tmp_path / "rec.jsonl")
     assert PIPELINE_CHAINS_KEY not in (rec.run or {})

@@ -16,6 +16,7 @@ import dspy
 import pytest
 
 from helmdeck_dspy.engines.lm_spec import make_lm
+from helmdeck_dspy.errors import FrozenProgramError
 from helmdeck_dspy.planning.planner import Planner
 from helmdeck_dspy.serve.catalogs import read_tools_catalog
 from tests.fault_server import FaultServer, ok
@@ -66,7 +67,6 @@ def _request_names(body: dict[str, Any]) -> tuple[str, set[str]]:
     return caller, {name for names in NAMES.values() for name in names if name in text}
 
 
-@pytest.mark.xfail(strict=True, reason="issue 40: a request's render options are written onto the shared program")
 def test_concurrent_plans_never_carry_the_other_callers_tools() -> None:
     answer = json.dumps({"tool_fits": True, "steps": []})
     with FaultServer([ok(answer)]) as server:
@@ -106,3 +106,34 @@ def check_requests(bodies: list[dict[str, Any]]) -> None:
         assert names <= NAMES[caller], f"the {caller} request carried {sorted(names - NAMES[caller])}"
         schema = body["response_format"]["schema"]
         assert NAMES[caller] <= set(json.dumps(schema).split('"')), "its own tools are missing from its schema"
+
+
+class AssignDuringCall(dspy.utils.callback.BaseCallback):
+    """Tries, while a request is inside the plan module, to set state on the module and its predictor."""
+
+    def __init__(self) -> None:
+        self.raised: list[BaseException] = []
+
+    def on_module_start(self, call_id: str, instance: Any, inputs: dict[str, Any]) -> None:
+        if type(instance).__name__ in ("FullSteps", "SinglePick"):
+            for target, name in ((instance, "render"), (instance, "demo_pool"), (instance.plan, "demos")):
+                try:
+                    setattr(target, name, None)
+                except FrozenProgramError as exc:
+                    self.raised.append(exc)
+
+
+def test_the_loaded_program_is_read_only_during_a_request() -> None:
+    answer = json.dumps({"tool_fits": True, "steps": []})
+    with FaultServer([ok(answer)]) as server:
+        lm = make_lm("llamacpp/m", api_base=server.url, cache=False, num_retries=0)
+        planner = Planner.for_model(MODEL, lm=lm, history=None, use_filter=False, cache=False)
+        demos = list(planner.program.plan.demos)
+        spy = AssignDuringCall()
+        with dspy.context(callbacks=[spy]):
+            planner.plan(INTENTS["weather"])
+        assert len(server.requests) == 1  # the request went through
+    assert len(spy.raised) == 3 and "read-only" in str(spy.raised[0])
+    assert planner.program.plan.demos == demos  # nothing was changed
+    with pytest.raises(FrozenProgramError):
+        planner.program.demo_pool = None  # nor outside a request

@@ -1,5 +1,5 @@
-"""The planner's request shape: native tool calls (the budget's ``native_tool_calls``, off by default), the
-fit decision by catalog kind, the ``instructions`` option and the instructions for pipelines offered by id."""
+"""The planner's request shape: the ``native`` answer strategy (off unless a row or the option chooses
+it), the strategy's precedence, and the fit decision by catalog kind."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import warnings
 from helmdeck_dspy.budgets import load_budget_table
 from helmdeck_dspy.catalog.models import load_catalog
 from helmdeck_dspy.planning.planner import Planner
-from helmdeck_dspy.program.adapter import NATIVE_NOTE, RenderOptions
+from helmdeck_dspy.planning.prompt import resolve_prompt, strategy_for
+from helmdeck_dspy.program.adapter import NATIVE_NOTE
 from helmdeck_dspy.program.native_tools import native_tools
 from helmdeck_dspy.traces.io import read_jsonl_traces
 
@@ -29,8 +30,8 @@ def planner(tmp_path, *records, **kw):
 
 
 def test_off_by_default_no_tools_are_offered(tmp_path):
-    assert load_budget_table().fallback.native_tool_calls is False
-    assert not any(row.native_tool_calls for row in load_budget_table().rows)
+    assert load_budget_table().fallback.answer_strategy is None
+    assert not any(row.answer_strategy == "native" for row in load_budget_table().rows)
     p = planner(tmp_path, {"content": "", "finish_reason": "tool_calls", "tool_calls": CALLS})
     result = p.plan(INTENT)
     (request,) = p.lm.engine.requests
@@ -43,7 +44,7 @@ def test_off_by_default_no_tools_are_offered(tmp_path):
 def test_native_on_offers_the_selected_catalog_and_records_the_calls(tmp_path):
     rec_path = tmp_path / "rec.jsonl"
     p = planner(tmp_path, {"content": "", "finish_reason": "tool_calls", "tool_calls": CALLS},
-                native_tool_calls=True, record_path=rec_path)
+                answer_strategy="native", record_path=rec_path)
     result = p.plan(INTENT, task_id="t1")
     (request,) = p.lm.engine.requests
     names = {t.name for t in request.tools}
@@ -58,33 +59,37 @@ def test_native_on_offers_the_selected_catalog_and_records_the_calls(tmp_path):
 
 def test_native_on_still_accepts_a_json_text_answer(tmp_path):
     plan = json.dumps({"steps": [{"order": 1, "tool": "web.scrape", "args": {}, "rationale": "r"}]})
-    p = planner(tmp_path, {"content": plan, "finish_reason": "stop"}, native_tool_calls=True)
+    p = planner(tmp_path, {"content": plan, "finish_reason": "stop"}, answer_strategy="native")
     result = p.plan(INTENT)
     assert result.ok and result.parse_outcome == "strict"
 
 
 def test_calls_naming_nothing_offered_fail_with_their_cause(tmp_path):
     bad = [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]
-    p = planner(tmp_path, {"content": "", "finish_reason": "tool_calls", "tool_calls": bad}, native_tool_calls=True)
+    p = planner(tmp_path, {"content": "", "finish_reason": "tool_calls", "tool_calls": bad}, answer_strategy="native")
     result = p.plan(INTENT)
     assert result.failure_cause == "unusable_tool_calls" and "get_weather" in result.error
 
 
-def test_render_options_follow_the_budget_flag():
+def test_the_strategy_follows_the_option_then_the_row_then_the_endpoint():
     table = load_budget_table()
-    budget = table.lookup(MISTRAL).model_copy(update={"native_tool_calls": True})
+    row = table.lookup(MISTRAL)
+    native_row = row.model_copy(update={"answer_strategy": "native"})
+    assert strategy_for(None, row, "openai/x") == "free" and strategy_for(None, row, "llamacpp/q") == "schema"
+    assert strategy_for(None, native_row, "llamacpp/q") == "native"
+    assert strategy_for("free", native_row, "llamacpp/q") == "free"
     catalog = load_catalog()
-    opts = RenderOptions.for_budget(budget, "full_steps", catalog=catalog)
-    assert opts.tools == native_tools(catalog) and not opts.json_object
-    assert RenderOptions.for_budget(budget, "full_steps", catalog=catalog, native=False).tools == ()
-    assert RenderOptions.for_budget(budget, "full_steps").tools == ()  # no catalog, nothing to offer
-    assert not RenderOptions.for_budget(budget, "full_steps").json_object  # but never JSON mode with native on
-    assert RenderOptions.for_budget(budget, "full_steps", native=False).json_object
-    pipeline = next(t for t in opts.tools if t.tool_id == "helmdeck__pipeline-run")
+    spec = resolve_prompt(variant="full_steps", budget=native_row, endpoint="openai/x", whole=catalog, selected=catalog)
+    assert spec.tools == tuple(native_tools(catalog)) and not spec.json_object and spec.answer_schema is None
+    free = resolve_prompt(variant="full_steps", budget=row, endpoint="openai/x", whole=catalog, selected=catalog)
+    assert free.tools == () and free.json_object  # a strict-JSON tier B row
+    bare = resolve_prompt(variant="full_steps", budget=native_row, endpoint="openai/x", whole=catalog, selected=None)
+    assert bare.tools == () and not bare.json_object  # no catalog yet, nothing to offer; never JSON mode with native
+    pipeline = next(t for t in spec.tools if t.tool_id == "helmdeck__pipeline-run")
     assert set(pipeline.parameters["properties"]["id"]["enum"]) == catalog.pipeline_ids
 
 
-def test_instructions_option_replaces_the_program_and_tool_list_text(tmp_path):
+def test_a_plain_tool_list_gets_the_tool_list_instructions(tmp_path):
     from helmdeck_dspy.signatures.plan import variant_instructions
 
     plan = json.dumps({"steps": [{"order": 1, "tool": "web.scrape", "args": {}, "rationale": "r"}]})
@@ -92,18 +97,16 @@ def test_instructions_option_replaces_the_program_and_tool_list_text(tmp_path):
     default = planner(tmp_path, {"content": plan, "finish_reason": "stop"}, catalog=tools_only)
     default.plan(INTENT)
     assert default.lm.engine.requests[0].system.startswith(variant_instructions("full_steps", tools_only=True))
-    mine = planner(tmp_path, {"content": plan, "finish_reason": "stop"}, catalog=tools_only,
-                   instructions="Answer with the calls that answer the question.")
-    assert mine.plan(INTENT).ok
-    system = mine.lm.engine.requests[0].system
-    assert system.startswith("Answer with the calls that answer the question.\n\n") and "You plan calls" not in system
+    before = planner(tmp_path, {"content": plan, "finish_reason": "stop"}, catalog=tools_only, preset="before-issue-22")
+    before.plan(INTENT)
+    assert before.lm.engine.requests[0].system.startswith(variant_instructions("full_steps"))
 
 
 def test_the_fit_decision_is_on_for_a_tool_list_and_off_for_a_catalog_with_pipelines(tmp_path):
     plan = json.dumps({"steps": [{"tool": "web.scrape", "args": {}}]})
 
     def schema(**kw):
-        p = planner(tmp_path, {"content": plan, "finish_reason": "stop"}, constrained_decoding=True, **kw)
+        p = planner(tmp_path, {"content": plan, "finish_reason": "stop"}, answer_strategy="schema", **kw)
         p.plan(INTENT)
         return p.lm.engine.requests[0].config.response_format["schema"]
 
@@ -112,23 +115,3 @@ def test_the_fit_decision_is_on_for_a_tool_list_and_off_for_a_catalog_with_pipel
     assert schema(catalog=tools_only)["required"][0] == "tool_fits"
     assert "tool_fits" in schema(fit_decision=True)["properties"]
     assert "tool_fits" not in schema(catalog=tools_only, fit_decision=False)["properties"]
-
-
-def test_pipelines_offered_by_id_come_with_instructions_that_say_so(tmp_path):
-    from helmdeck_dspy.signatures.plan import variant_instructions
-
-    ids = variant_instructions("full_steps", pipeline_ids=True)
-    plan = json.dumps({"steps": [{"tool": "builtin.grounded-deck", "args": {}}]})
-
-    def system(**kw) -> str:
-        p = planner(tmp_path, {"content": plan, "finish_reason": "stop"}, constrained_decoding=True, **kw)
-        result = p.plan("make a grounded slide deck from my notes")
-        return p.lm.engine.requests[0].system, result
-
-    by_id, result = system(pipelines_as_tools=True)
-    assert by_id.startswith(ids) and "helmdeck__pipeline-run" not in by_id
-    assert result.ok and [s.tool for s in result.steps] == ["builtin.grounded-deck"]  # a pipeline's id is a valid step
-    through_run_tool, _ = system()
-    assert not through_run_tool.startswith(ids) and "helmdeck__pipeline-run" in through_run_tool
-    mine, _ = system(pipelines_as_tools=True, instructions="Plan the calls.")
-    assert mine.startswith("Plan the calls.")

@@ -76,8 +76,9 @@ def test_a_badly_typed_option_is_an_input_error_and_an_unknown_keyword_a_type_er
 def test_derive_leaves_the_original_planner_alone(tmp_path):
     p = build(tmp_path, model=SONNET, max_tokens=900)
     d = p.derive(variant="single_pick", max_tokens=1800)
-    assert (d.variant, d.options.max_tokens, d.render_options().max_tokens) == ("single_pick", 1800, 1800)
-    assert (p.variant, p.options.max_tokens, p.render_options().max_tokens) == ("full_steps", 900, 900)
+    assert (d.variant, d.options.max_tokens, d.output_cap) == ("single_pick", 1800, 1800)
+    assert (p.variant, p.options.max_tokens, p.output_cap) == ("full_steps", 900, 900)
+    assert d.program is not p.program  # the other variant's program, loaded read-only
 
 
 def test_a_fallback_planner_keeps_the_options_but_not_the_output_cap(tmp_path):

@@ -68,7 +68,7 @@ def test_tier_c_is_single_pick_with_catalog_in_user_message(tmp_path):
     assert req.messages[-1].text.startswith(CATALOG_HEADER)
     assert req.config.max_tokens == 1500  # the budget's output_tokens
     assert req.config.response_format is None  # tier C never gets strict JSON
-    assert r.compaction is not None and "lexical.top_n" in r.compaction.dropped
+    assert r.compaction is not None and "bm25.top_n" in r.compaction.dropped
 
 
 def test_tier_a_is_full_steps_with_catalog_in_system_message(tmp_path):
@@ -122,11 +122,15 @@ def test_absent_context_is_omitted_and_present_context_rendered(tmp_path):
 
 
 def test_demos_never_repeat_the_catalog(tmp_path):
+    from helmdeck_dspy.program.modules import MODULES
+
     p = planner(tmp_path, NEMOTRON, THREE)
-    p.program.plan.demos = [
+    program = MODULES[p.variant]()  # the loaded program is read-only: a module of the test's own
+    program.plan.demos = [
         {"user_intent": "scrape example.org", "steps": [step(1, "web.scrape", {"url": "https://example.org"})],
          "complexity": "single-action", "more_steps_likely": False, "reasoning": "one pack"},
     ]
+    p.program = program.freeze()
     p.plan(INTENT)
     req = requests(p)[0]
     roles = [m.role for m in req.messages]

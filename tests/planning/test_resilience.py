@@ -156,15 +156,16 @@ class ScriptedPlanner:
         self.registry = registry if registry is not None else {}
         self.calls = 0
 
-    def render_options(self):
-        return SimpleNamespace(max_tokens=self.max_tokens or self.budget.output_tokens)
+    @property
+    def output_cap(self):
+        return self.max_tokens or self.budget.output_tokens
 
     def attempt(self, timeout_s=None, **call):
         cause, status, hint = self.script.pop(0)
         self.calls += 1
         result = PlanResult(prompt_variant_used=self.variant, model=self.budget.model, tier="C", failure_cause=cause)
         attempt = Attempt(model=self.budget.model, variant=self.variant, cause=cause, http_status=status,
-                          max_tokens=self.render_options().max_tokens)
+                          max_tokens=self.output_cap)
         transport = cause in ("rate_limited", "transport_error") or (cause == "likely_timeout" and status != 200)
         info = ErrorInfo(cause, status, hint) if cause and transport else None
         return result, attempt, info

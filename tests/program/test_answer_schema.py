@@ -5,7 +5,7 @@ import json
 import pytest
 
 from helmdeck_dspy.catalog.models import Pack, Pipeline, RoutingGuide, load_catalog
-from helmdeck_dspy.program.answer_schema import argument_schema, constrained_wire, plan_schema
+from helmdeck_dspy.program.answer_schema import argument_schema, plan_schema, schema_wire
 
 WEATHER = Pack(name="weather.get", description="d", parameters={
     "type": "object", "description": "ignored", "properties": {
@@ -48,13 +48,12 @@ def test_unknown_types_become_unconstrained():
     assert argument_schema({"type": ["string", "null"]}) == {"type": ["string", "null"]}
 
 
-@pytest.mark.parametrize(("model", "flag", "wire"), [
-    ("llamacpp/qwen", None, "json_object"), ("openai/gpt-x", None, None), ("openai/gpt-x", True, "json_schema"),
-    ("hosted_vllm/m", True, "json_schema"), ("anthropic/claude", None, None), ("anthropic/claude", True, "json_schema"),
-    ("llamacpp/qwen", False, None),
+@pytest.mark.parametrize(("model", "wire"), [
+    ("llamacpp/qwen", "json_object"), ("openai/gpt-x", "json_schema"), ("hosted_vllm/m", "json_schema"),
+    ("anthropic/claude", "json_schema"),
 ])
-def test_constrained_wire_by_endpoint(model, flag, wire):
-    assert constrained_wire(model, flag) == wire
+def test_the_schema_wire_by_endpoint(model, wire):
+    assert schema_wire(model) == wire
 
 
 def _grammar(schema: dict) -> str:
@@ -75,25 +74,6 @@ def test_llama_cpp_grammar_accepts_every_schema_of_the_bundled_catalog():
     assert text.count("-tool ::=") >= len(load_catalog().packs)
 
 
-def test_fit_last_closes_the_answer_with_the_decision():
-    schema = plan_schema(CATALOG, "single_pick", fit_last=True)
-    assert list(schema["properties"]) == schema["required"] == ["steps", "more_steps_likely", "tool_fits"]
-    assert plan_schema(CATALOG, "full_steps", fit_decision=False, fit_last=True)["required"] == ["steps"]
-
-
 def test_llama_cpp_grammar_keeps_the_property_order():
-    first = [ln for ln in _grammar(plan_schema(CATALOG, "full_steps")).splitlines() if ln.startswith("root ::=")][0]
-    last = [ln for ln in _grammar(plan_schema(CATALOG, "full_steps", fit_last=True)).splitlines()
-            if ln.startswith("root ::=")][0]
-    assert first.index("tool-fits-kv") < first.index("steps-kv") and last.index("steps-kv") < last.index("tool-fits-kv")
-
-
-def test_pipelines_as_tools_names_each_pipeline_as_a_tool():
-    from helmdeck_dspy.domain import PIPELINE_RUN_TOOL
-
-    branches = plan_schema(CATALOG, "full_steps", pipelines_as_tools=True)["properties"]["steps"]["items"]["anyOf"]
-    tools = [b["properties"]["tool"]["const"] for b in branches]
-    assert tools == ["weather.get", "free.form", "p.one"] and PIPELINE_RUN_TOOL not in tools
-    assert branches[-1]["properties"]["args"] == {"type": "object"}
-    text = _grammar(plan_schema(CATALOG, "full_steps", pipelines_as_tools=True))
-    assert '\\"p.one\\"' in text and "pipeline-run" not in text
+    root = [ln for ln in _grammar(plan_schema(CATALOG, "full_steps")).splitlines() if ln.startswith("root ::=")][0]
+    assert root.index("tool-fits-kv") < root.index("steps-kv")  # the decision comes before any step

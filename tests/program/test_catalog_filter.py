@@ -8,12 +8,9 @@ from dspy.lm15 import Message, Response, TextPart, ThinkingPart, Usage
 from helmdeck_dspy.budgets import Budget
 from helmdeck_dspy.catalog.compact import Trim, compact_catalog, first_sentence
 from helmdeck_dspy.catalog.models import RoutingGuide
-from helmdeck_dspy.catalog.select import (
-    MARK_LOW_CONFIDENCE,
-    MARK_TOP_N,
-    restrict_catalog,
-    select_catalog,
-)
+from helmdeck_dspy.catalog.select import restrict_catalog, select_catalog
+MARK_TOP_N, MARK_LOW_CONFIDENCE = "bm25.top_n", "bm25.low_confidence"  # the default ranker's markers
+
 from helmdeck_dspy.program.catalog_filter import (
     FILTER_MAX_TOKENS,
     FILTER_SYSTEM,

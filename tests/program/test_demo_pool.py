@@ -3,7 +3,9 @@
 import json
 
 from helmdeck_dspy.catalog.models import Pack, RoutingGuide
-from helmdeck_dspy.program.adapter import PlanAdapter, RenderOptions
+from helmdeck_dspy.planning.prompt import compiled_pool
+from helmdeck_dspy.program.adapter import PlanAdapter
+from helmdeck_dspy.program.prompt_spec import PromptSpec
 from helmdeck_dspy.program.answer_schema import plan_schema
 from helmdeck_dspy.program.demo_pool import DemoPool, PoolDemo, best_match, fit_decline_gate, signature_line
 from helmdeck_dspy.program.sections import DEMO_TOOLS_HEADER
@@ -84,7 +86,7 @@ def test_signature_line_marks_optional_arguments():
 def test_pool_demos_are_rendered_with_their_own_tools_in_the_answer_format():
     catalog = RoutingGuide(packs=(WEATHER,))
     def render(fit_decision: bool) -> list[dict[str, str]]:
-        options = RenderOptions(pool_demos=POOL.nearest("triangle poem"),
+        options = PromptSpec(pool_demos=POOL.nearest("triangle poem"),
                                 answer_schema=plan_schema(catalog, "full_steps", fit_decision))
         return PlanAdapter(options).format(signature_for("full_steps"), [], {"user_intent": "hi", "catalog": catalog.render()})
 
@@ -100,57 +102,6 @@ def test_pool_demos_are_rendered_with_their_own_tools_in_the_answer_format():
     assert "tool_fits" not in without[0]["content"] and "tool_fits" not in without[-1]["content"]
 
 
-def test_strict_fit_says_what_fits_just_before_the_no_fit_reminder():
-    catalog = RoutingGuide(packs=(WEATHER,))
-
-    def last_user(strict: bool) -> str:
-        options = RenderOptions(answer_schema=plan_schema(catalog, "full_steps"), strict_fit=strict)
-        messages = PlanAdapter(options).format(signature_for("full_steps"), [], {"user_intent": "hi", "catalog": catalog.render()})
-        return messages[-1]["content"]
-
-    assert "exactly what the request asks for" not in last_user(False)
-    assert last_user(True).endswith("does not fit. If none of the catalog's tools does what the request asks, "
-                                    "set tool_fits to false.")
-
-
-def test_with_fit_last_demos_and_the_format_put_the_decision_after_the_steps():
-    catalog = RoutingGuide(packs=(WEATHER,))
-    options = RenderOptions(pool_demos=POOL.nearest("triangle poem"),
-                            answer_schema=plan_schema(catalog, "full_steps", fit_last=True))
-    messages = PlanAdapter(options).format(signature_for("full_steps"), [], {"user_intent": "hi", "catalog": catalog.render()})
-    answers = [m["content"] for m in messages if m["role"] == "assistant"]
-    assert answers[1] == '{"steps": [{"tool": "geometry.area", "args": {"base": 6}}], "tool_fits": true}'
-    assert '"tool_fits" checks the steps' in messages[0]["content"]
-
-
-def test_nearest_tools_are_named_after_the_request_before_the_no_fit_reminder():
-    from helmdeck_dspy.catalog.models import load_catalog
-    from helmdeck_dspy.io.resources import bundled_dir
-    from helmdeck_dspy.planning.attempt import nearest_tools
-
-    mcp = load_catalog(bundled_dir() / "catalog" / "mcp-servers.json")
-    names = nearest_tools(mcp, "make a folder /home/ana/projects/garden-planner/assets", 3)
-    assert len(names) == 3 and names[0] == "create_directory"
-    assert nearest_tools(mcp, "zzzz qqqq", 3) == ()  # nothing scores: nothing is named
-    catalog = RoutingGuide(packs=(WEATHER,))
-    options = RenderOptions(answer_schema=plan_schema(catalog, "full_steps"), nearest_tools=("weather.now", "x.y"))
-    last = PlanAdapter(options).format(signature_for("full_steps"), [], {"user_intent": "hi", "catalog": catalog.render()})[-1]
-    assert last["content"].endswith("Return the JSON object now. The catalog's tools closest to the request by their "
-                                    "words: weather.now, x.y. If none of the catalog's tools does what the request "
-                                    "asks, set tool_fits to false.")
-
-
-def test_multi_call_format_shows_several_calls_for_full_steps_only():
-    catalog = RoutingGuide(packs=(WEATHER,))
-
-    def system(variant: str, multi: bool) -> str:
-        options = RenderOptions(variant=variant, answer_schema=plan_schema(catalog, variant), multi_call_format=multi)
-        return PlanAdapter(options).format(signature_for(variant), [], {"user_intent": "hi", "catalog": catalog.render()})[0]["content"]
-
-    assert "one entry per call the request asks for" in system("full_steps", True)
-    assert "one entry per call" not in system("full_steps", False) and "one entry per call" not in system("single_pick", True)
-
-
 def test_compiled_demos_answer_in_the_schema_format_under_constrained_decoding():
     from helmdeck_dspy.signatures.types import PlanStep
 
@@ -160,57 +111,29 @@ def test_compiled_demos_answer_in_the_schema_format_under_constrained_decoding()
             "complexity": "single-action", "more_steps_likely": False, "reasoning": "x"}
 
     def answer(schema, variant="full_steps") -> str:
-        options = RenderOptions(variant=variant, answer_schema=schema)
+        options = PromptSpec(variant=variant, answer_schema=schema)
         messages = PlanAdapter(options).format(signature_for(variant), [demo], {"user_intent": "hi", "catalog": catalog.render()})
         return [m["content"] for m in messages if m["role"] == "assistant"][0]
 
     assert answer(plan_schema(catalog, "full_steps")) == '{"tool_fits": true, "steps": [{"tool": "weather.now", "args": {"city": "Oslo"}}]}'
     assert answer(plan_schema(catalog, "single_pick"), "single_pick").endswith('"more_steps_likely": false}')
-    assert answer(plan_schema(catalog, "full_steps", fit_last=True)).endswith('"tool_fits": true}')
     assert '"rationale": "r"' in answer(None)  # free decoding keeps the signature's own format
-
-
-def test_with_pipelines_as_tools_a_demo_runs_its_pipeline_by_id():
-    from helmdeck_dspy.catalog.models import Pipeline
-    from helmdeck_dspy.domain import PIPELINE_RUN_TOOL
-    from helmdeck_dspy.signatures.types import PlanStep
-
-    catalog = RoutingGuide(packs=(WEATHER,), pipelines=(Pipeline(id="p.forecast"),))
-    run = PlanStep(order=1, tool=PIPELINE_RUN_TOOL, args={"id": "p.forecast", "inputs": {"city": "Oslo"}}, rationale="r")
-    demo = {"user_intent": "a forecast for Oslo", "steps": [run]}
-
-    def answer(as_tools: bool) -> dict:
-        options = RenderOptions(variant="full_steps", pipelines_as_tools=as_tools,
-                                answer_schema=plan_schema(catalog, "full_steps", False, pipelines_as_tools=as_tools))
-        messages = PlanAdapter(options).format(signature_for("full_steps"), [demo], {"user_intent": "hi", "catalog": catalog.render()})
-        return json.loads([m["content"] for m in messages if m["role"] == "assistant"][0])
-
-    assert answer(True) == {"steps": [{"tool": "p.forecast", "args": {"city": "Oslo"}}]}
-    assert answer(False) == {"steps": [{"tool": PIPELINE_RUN_TOOL, "args": {"id": "p.forecast", "inputs": {"city": "Oslo"}}}]}
 
 
 def test_a_pool_demo_that_runs_a_pipeline_shows_it_as_the_answer_format_calls_it():
     from helmdeck_dspy.catalog.models import Pipeline
     from helmdeck_dspy.domain import PIPELINE_RUN_TOOL
-    from helmdeck_dspy.planning.attempt import compiled_pool
 
     deck = Pipeline(id="builtin.deck", name="Deck", description="Builds a slide deck from a topic. Then more.")
     demo = PoolDemo(id="d", intent="make a deck about owls", tools=(WEATHER,), pipelines=(deck,),
                     steps=({"tool": PIPELINE_RUN_TOOL, "args": {"id": "builtin.deck", "inputs": {"topic": "owls"}}},))
     catalog = RoutingGuide(packs=(WEATHER,), pipelines=(deck,))
 
-    def shown(as_tools: bool) -> tuple[str, dict]:
-        options = RenderOptions(pool_demos=(demo,), pipelines_as_tools=as_tools,
-                                answer_schema=plan_schema(catalog, "full_steps", False, pipelines_as_tools=as_tools))
-        messages = PlanAdapter(options).format(signature_for("full_steps"), [], {"user_intent": "hi", "catalog": catalog.render()})
-        return messages[1]["content"], json.loads(messages[2]["content"])
-
-    tools, answer = shown(False)
+    options = PromptSpec(pool_demos=(demo,), answer_schema=plan_schema(catalog, "full_steps", False))
+    messages = PlanAdapter(options).format(signature_for("full_steps"), [], {"user_intent": "hi", "catalog": catalog.render()})
+    tools, answer = messages[1]["content"], json.loads(messages[2]["content"])
     assert f'{PIPELINE_RUN_TOOL}(id: "builtin.deck", inputs?: object) — Builds a slide deck from a topic' in tools
     assert answer == {"steps": [{"tool": PIPELINE_RUN_TOOL, "args": {"id": "builtin.deck", "inputs": {"topic": "owls"}}}]}
-    tools, answer = shown(True)
-    assert "builtin.deck(inputs?: object) — Builds a slide deck from a topic" in tools
-    assert answer == {"steps": [{"tool": "builtin.deck", "args": {"topic": "owls"}}]}
 
     class Program:
         demo_pool = DemoPool(demos=(demo,), k=1)

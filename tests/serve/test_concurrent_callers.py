@@ -35,7 +35,6 @@ async def _both(call: Any) -> None:
         group.start_soon(call, "git", GIT)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 40: a request's render options are written onto the shared program")
 def test_http_callers_never_see_each_others_tools(tmp_path: Path) -> None:
     hold = HoldFirst(skip=1)
     before = dspy.settings.get("callbacks", [])
@@ -63,7 +62,6 @@ HELD_SERVE = ("import dspy; from tests.planning.test_concurrent_callers import H
 """A real ``helmdeck-dspy serve`` process whose second plan call is held until a third has started."""
 
 
-@pytest.mark.xfail(strict=True, reason="issue 40: a request's render options are written onto the shared program")
 def test_stdio_callers_never_see_each_others_tools(tmp_path: Path) -> None:
     from mcp import Client, StdioServerParameters
 
@@ -71,7 +69,8 @@ def test_stdio_callers_never_see_each_others_tools(tmp_path: Path) -> None:
         params = StdioServerParameters(
             command=sys.executable, cwd=str(ROOT),
             args=["-c", HELD_SERVE, "serve", "--lm", "llamacpp/m", "--api-base", lm_server.url],
-            env=server_env(tmp_path / "home", PYTHONPATH=str(ROOT)))
+            env=server_env(tmp_path / "home", PYTHONPATH=str(ROOT), HELMDECK_DSPY_CACHE=str(tmp_path / "cache"),
+                           DSPY_CACHEDIR=str(tmp_path / "cache")))  # its own response cache: every call reaches the LM
 
         async def main_() -> None:
             async with Client(params, read_timeout_seconds=60) as client:

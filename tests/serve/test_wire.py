@@ -68,9 +68,9 @@ def test_wire_omits_false_more_steps_and_absent_compaction():
     assert set(dumped) == {"steps", "rewritten_prompt", "complexity", "reasoning", "model", "prompt_variant_used"}
     assert dumped["steps"] == [{"order": 1, "tool": "a.b", "args": {"k": None}, "rationale": "r"}]  # None args kept
     pick = plan_wire(result(steps=steps, prompt_variant_used="single_pick", tier="C", more_steps_likely=True,
-                            compaction=Trim(before_bytes=10, after_bytes=5, dropped=["lexical.top_n"]))).dump()
+                            compaction=Trim(before_bytes=10, after_bytes=5, dropped=["bm25.top_n"]))).dump()
     assert pick["more_steps_likely"] is True
-    assert pick["compaction"] == {"before_bytes": 10, "after_bytes": 5, "dropped": ["lexical.top_n"]}
+    assert pick["compaction"] == {"before_bytes": 10, "after_bytes": 5, "dropped": ["bm25.top_n"]}
     bare = plan_wire(result(steps=steps, program=ProgramRef(kind="bare"))).dump()
     assert bare["program"] == {"kind": "bare"}  # no path or hash for the instructions alone
     text = plan_text(plan_wire(result(steps=[], prompt_variant_used="single_pick")), tier="C", step_cap=4)

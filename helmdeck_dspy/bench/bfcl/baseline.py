@@ -106,14 +106,17 @@ def decode_plain(content: str | None, finish_reason: str | None = None) -> Plain
     return PlainAnswer(calls, "repaired") if calls is not None else PlainAnswer([], "failed")
 
 
-def ask_plain(lm: Any, intent: str, catalog: RoutingGuide, *, max_tokens: int) -> Any:
-    """One plain request to ``lm`` (a ``dspy.LM``): a :class:`~helmdeck_dspy.program.calls.Completion`."""
+def ask_plain(lm: Any, intent: str, catalog: RoutingGuide, *, max_tokens: int,
+              sampling: dict[str, Any] | None = None) -> Any:
+    """One plain request to ``lm`` (a ``dspy.LM``): a :class:`~helmdeck_dspy.program.calls.Completion`.
+    ``sampling`` (temperature, seed; default: the LM's own) is sent with it."""
     from dspy.lm15 import Config, Message, Request
 
     from helmdeck_dspy.program.calls import completion_from_response
 
     prompt = plain_prompt(intent, catalog)
-    sampling = {k: lm.kwargs[k] for k in ("temperature", "seed") if lm.kwargs.get(k) is not None}
+    if sampling is None:  # the LM's own sampling (make_lm(sampling=...)), as a levers run builds it
+        sampling = {k: lm.kwargs[k] for k in ("temperature", "seed") if lm.kwargs.get(k) is not None}
     config = {"max_tokens": max_tokens, **sampling}
     request = Request(model=lm.model, messages=(Message.user(prompt),), config=Config(**config))
     t0 = time.perf_counter()

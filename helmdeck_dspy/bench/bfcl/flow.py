@@ -54,6 +54,8 @@ def run_bfcl(
     api_base: str | None = None,
     variant: str = "full_steps",
     max_tokens: int | None = None,
+    temperature: float | None = None,
+    seed: int | None = None,
     baseline: Literal["plain"] | None = None,
     record_path: str | Path | None = None,
     trace_paths: Sequence[str | Path] = (),
@@ -76,6 +78,8 @@ def run_bfcl(
         api_base: API base URL for an OpenAI-compatible endpoint.
         variant: Prompt variant for ``lm_spec``.
         max_tokens: Override the budget's output tokens.
+        temperature / seed: The sampling of every call, planner and baseline alike (None: the
+            budget row's temperature, 0, and seed 7 where the endpoint takes one).
         baseline: ``plain`` also scores the same LM alone with a plain prompt.
         record_path: Append the LM exchanges as trace records.
         trace_paths: Trace files whose plan records are scored against the gold calls.
@@ -112,7 +116,8 @@ def run_bfcl(
 
     accuracy = []
     common = {"model": model or lm_spec, "lm_spec": lm_spec, "pool": pool, "api_base": api_base,
-              "max_tokens": max_tokens, "budgets": budgets, "record_path": record_path}
+              "max_tokens": max_tokens, "budgets": budgets, "record_path": record_path, "temperature": temperature,
+              "seed": seed}
     if lm_spec:
         with show.stage(f"planning ({lm_spec})", len(data.questions)) as step:
             accuracy.append(plan_questions(data, variant=variant, progress=step, **common))

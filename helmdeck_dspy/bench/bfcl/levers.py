@@ -28,10 +28,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from helmdeck_dspy.bench.bfcl.baseline import record_plain
 from helmdeck_dspy.bench.bfcl.load import discover, load_bfcl
 from helmdeck_dspy.bench.bfcl.models import BfclQuestion, BfclSet
-from helmdeck_dspy.bench.bfcl.score import example_call
 from helmdeck_dspy.errors import DataFileError, validation_message
 from helmdeck_dspy.io.datafiles import parse_toml, read_text
-from helmdeck_dspy.program.demo_pool import DemoPool, PoolDemo
 from helmdeck_dspy.program.store import PROGRAM_CHOICES
 
 if TYPE_CHECKING:
@@ -41,6 +39,15 @@ if TYPE_CHECKING:
 
 class LeverSpecError(DataFileError):
     """A levers spec that cannot be used."""
+
+
+RETIRED_LEVERS: dict[str, Any] = {
+    "fit_last": False, "strict_fit": False, "nearest_tools": 0, "multi_call_format": False,
+    "pipelines_as_tools": False, "instructions": None, "knn_demos": 0, "arg_hints": False,
+}
+"""Levers measured, lost and taken out of the planner (issue 37), with their off values: a committed
+spec row that set one still loads, so its recorded answers re-score, but it cannot run again (git
+keeps the code; docs/results say which rows)."""
 
 
 class LeverConfig(BaseModel):
@@ -57,22 +64,14 @@ class LeverConfig(BaseModel):
                                   "runs the pipeline.")
     answers_from: str | None = Field(default=None, description="No model call: this row scores the named row's "
                                      "recorded answers, guarded with its own coerce_args and pipeline_chains.")
-    catalog_fitting: bool = Field(default=True, description="Planner: instructions and demos fitted to the catalog.")
+    catalog_fitting: bool = Field(default=True, description="Planner: instructions and demos fitted to the catalog "
+                                  "(off with coerce_args off: the planner before issue 22).")
     fit_decision: bool | None = Field(default=None, description="Planner, constrained: the answer opens with "
                                       "tool_fits (None: the planner's default).")
-    arg_hints: bool = Field(default=False, description="Planner: compact signatures keep each argument's description as a hint.")
-    nearest_tools: int = Field(default=0, ge=0, description="Planner: name the N closest tools (BM25) next to the request.")
-    multi_call_format: bool = Field(default=False, description="Planner, constrained: the format shows several calls.")
-    fit_last: bool = Field(default=False, description="Planner, constrained: tool_fits closes the answer, a check on the steps.")
-    strict_fit: bool = Field(default=False, description="Planner: say that only a tool giving exactly what is asked fits.")
-    knn_demos: int = Field(default=0, ge=0, description="Planner: demos per request from the pool of unscored "
-                           "questions of the same categories (0: none).")
     program: str | None = Field(default=None, description="Planner: program (None/auto, tier, tier:T, bare, or a "
                                 "program file relative to the spec).")
-    pipelines_as_tools: bool = Field(default=False, description="Planner, constrained: each pipeline is a tool "
-                                     "named by its id.")
-    instructions: str | None = Field(default=None, description="Planner: a text file (relative to the spec) whose "
-                                     "instructions replace the program's.")
+    retired: tuple[str, ...] = Field(default=(), description="Levers this row set that the planner no longer has "
+                                     "(RETIRED_LEVERS): its recorded answers are scored, it makes no new call.")
     variant: str = "full_steps"
     pool: bool = Field(default=False, description="Plan against one catalog pooled from every loaded question.")
     catalog: str | None = Field(default=None, description="Gold tasks: plan over this catalog file (beside the spec).")
@@ -82,6 +81,23 @@ class LeverConfig(BaseModel):
     categories: tuple[str, ...] | None = Field(default=None, description="Run this row on these categories only.")
     limit: int | None = Field(default=None, ge=1, description="Run this row on the first N questions of each "
                               "category only (None: the spec's limit).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _retire(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        kept = {k: v for k, v in data.items() if k not in RETIRED_LEVERS}
+        gone = tuple(sorted(k for k, v in data.items() if k in RETIRED_LEVERS and v != RETIRED_LEVERS[k]))
+        return {**kept, "retired": gone} if gone else kept
+
+    @property
+    def preset(self) -> str | None:
+        """The planner preset this row runs (None: a mix of the three switches no preset reproduces)."""
+        switches = (self.catalog_fitting, self.coerce_args)
+        if all(switches) and self.pipeline_chains:
+            return "shipped"
+        return "before-issue-22" if not any(switches) else None  # its chain guard is off (none on BFCL's tools)
 
     @field_validator("budget")
     @classmethod
@@ -135,10 +151,6 @@ class LeverSpec(BaseModel):
     def trace_path(self, config: LeverConfig) -> Path:
         return self.folder / f"{self.answering(config).name}.jsonl"
 
-    def instructions_text(self, config: LeverConfig) -> str | None:
-        """The instruction text a config plans with instead of the program's (None: the program's)."""
-        return None if config.instructions is None else (self.folder / config.instructions).read_text("utf-8").strip()
-
     def program_choice(self, config: LeverConfig) -> str | None:
         """The program a config plans with, as the planner takes it (a program file resolved beside the spec)."""
         choice = config.program
@@ -186,8 +198,6 @@ def load_lever_spec(path: str | Path) -> LeverSpec:
     if spec.baseline not in names:
         raise LeverSpecError(str(path), f"baseline {spec.baseline!r} is not a config; expected one of {names}")
     for c in spec.config:
-        if c.instructions is not None and not (spec.folder / c.instructions).is_file():
-            raise LeverSpecError(str(path), f"config {c.name}: instructions file {spec.folder / c.instructions} not found")
         if c.budget:
             _check_budget_change(spec, c, str(path))
         source = spec.answering(c)
@@ -211,33 +221,6 @@ def _check_budget_change(spec: LeverSpec, config: LeverConfig, path: str) -> Non
         load_budget_table().changed_for(config.budget_model or spec.model, config.budget)
     except ValidationError as exc:
         raise LeverSpecError(path, f"config {config.name}: budget: {validation_message(exc, subject='budget')}") from None
-
-
-def demo_pool(spec: LeverSpec, scored: BfclSet) -> DemoPool:
-    """The questions of the spec's categories that are not scored (those after the first ``limit``),
-    as worked examples: their own functions and their gold calls (nothing called for a no-call
-    question). A scored question is never in the pool."""
-    taken = {q.id for q in scored.questions}
-    demos = []
-    if spec.tasks:  # a gold task's own steps (a null argument value is shown as null)
-        tasks = {t.id: t for t in load_spec_tasks(spec, split=False)}
-        return DemoPool(demos=tuple(
-            PoolDemo(id=q.id, intent=q.intent, tools=q.functions, steps=tuple(s.model_dump() for s in tasks[q.id].steps))
-            for q in _task_questions(spec, split=False) if q.id not in taken))
-    for folder in spec.data_dirs():
-        here = [c.category for c in discover(folder)] if folder.is_dir() else []
-        mine = [c for c in spec.categories if c in here]
-        for q in load_bfcl(folder, mine).questions if mine else ():
-            if q.id not in taken:
-                demos.append(_demo(q))
-    return DemoPool(demos=tuple(demos))
-
-
-def _demo(q: BfclQuestion) -> PoolDemo:
-    """A question and its gold calls as a worked example (nothing called for a no-call question)."""
-    steps = tuple({"tool": g.name, "args": {k: v for k, v in example_call(g).args.items() if not g.is_optional(k)}}
-                  for g in q.gold)  # the arguments a right call needs, no optional extras
-    return PoolDemo(id=q.id, intent=q.intent, tools=q.functions, steps=steps)
 
 
 def load_spec_tasks(spec: LeverSpec, *, split: bool = True) -> list[PlanTask]:
@@ -325,10 +308,16 @@ def start_local(spec: LeverSpec) -> None:
         managed_server(spec.lm.removeprefix(LOCAL_PREFIX), ServerOptions(n_ctx=spec.context))
 
 
+def runnable(config: LeverConfig) -> bool:
+    """Whether a row can still make calls: the model alone, or a planner row no retired lever or
+    mixed preset keeps from being reproduced."""
+    return config.plain or (not config.retired and config.preset is not None)
+
+
 def pending_pairs(spec: LeverSpec, data: BfclSet, only: set[str] | None = None) -> list[tuple[BfclQuestion, LeverConfig]]:
     """The (question, config) pairs without a record yet: block by block of ``spec.block`` questions,
     each config in turn over the block's questions."""
-    configs = [c for c in spec.config if (only is None or c.name in only) and c.answers_from is None]
+    configs = [c for c in spec.config if (only is None or c.name in only) and c.answers_from is None and runnable(c)]
     done = {c.name: done_ids(spec.trace_path(c)) for c in configs}
     qs = list(data.questions)
     seen: dict[str, int] = {}
@@ -371,7 +360,6 @@ def run_levers(
     table = load_budget_table()
     settings = run_settings(spec.lm) or {}
     pooled = data.pool()[0] if any(c.pool for c in configs) else None
-    pool = demo_pool(spec, data) if any(c.knn_demos for c in configs) else None
     for q, c in pending:
         if progress is not None:
             progress(c.name, q)
@@ -389,11 +377,8 @@ def run_levers(
                 planner = Planner.for_model(
                     model, lm=lm, catalog=catalog, variant=c.variant, budgets=budgets, record_path=path, retry=retry,
                     record_run=run, history=None, use_filter=False, cache=False, program=spec.program_choice(c),
-                    constrained_decoding=c.constrained, coerce_args=c.coerce_args, pipeline_chains=c.pipeline_chains,
-                    catalog_fitting=c.catalog_fitting,
-                    fit_decision=c.fit_decision, fit_last=c.fit_last, arg_hints=c.arg_hints, nearest_tools=c.nearest_tools, multi_call_format=c.multi_call_format, strict_fit=c.strict_fit,
-                    instructions=spec.instructions_text(c), pipelines_as_tools=c.pipelines_as_tools,
-                    demo_pool=pool.model_copy(update={"k": c.knn_demos}) if pool is not None and c.knn_demos else None,
+                    answer_strategy=None if c.constrained is None else "schema" if c.constrained else "free",
+                    preset=c.preset, fit_decision=c.fit_decision,
                 )
             planner.plan(q.intent, task_id=q.id)
         made[c.name] += 1

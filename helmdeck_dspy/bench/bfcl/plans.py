@@ -66,6 +66,8 @@ def plan_questions(
     budgets: str | Path | None = None,
     record_path: str | Path | None = None,
     progress: Callable[[int], None] | None = None,
+    temperature: float | None = None,
+    seed: int | None = None,
 ) -> PlanAccuracy:
     """Run the planner on every question and score its plans.
 
@@ -76,6 +78,8 @@ def plan_questions(
         pool: Plan against the pooled catalog instead of each question's own functions.
         variant: ``full_steps`` (the default: BFCL's gold has several calls) or ``single_pick``.
         record_path: Append every exchange as trace records (``task_id`` = the BFCL id).
+        temperature / seed: The sampling of every call (None: the budget row's temperature, 0, and
+            seed 7 where the endpoint takes one; :func:`~helmdeck_dspy.planning.prompt.sampling_for`).
     """
     from helmdeck_dspy.planning.planner import Planner  # imports dspy
 
@@ -92,7 +96,7 @@ def plan_questions(
                 planner = Planner.for_model(
                     model, lm=lm, catalog=_catalog_for(q, pooled), variant=variant, budgets=budgets,
                     max_tokens=max_tokens, record_path=record_path, record_source=source, history=None,
-                    use_filter=False,
+                    use_filter=False, temperature=temperature, seed=seed,
                 )
         result = planner.plan(q.intent, task_id=q.id)
         if result.failure_cause:
@@ -157,11 +161,14 @@ def plain_questions(
     budgets: str | Path | None = None,
     record_path: str | Path | None = None,
     progress: Callable[[int], None] | None = None,
+    temperature: float | None = None,
+    seed: int | None = None,
 ) -> PlanAccuracy:
     """The model alone on every question (:mod:`~helmdeck_dspy.bench.bfcl.baseline`), scored by
     the same call matcher as the planner's plans; ``record_path`` appends each exchange as a
     ``plain`` trace record."""
     from helmdeck_dspy.budgets import load_budget_table
+    from helmdeck_dspy.planning.prompt import sampling_for  # imports dspy
     from helmdeck_dspy.recording.exchanges import record_exchanges
 
     lm = make_lm(lm_spec, api_base=api_base, num_retries=0)
@@ -171,7 +178,8 @@ def plain_questions(
     failures: Counter[str] = Counter()
     for q in data.questions:
         catalog = _catalog_for(q, pooled)
-        completion = ask_plain(lm, q.intent, catalog, max_tokens=max_tokens or budget.output_tokens)
+        completion = ask_plain(lm, q.intent, catalog, max_tokens=max_tokens or budget.output_tokens,
+                               sampling=sampling_for(budget, str(lm.model), temperature, seed, lm.kwargs))
         if record_path is not None:
             record_exchanges(Path(record_path), [completion], source=trace_source(lm_spec), budget=budget,
                              variant=PLAIN_VARIANT, intent=q.intent, task_id=q.id, secrets=[])

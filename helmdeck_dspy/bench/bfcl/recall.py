@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field
 from helmdeck_dspy.budgets import Budget, BudgetTable
 from helmdeck_dspy.catalog.models import RoutingGuide
 from helmdeck_dspy.catalog.ranking import RANKERS
-from helmdeck_dspy.catalog.select import select_catalog, top_n_for
+from helmdeck_dspy.catalog.select import TOP_N, marked, select_catalog, top_n_for
 from helmdeck_dspy.domain import TIERS
 from helmdeck_dspy.bench.bfcl.models import BfclQuestion, BfclSet
 from helmdeck_dspy.evaluation.stats import wilson
@@ -103,7 +103,7 @@ def _question_recall(catalog: RoutingGuide, budget: Budget, q: BfclQuestion, ran
     kept = selected.id_set
     gold = q.gold_tools
     hit = sum(1 for t in gold if t in kept)
-    return hit / len(gold), hit == len(gold), len(selected.packs) + len(selected.pipelines), "lexical.top_n" in trim.dropped
+    return hit / len(gold), hit == len(gold), len(selected.packs) + len(selected.pipelines), marked(trim.dropped, TOP_N)
 
 
 def _tier_recall(rows: list[_Row], budget: Budget) -> TierRecall:

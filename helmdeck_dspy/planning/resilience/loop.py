@@ -45,8 +45,9 @@ class Attempter(Protocol):
         """One try within ``timeout_s``: the result, its attempt row, and for a transport failure its ErrorInfo."""
         ...
 
-    def render_options(self) -> Any:
-        """The request shape (its ``max_tokens`` is the output cap in force)."""
+    @property
+    def output_cap(self) -> int:
+        """The output cap in force."""
         ...
 
     def derive(self, *, variant: str | None = None, max_tokens: int | None = None) -> Attempter:
@@ -80,7 +81,7 @@ def _length_step(planner: Attempter, chain: FallbackChain, raised: bool) -> tupl
     if chain.on_length in ("single_pick", "single_pick_then_cap") and planner.variant == "full_steps":
         return planner.derive(variant="single_pick"), raised
     if chain.on_length in ("raise_cap", "single_pick_then_cap") and not raised:
-        cap = planner.render_options().max_tokens or planner.budget.output_tokens
+        cap = planner.output_cap
         bigger = min(int(cap * chain.cap_factor), chain.max_output_tokens)
         if bigger > cap:
             return planner.derive(max_tokens=bigger), True

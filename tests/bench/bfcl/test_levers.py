@@ -187,14 +187,18 @@ def test_a_gold_task_run_has_plan_scores_and_a_pipeline_is_called_by_its_id(tmp_
                                                                        "plan_score.png"]
 
 
-def test_a_config_reads_its_instructions_file_beside_the_spec(tmp_path, bfcl_dir):
-    row = '[[config]]\nname = "plain"\nplain = true\n[[config]]\nname = "worded"\ninstructions = "words.md"\n'
-    with pytest.raises(LeverSpecError, match="config worded: instructions file .*words.md not found"):
-        load_lever_spec(_spec(tmp_path, bfcl_dir, row))
-    (tmp_path / "words.md").write_text("Answer the question.\n", encoding="utf-8")
-    spec = load_lever_spec(_spec(tmp_path, bfcl_dir, row))
-    assert spec.instructions_text(spec.config[1]) == "Answer the question."
-    assert spec.instructions_text(spec.config[0]) is None
+def test_a_row_with_a_retired_lever_loads_but_makes_no_call(tmp_path, bfcl_dir):
+    rows = ('[[config]]\nname = "plain"\nplain = true\n[[config]]\nname = "worded"\ninstructions = "words.md"\n'
+            '[[config]]\nname = "last"\nfit_last = true\n[[config]]\nname = "coerce"\ncatalog_fitting = false\n'
+            '[[config]]\nname = "today"\ncatalog_fitting = false\ncoerce_args = false\n[[config]]\nname = "off"\n'
+            'fit_last = false\n')
+    spec = load_lever_spec(_spec(tmp_path, bfcl_dir, rows))
+    by_name = {c.name: c for c in spec.config}
+    assert by_name["worded"].retired == ("instructions",) and by_name["last"].retired == ("fit_last",)
+    assert by_name["off"].retired == () and by_name["today"].preset == "before-issue-22"
+    assert by_name["coerce"].preset is None  # a mix of switches no preset reproduces
+    pending = {c.name for _, c in pending_pairs(spec, load_questions(spec))}
+    assert pending == {"plain", "today", "off"}
 
 
 def test_a_config_program_file_is_found_beside_the_spec(tmp_path, bfcl_dir):

@@ -1,0 +1,119 @@
+"""What one plan call sends the model: :class:`PromptSpec`, and the answer strategies that shape it.
+
+A spec is built once per request (``planning.prompt.resolve_prompt``), frozen, and handed to the
+plan module through ``dspy.context`` under :data:`SPEC_KEY`, never stored on the module, so
+concurrent requests over one loaded program cannot see each other's catalogs. The adapter renders
+exactly what the spec says; the recorded run stamps its :meth:`PromptSpec.stamp`.
+
+An *answer strategy* is how the model answers and what, if anything, constrains it. Each is one
+named object in :data:`STRATEGIES`, chosen by name (a budget row's ``answer_strategy``, or the
+planner's option):
+
+- ``free``: JSON text in the variant's answer format, decoded freely (a JSON-object response
+  format when the row wants strict JSON, never on Tier C);
+- ``schema``: JSON text decoded under the selected catalog's answer schema
+  (:func:`~helmdeck_dspy.program.answer_schema.plan_schema`), sent on the endpoint's wire;
+- ``native``: the selected catalog also offered as native function tools; the model may answer
+  with tool calls instead of JSON text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from helmdeck_dspy.catalog.models import RoutingGuide
+from helmdeck_dspy.domain import Variant
+from helmdeck_dspy.program.answer_schema import SchemaWire, plan_schema
+from helmdeck_dspy.program.demo_pool import PoolDemo
+from helmdeck_dspy.program.native_tools import NativeTool, native_tools
+
+SPEC_KEY = "helmdeck_prompt_spec"
+"""The ``dspy.context`` key a plan call's :class:`PromptSpec` travels under."""
+
+StrategyName = Literal["free", "schema", "native"]
+
+
+class PromptSpec(BaseModel):
+    """Everything one plan request shows and asks of the model (see the module docstring).
+
+    Attributes:
+        variant: ``full_steps`` or ``single_pick``.
+        strategy: The answer strategy's name.
+        instructions: The instruction text (None: the program's own).
+        catalog: The selected catalog's text, as the prompt carries it.
+        catalog_in_system: The catalog goes in the system message (prefix-caching models).
+        max_tokens: The output cap.
+        temperature / seed: The sampling sent with the call (None: none sent; an LM built with its
+            own sampling keeps it).
+        json_object: Ask for a JSON-object response format.
+        tools: Native function tools offered (the ``native`` strategy).
+        answer_schema: The JSON Schema the answer is decoded under (the ``schema`` strategy).
+        schema_wire: How the schema travels (see :data:`~helmdeck_dspy.program.answer_schema.SchemaWire`).
+        demo_tools: A program demo is shown only when every tool it names is among these.
+        pool_demos: Demos chosen for this request from the program's compiled pool.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    variant: Variant = "full_steps"
+    strategy: StrategyName = "free"
+    instructions: str | None = None
+    catalog: str = ""
+    catalog_in_system: bool = False
+    max_tokens: int | None = None
+    temperature: float | None = None
+    seed: int | None = None
+    json_object: bool = False
+    tools: tuple[NativeTool, ...] = ()
+    answer_schema: dict[str, Any] | None = None
+    schema_wire: SchemaWire = "json_schema"
+    demo_tools: frozenset[str] | None = None
+    pool_demos: tuple[PoolDemo, ...] = ()
+
+    def stamp(self) -> dict[str, Any]:
+        """What a trace record keeps of the spec: the strategy, the wire, the demos and a hash of the rest."""
+        body = self.model_dump(mode="json", exclude={"pool_demos"})
+        body["demo_tools"] = sorted(self.demo_tools) if self.demo_tools is not None else None
+        digest = hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
+        return {"strategy": self.strategy, **({"wire": self.schema_wire} if self.answer_schema is not None else {}),
+                "spec_sha": digest}
+
+
+@dataclass(frozen=True)
+class AnswerShape:
+    """What a strategy adds to a spec."""
+
+    json_object: bool = False
+    tools: tuple[NativeTool, ...] = ()
+    answer_schema: dict[str, Any] | None = None
+    schema_wire: SchemaWire = "json_schema"
+
+
+@dataclass(frozen=True)
+class AnswerStrategy:
+    """One way of answering (see the module docstring)."""
+
+    name: StrategyName
+    description: str
+
+    def shape(self, catalog: RoutingGuide | None, variant: str, *, strict_json: bool, wire: SchemaWire,
+              fit_decision: bool) -> AnswerShape:
+        """The answer shape over the selected ``catalog`` (None: a request with no catalog yet, as at
+        compile time, gets the free shape)."""
+        if catalog is None or self.name == "free":
+            return AnswerShape(json_object=strict_json and self.name != "native")
+        if self.name == "native":
+            return AnswerShape(tools=tuple(native_tools(catalog)))
+        return AnswerShape(answer_schema=plan_schema(catalog, variant, fit_decision), schema_wire=wire)
+
+
+STRATEGIES: dict[str, AnswerStrategy] = {s.name: s for s in (
+    AnswerStrategy("free", "JSON text in the variant's answer format, decoded freely"),
+    AnswerStrategy("schema", "JSON text decoded under the selected catalog's answer schema"),
+    AnswerStrategy("native", "the selected catalog also offered as native function tools"),
+)}

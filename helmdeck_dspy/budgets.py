@@ -58,10 +58,11 @@ class BudgetFields(BaseModel):
     supports_prefix_cache: bool = Field(
         default=False, description="Render the catalog in a byte-stable system message."
     )
-    answer_strategy: Literal["free", "schema", "native"] | None = Field(
+    answer_strategy: Literal["free", "schema", "native", "plain"] | None = Field(
         default=None,
         description="How the model answers (program.prompt_spec.STRATEGIES): free JSON text, JSON text decoded "
-        "under the selected catalog's schema, or with the catalog also offered as native tools; unset = the "
+        "under the selected catalog's schema, with the catalog also offered as native tools, or the model-alone prompt "
+        "with the planner's checks after it; unset = the "
         "endpoint's default (schema on llama.cpp servers, free elsewhere; planning.prompt.strategy_for).",
     )
     temperature: float = Field(

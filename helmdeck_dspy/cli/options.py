@@ -77,9 +77,10 @@ def model_id(ctx: click.Context, param: click.Parameter, value: str | None) -> s
 
 
 strategy_option = click.option(
-    "--strategy", "strategy", type=click.Choice(["free", "schema", "native"]), default=None,
-    help="How the model answers: free JSON text, JSON text decoded under the selected catalog's schema, or with "
-         "the catalog also offered as native function tools (default: the budget row's answer_strategy, else "
+    "--strategy", "strategy", type=click.Choice(["free", "schema", "native", "plain"]), default=None,
+    help="How the model answers: free JSON text, JSON text decoded under the selected catalog's schema, with "
+         "the catalog also offered as native function tools, or the model-alone prompt with the planner's checks "
+         "after it (default: the budget row's answer_strategy, else "
          "schema on llama.cpp servers and free elsewhere).")
 
 timeout_option = click.option(

@@ -20,7 +20,7 @@ from helmdeck_dspy.decoding.causes import (
     normalize_finish_reason,
 )
 from helmdeck_dspy.evaluation.metric import score_plan
-from helmdeck_dspy.evaluation.scoring import guard_completion
+from helmdeck_dspy.evaluation.scoring import guard_completion, recorded_reading
 from helmdeck_dspy.planning.chains import recorded_chains
 from helmdeck_dspy.tasks import PlanTask
 from helmdeck_dspy.traces.record import TraceRecord, source_kind
@@ -148,7 +148,7 @@ def replay_record(rec: TraceRecord, ctx: ReplayContext) -> RecordOutcome:
     guarded = guard_completion(rec.content, rec.finish_reason, rec.reasoning_content, variant=variant,
                                catalog_ids=ctx.catalog_ids, pipeline_ids=ctx.pipeline_ids,
                                tool_calls=rec.tool_calls, refusal=rec.refusal,
-                               chains=recorded_chains(rec.run, ctx.pipeline_chains))
+                               chains=recorded_chains(rec.run, ctx.pipeline_chains), **recorded_reading(rec.run))
     parse, steps = guarded.parse, guarded.steps
     leak = parse.cause == "reasoning_only" or (parse.saw_reasoning and parse.visible_chars < LEAK_VISIBLE_CHARS)
     out = RecordOutcome(

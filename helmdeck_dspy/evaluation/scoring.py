@@ -16,10 +16,12 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any, NamedTuple
 
+from helmdeck_dspy.decoding.call_list import parse_call_list
 from helmdeck_dspy.decoding.parsing import ParseResult, parse_completion
 from helmdeck_dspy.evaluation.metric import PlanScore, score_plan
-from helmdeck_dspy.planning.guards import GuardedStep
+from helmdeck_dspy.planning.guards import MAP_NAMES_KEY, GuardedStep
 from helmdeck_dspy.planning.result import guard_plan
+from helmdeck_dspy.program.prompt_spec import answers_in_call_list
 from helmdeck_dspy.signatures.types import PlanOutput, PlanStep
 from helmdeck_dspy.tasks import PlanTask
 
@@ -36,6 +38,12 @@ class GuardedCompletion(NamedTuple):
     steps: list[GuardedStep] | None
 
 
+def recorded_reading(run: dict[str, Any] | None) -> dict[str, bool]:
+    """How a trace record's answer is read back, as its planner read it: as a JSON list of calls
+    (``call_list``, the ``plain`` strategy) and with near-miss names mapped (``map_names``)."""
+    return {"call_list": answers_in_call_list(run), "map_names": bool((run or {}).get(MAP_NAMES_KEY))}
+
+
 def guard_completion(
     content: str | None,
     finish_reason: str | None,
@@ -48,6 +56,8 @@ def guard_completion(
     refusal: str | None = None,
     schemas: Mapping[str, dict[str, Any]] | None = None,
     chains: Mapping[str, frozenset[str]] | None = None,
+    map_names: bool = False,
+    call_list: bool = False,
 ) -> GuardedCompletion:
     """Decode a completion and guard its plan as the planner does for ``variant``.
 
@@ -64,12 +74,17 @@ def guard_completion(
             planner that coerces does.
         chains: Pipeline id → the packs it chains: a plan listing them all runs the pipeline,
             as a planner with the chain guard does (``planning.chains``).
+        map_names: Map near-miss tool names to their catalog ids (``planning.guards.near_miss``).
+        call_list: The answer was asked for as a JSON list of calls (the ``plain`` strategy).
     """
-    parse = parse_completion(content, finish_reason, reasoning_content, tool_calls=tool_calls,
-                             tool_ids=catalog_ids, refusal=refusal)
+    if call_list:
+        parse = parse_call_list(content, finish_reason, reasoning_content)
+    else:
+        parse = parse_completion(content, finish_reason, reasoning_content, tool_calls=tool_calls,
+                                 tool_ids=catalog_ids, refusal=refusal)
     if parse.plan is None:
         return GuardedCompletion(parse, None)
-    steps, _dropped, _more = guard_plan(parse.plan, variant, catalog_ids, pipeline_ids, schemas, chains)
+    steps, _dropped, _more = guard_plan(parse.plan, variant, catalog_ids, pipeline_ids, schemas, chains, map_names)
     return GuardedCompletion(parse, steps)
 
 

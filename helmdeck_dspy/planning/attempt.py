@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from helmdeck_dspy.budgets import Budget
 from helmdeck_dspy.catalog.compact import Trim, compact_catalog
@@ -24,6 +24,7 @@ from helmdeck_dspy.errors import DeadlineExceeded
 from helmdeck_dspy.io.redaction import redact, scrub, secret_values
 from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY
 from helmdeck_dspy.planning.chains import PIPELINE_CHAINS_KEY
+from helmdeck_dspy.planning.guards import MAP_NAMES_KEY
 from helmdeck_dspy.planning.history import HistoryStore
 from helmdeck_dspy.planning.options import BEFORE_ISSUE_22, PlannerOptions
 from helmdeck_dspy.planning.prompt import resolve_prompt, sampling_for
@@ -90,14 +91,20 @@ def prompt_for(planner: PlannerParts, selected: RoutingGuide | None, intent: str
         whole=planner.catalog, selected=selected, intent=intent, program=planner.program,
         strategy=options.answer_strategy, fit_decision=options.fit_decision, max_tokens=options.max_tokens,
         temperature=options.temperature, seed=options.seed, lm_kwargs=getattr(planner.lm, "kwargs", None),
-        fit_catalog=options.preset != BEFORE_ISSUE_22, exclude_demo=task_id,
+        fit_catalog=shipped_checks(planner), exclude_demo=task_id,
     )
 
 
 def chains_for(planner: PlannerParts) -> dict[str, frozenset[str]] | None:
     """The pipeline chains the guards collapse (:mod:`~helmdeck_dspy.planning.chains`): the whole
     catalog's, unless the preset reproduces the planner before them."""
-    return (planner.catalog.pipeline_chains or None) if planner.options.preset != BEFORE_ISSUE_22 else None
+    return (planner.catalog.pipeline_chains or None) if shipped_checks(planner) else None
+
+
+def shipped_checks(planner: PlannerParts) -> bool:
+    """Whether the post-model checks since issue 22 run (argument checks, the chain guard, near-miss
+    names): always, but in the ``before-issue-22`` preset."""
+    return planner.options.preset != BEFORE_ISSUE_22
 
 
 def _warm_embedding(planner: PlannerParts) -> None:
@@ -166,8 +173,8 @@ def _result(
             parse, intent=intent, variant=planner.variant, model=budget.model, tier=budget.tier,
             catalog_ids=planner.catalog.id_set, pipeline_ids=planner.catalog.pipeline_ids, trim=trim,
             raw_completion=completion.content if completion is not None and parse.plan is None else None,
-            usage=usage, schemas=planner.catalog.arg_schemas if planner.options.preset != BEFORE_ISSUE_22 else None,
-            chains=chains_for(planner),
+            usage=usage, schemas=planner.catalog.arg_schemas if shipped_checks(planner) else None,
+            chains=chains_for(planner), map_names=shipped_checks(planner),
         )
         result.error = redact(result.error, secrets)
         result = scrub(result, secrets)  # model output that repeats a credential (an echoing proxy)
@@ -182,11 +189,12 @@ def recorded_run(planner: PlannerParts, spec: PromptSpec | None = None) -> dict[
     args were coerced (:data:`COERCE_ARGS_KEY`) and chains collapsed (:data:`PIPELINE_CHAINS_KEY`),
     and the prompt spec the call was given (its strategy, wire, pool demos and hash)."""
     ref = planner.program_ref
-    coerced = planner.options.preset != BEFORE_ISSUE_22 and planner.catalog.arg_schemas
+    coerced = shipped_checks(planner) and planner.catalog.arg_schemas
     stamp = spec.stamp() if spec is not None else {}
     return {**(planner.options.record_run or {}), **({"program": ref.stamp()} if ref is not None else {}),
             **({COERCE_ARGS_KEY: True} if coerced else {}),
             **({PIPELINE_CHAINS_KEY: True} if chains_for(planner) else {}),
+            **({MAP_NAMES_KEY: True} if shipped_checks(planner) else {}),
             **({"constrained": stamp["wire"]} if "wire" in stamp else {}),
             **({"prompt": stamp} if stamp else {}),
             **({"demos": [d.id for d in spec.pool_demos]} if spec is not None and spec.pool_demos else {})}

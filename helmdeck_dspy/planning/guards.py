@@ -5,11 +5,17 @@ with no tool, a call to the planner itself, a pipeline run without a known pipel
 that is not in the catalog is *demoted* to the tool ``unknown`` (its args kept, its rationale
 prefixed with the reason). Complexity is derived from the resulting shape, never taken from the
 model, and ``rewritten_prompt`` is rendered from the steps.
+
+With ``map_names`` (on in planners since the ``plain`` strategy, and stamped on their records as
+:data:`MAP_NAMES_KEY`), a tool name outside the catalog is first mapped to the one catalog name it
+nearly is (:func:`near_miss`: the same letters and digits ignoring case and separators, with or
+without a namespace the model put before it), and only then demoted.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -28,6 +34,25 @@ from helmdeck_dspy.signatures.types import PlanStep
 REASON_NO_TOOL = "step had no tool id"
 REASON_SELF_CALL = "helmdeck.plan cannot call itself; rejected"
 REASON_BAD_PIPELINE = "helmdeck__pipeline-run args.id missing or not a pipeline in the catalog"
+MAP_NAMES_KEY = "map_names"
+"""The ``run`` key of a trace record whose planner mapped near-miss tool names (re-scoring does the same)."""
+
+
+def _letters(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def near_miss(name: str, catalog_ids: Collection[str]) -> str | None:
+    """The one catalog id that ``name`` nearly is: the same letters and digits ignoring case and
+    separators (``Get-Weather`` → ``get_weather``, ``blog__publish`` → ``blog.publish``), or so once a
+    namespace the model put before it is dropped (``functions.get_weather`` → ``get_weather``); else
+    None (none, or more than one)."""
+    ids = [c for c in catalog_ids if c not in PLANNER_TOOL_IDS]
+    for wanted in (_letters(name), _letters(name.rsplit(".", 1)[-1])):  # as written; without a namespace
+        found = [c for c in ids if wanted and _letters(c) == wanted]
+        if len(found) == 1:
+            return found[0]
+    return None
 
 
 class GuardedStep(BaseModel):
@@ -62,14 +87,19 @@ def _reason(step: PlanStep, catalog_ids: Collection[str], pipeline_ids: Collecti
 
 def guard_steps(
     steps: list[PlanStep], catalog_ids: Collection[str], pipeline_ids: Collection[str],
-    schemas: Mapping[str, dict[str, Any]] | None = None,
+    schemas: Mapping[str, dict[str, Any]] | None = None, map_names: bool = False,
 ) -> list[GuardedStep]:
     """Renumber and validate ``steps`` against the full catalog's ids; with ``schemas`` (tool id →
-    argument schema), check and coerce each kept step's args (:func:`check_arguments`)."""
+    argument schema), check and coerce each kept step's args (:func:`check_arguments`); with
+    ``map_names``, a near-miss name is mapped to its catalog id before anything is demoted."""
     out = []
     for i, step in enumerate(steps, start=1):
         rationale = step.rationale.strip()
         reason = _reason(step, catalog_ids, pipeline_ids)
+        mapped = near_miss(step.tool, catalog_ids) if reason and map_names and step.tool.strip() else None
+        if mapped is not None:
+            step = step.model_copy(update={"tool": mapped})
+            reason = _reason(step, catalog_ids, pipeline_ids)
         if reason is None:
             tool = step.tool.strip()
             args, notes = check_arguments(step.args, schemas.get(tool)) if schemas else (step.args, [])

@@ -19,7 +19,9 @@ wins over what the catalog's shape implies.
   program demos only when every tool they name is in the planner's catalog (both off under the
   ``before-issue-22`` preset, which reproduces the planner before the catalog fitting);
 - demos from the program's compiled pool: the nearest to the request among those whose tools the
-  selection kept (:func:`compiled_pool`).
+  selection kept (:func:`compiled_pool`);
+- the ``plain`` strategy takes none of the above but the output cap and sampling: the catalog as
+  JSON functions in the catalog's own order (the selection's entries when the budget cut it).
 
 The function is pure: it reads its arguments and returns a spec; it calls no LM.
 """
@@ -31,8 +33,10 @@ from typing import Any
 from helmdeck_dspy.budgets import Budget
 from helmdeck_dspy.catalog.models import RoutingGuide
 from helmdeck_dspy.domain import PIPELINE_RUN_TOOL
+from helmdeck_dspy.catalog.select import restrict_catalog
 from helmdeck_dspy.program.answer_schema import schema_wire
 from helmdeck_dspy.program.demo_pool import DemoPool, best_match
+from helmdeck_dspy.program.plain_prompt import plain_functions
 from helmdeck_dspy.program.prompt_spec import STRATEGIES, PromptSpec, StrategyName
 from helmdeck_dspy.signatures.plan import variant_instructions
 
@@ -106,6 +110,12 @@ def resolve_prompt(
         exclude_demo: A pool demo never shown (the task being answered).
     """
     name = strategy_for(strategy, budget, endpoint)
+    if name == "plain":
+        kept = selected.id_set if selected is not None else whole.id_set
+        shown = restrict_catalog(whole, [i for i in whole.ids() if i in kept])  # whole entries, catalog order
+        return PromptSpec(variant=variant, strategy=name, catalog=plain_functions(shown),
+                          max_tokens=max_tokens or budget.output_tokens,
+                          **sampling_for(budget, endpoint, temperature, seed, lm_kwargs))
     fits = (not whole.pipelines) if fit_decision is None else fit_decision
     shape = STRATEGIES[name].shape(selected, variant, strict_json=budget.json_object_format,
                                    wire=schema_wire(endpoint), fit_decision=fits)

@@ -33,6 +33,7 @@ from dspy.utils.exceptions import AdapterParseError
 from pydantic import BaseModel
 
 from helmdeck_dspy.decoding.causes import FailureCause
+from helmdeck_dspy.decoding.call_list import parse_call_list
 from helmdeck_dspy.decoding.parsing import ParseResult, parse_completion
 from helmdeck_dspy.program.calls import (
     capture_completions,
@@ -45,7 +46,8 @@ from helmdeck_dspy.program.answer_schema import (
     has_fit_decision,
 )
 from helmdeck_dspy.program.demo_pool import pipeline_line, signature_line
-from helmdeck_dspy.program.prompt_spec import PromptSpec
+from helmdeck_dspy.program.plain_prompt import plain_request
+from helmdeck_dspy.program.prompt_spec import CALL_LIST_STRATEGIES, PromptSpec
 from helmdeck_dspy.program.sections import (
     ANSWER_FORMAT_MARK,
     CATALOG_HEADER,
@@ -225,6 +227,10 @@ class PlanAdapter(dspy.Adapter):
 
     def format(self, signature: Any, demos: list[Any], inputs: dict[str, Any]) -> list[dict[str, str]]:
         catalog = inputs.get("catalog") or ""
+        if self.spec.strategy == "plain":  # the model-alone request: no system message, instructions or demos
+            prior = _jsonable(inputs.get("prior_steps")) or None
+            return [{"role": "system", "content": ""},
+                    {"role": "user", "content": plain_request(catalog, inputs["user_intent"], inputs.get("context"), prior)}]
         user = self.request_text(inputs["user_intent"], inputs.get("context"), inputs.get("prior_steps"))
         if not self.spec.catalog_in_system:
             user = f"{CATALOG_HEADER}\n{catalog}\n\n{user}"
@@ -283,8 +289,8 @@ class PlanAdapter(dspy.Adapter):
         call_kwargs = {k: merged[k] for k in ("cache", "rollout_id") if merged.get(k) is not None}
         tools = tuple(FunctionTool(name=t.name, description=t.description, parameters=t.parameters)
                       for t in self.spec.tools)
-        request = Request(model=lm.model, system=messages[0]["content"], messages=convo, config=Config(**config),
-                          tools=tools)
+        request = Request(model=lm.model, system=messages[0]["content"] or None, messages=convo,
+                          config=Config(**config), tools=tools)
         return request, call_kwargs, messages, config
 
     def _finish(self, signature: Any, response: Any, messages: list[dict[str, str]], config: dict, t0: float) -> list[dict[str, Any]]:
@@ -292,10 +298,13 @@ class PlanAdapter(dspy.Adapter):
         offered = self.spec.tools
         completion = completion_from_response("plan", response, messages[0]["content"], messages[1:], latency, config,
                                               native_tools=bool(offered))
-        completion.parse = parse_completion(
-            completion.content, completion.finish_reason, completion.reasoning, tool_calls=completion.tool_calls,
-            tool_ids=frozenset(t.tool_id for t in offered) if offered else None, refusal=completion.refusal,
-        )
+        if self.spec.strategy in CALL_LIST_STRATEGIES:
+            completion.parse = parse_call_list(completion.content, completion.finish_reason, completion.reasoning)
+        else:
+            completion.parse = parse_completion(
+                completion.content, completion.finish_reason, completion.reasoning, tool_calls=completion.tool_calls,
+                tool_ids=frozenset(t.tool_id for t in offered) if offered else None, refusal=completion.refusal,
+            )
         log_completion(completion)
         return [self._fields(signature, completion.parse, completion.content, completion.reasoning)]
 

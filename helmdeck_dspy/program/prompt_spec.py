@@ -14,7 +14,11 @@ planner's option):
 - ``schema``: JSON text decoded under the selected catalog's answer schema
   (:func:`~helmdeck_dspy.program.answer_schema.plan_schema`), sent on the endpoint's wire;
 - ``native``: the selected catalog also offered as native function tools; the model may answer
-  with tool calls instead of JSON text.
+  with tool calls instead of JSON text;
+- ``plain``: the model-alone prompt verbatim (``program.plain_prompt``: the tools as JSON
+  functions, the question, a JSON list of calls, ``[]`` for none), no instructions or demos,
+  decoded freely; the answer then goes through the planner's checks (names outside the catalog
+  mapped to a near miss or demoted, arguments checked and coerced).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from helmdeck_dspy.program.native_tools import NativeTool, native_tools
 SPEC_KEY = "helmdeck_prompt_spec"
 """The ``dspy.context`` key a plan call's :class:`PromptSpec` travels under."""
 
-StrategyName = Literal["free", "schema", "native"]
+StrategyName = Literal["free", "schema", "native", "plain"]
 
 
 class PromptSpec(BaseModel):
@@ -105,6 +109,8 @@ class AnswerStrategy:
               fit_decision: bool) -> AnswerShape:
         """The answer shape over the selected ``catalog`` (None: a request with no catalog yet, as at
         compile time, gets the free shape)."""
+        if self.name == "plain":
+            return AnswerShape()
         if catalog is None or self.name == "free":
             return AnswerShape(json_object=strict_json and self.name != "native")
         if self.name == "native":
@@ -116,4 +122,14 @@ STRATEGIES: dict[str, AnswerStrategy] = {s.name: s for s in (
     AnswerStrategy("free", "JSON text in the variant's answer format, decoded freely"),
     AnswerStrategy("schema", "JSON text decoded under the selected catalog's answer schema"),
     AnswerStrategy("native", "the selected catalog also offered as native function tools"),
+    AnswerStrategy("plain", "the model-alone prompt verbatim, its JSON list of calls through the planner's checks"),
 )}
+
+CALL_LIST_STRATEGIES = frozenset({"plain"})
+"""Strategies whose answer is a JSON list of calls (``decoding.call_list``), not a plan object."""
+
+
+def answers_in_call_list(run: dict[str, Any] | None) -> bool:
+    """Whether a trace record's ``run`` says its answer was asked for as a call list."""
+    prompt = (run or {}).get("prompt")
+    return isinstance(prompt, dict) and prompt.get("strategy") in CALL_LIST_STRATEGIES

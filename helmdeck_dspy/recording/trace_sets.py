@@ -45,28 +45,29 @@ Run = tuple[Any, str, str, "dict[str, Any] | None"]
 """One model to run: (LM, model id for the budget lookup, the records' ``source``, the records' ``run``)."""
 
 
-PER_REQUEST_RUN_KEYS = frozenset({"prompt", "demos"})
-"""``run`` keys a record gets from its own request's spec, not from the run's settings."""
+PER_REQUEST_RUN_KEYS = frozenset({"prompt", "demos", "constrained"})
+"""``run`` keys a record gets from its own request's spec, not from the run's settings (the key
+holds the spec's answer strategy instead)."""
 
 
 def _key(source: str, model: str, variant: str | None, task_id: str | None, intent: str | None,
          max_tokens: int | None, temperature: float | None, seed: int | None, run: dict | None,
-         native: bool = False) -> str:
+         strategy: str | None) -> str:
     """What makes two exchanges the same request: a resumed run skips a request whose key it has.
-    A request that offered native tools is another request than the same one asking for JSON text."""
+    A request under another answer strategy (native tools, a schema, the plain prompt) is another request."""
     run = {k: v for k, v in (run or {}).items() if k not in PER_REQUEST_RUN_KEYS} if run is not None else None
     program = (run or {}).get("program")
     if isinstance(program, dict) and program.get("sha256"):  # the same file however its path was spelled
         run = {**(run or {}), "program": {k: v for k, v in program.items() if k != "path"}}
-    parts: list[Any] = [source, model, variant, task_id, intent, max_tokens, temperature, seed, run]
-    if native:
-        parts.append("native")
+    parts: list[Any] = [source, model, variant, task_id, intent, max_tokens, temperature, seed, run, strategy]
     return json.dumps(parts, sort_keys=True)
 
 
 def _record_key(rec: TraceRecord) -> str:
+    prompt = (rec.run or {}).get("prompt")
+    strategy = prompt.get("strategy") if isinstance(prompt, dict) else None
     return _key(rec.source, rec.model, rec.prompt_variant, rec.task_id, rec.intent, rec.max_tokens,
-                rec.temperature, rec.seed, rec.run, bool(rec.native_tools))
+                rec.temperature, rec.seed, rec.run, strategy)
 
 
 def _resumable(scratch: Path) -> tuple[list[TraceRecord], set[str]]:
@@ -120,14 +121,14 @@ def _run(
                 planner = Planner.from_options(model, lm, None, options.model_copy(update=recording), variant=variant)
             cap = options.max_tokens or planner.budget.output_tokens
             endpoint = str(getattr(lm, "model", ""))
-            native = strategy_for(options.answer_strategy, planner.budget, endpoint) == "native"
+            strategy = strategy_for(options.answer_strategy, planner.budget, endpoint)
             sent = sampling_for(planner.budget, endpoint, options.temperature, options.seed, getattr(lm, "kwargs", None))
             temperature, seed = sent.get("temperature"), sent.get("seed")  # what each call sends, as its record keeps
             for i, task in enumerate(chosen):
                 # Repeated tasks (n > len(tasks)) get a distinct request so the model is asked anew.
                 intent = task.intent if i < len(tasks) else f"{task.intent} (again, #{i // len(tasks)})"
                 key = _key(source, planner.budget.model, planner.variant, task.id, intent, cap, temperature, seed,
-                           recorded_run(planner), native)
+                           recorded_run(planner), strategy)
                 order.setdefault(key, len(order))
                 if key in done:
                     skipped += 1

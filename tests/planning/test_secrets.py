@@ -177,7 +177,12 @@ def test_no_text_makes_the_planner_return_a_tool_outside_the_catalog(tmp_path, m
     demoted = [s for s in result.steps if s.demoted]
     assert all(s.tool == UNKNOWN_TOOL and s.model_tool is not None for s in demoted)
     if result.prompt_variant_used == "full_steps":
-        assert [s.tool for s in result.steps] == [UNKNOWN_TOOL] * (len(BAD_TOOLS) + 1) + ["blog.publish"]
+        # a name that differs from a catalog tool only in case or an invisible character is mapped to it
+        # (planning.guards.near_miss); every other one is demoted
+        mapped = {"BLOG.PUBLISH": "blog.publish", "artifact.get\u200b": "artifact.get"}
+        expected = [mapped.get(t, UNKNOWN_TOOL) if mapped.get(t) in catalog.id_set else UNKNOWN_TOOL for t in BAD_TOOLS]
+        assert [s.tool for s in result.steps] == [*expected, UNKNOWN_TOOL, "blog.publish"]
+        assert "blog.publish" in expected  # the case-only near miss was mapped
         assert INJECTED in sent  # tier A sees the whole catalog, planted instruction included
     else:
         assert [s.tool for s in result.steps] == [UNKNOWN_TOOL] and result.steps[0].model_tool == "rm_rf"

@@ -60,9 +60,9 @@ LIVE_PLAN = json.dumps({
 MODEL = "openai/recorded-model"  # not in the table: the Tier C fallback (single_pick, filter allowed)
 
 
-def _record_live(server, tasks, out, program=None, **kw):
+def _record_live(server, tasks, out, program=None, lm=MODEL, **kw):
     options = PlannerOptions(api_base=server.url, program=program)
-    return record(MODEL, MODEL, tasks, out, options=options, variants=("single_pick",), **kw)
+    return record(MODEL, lm, tasks, out, options=options, variants=("single_pick",), **kw)
 
 
 @pytest.fixture
@@ -84,7 +84,8 @@ def test_a_repeated_request_is_sent_again_never_answered_from_the_cache(tmp_path
     assert body["temperature"] == 0.0 and body["seed"] == 7
 
 
-def test_an_interrupted_record_resumes_without_repeating_a_call(tmp_path, api_key):
+@pytest.mark.parametrize("lm", [MODEL, "llamacpp/m"])  # free answers; answers under a schema (a llama.cpp server)
+def test_an_interrupted_record_resumes_without_repeating_a_call(tmp_path, api_key, lm):
     tasks = load_tasks("dev")[:5]
     out = tmp_path / "r.jsonl"
     calls = {"n": 0}
@@ -96,11 +97,11 @@ def test_an_interrupted_record_resumes_without_repeating_a_call(tmp_path, api_ke
 
     with FaultServer(ok(LIVE_PLAN)) as server:
         with pytest.raises(KeyboardInterrupt):
-            _record_live(server, tasks, out, progress=stop_after_two, temperature=0.0)
+            _record_live(server, tasks, out, progress=stop_after_two, temperature=0.0, lm=lm)
         answered = {r.task_id for r in read_jsonl_traces(out.with_name("r.jsonl.partial.jsonl")) if r.call == "plan"}
         before = len(server.requests)
         notes: list[str] = []
-        n = _record_live(server, tasks, out, temperature=0.0, notify=notes.append)
+        n = _record_live(server, tasks, out, temperature=0.0, notify=notes.append, lm=lm)
         sent_again = [json.dumps(r.body) for r in server.requests[before:]]
     assert len(answered) == 2 and n == 5
     plan_requests = [b for b in sent_again if "USER REQUEST" in b]

@@ -12,31 +12,21 @@ A plain exchange is recorded as a trace record with ``prompt_variant = "plain"``
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any, Literal, NamedTuple
 
 from helmdeck_dspy.catalog.models import RoutingGuide
-from helmdeck_dspy.decoding.json_text import fenced_bodies
+from helmdeck_dspy.decoding.call_list import decode_calls
 from helmdeck_dspy.decoding.reasoning import split_reasoning
+from helmdeck_dspy.program.plain_prompt import plain_functions, plain_request
 from helmdeck_dspy.bench.bfcl.score import Call
 
 PLAIN_VARIANT = "plain"
 """The ``prompt_variant`` of a plain exchange's trace record."""
 
-ASK = ('Answer with only a JSON list of the function calls that answer the question, each as '
-       '{"name": "<function name>", "arguments": {...}}. Answer [] if none of the functions fits.')
-
-
 def plain_prompt(intent: str, catalog: RoutingGuide) -> str:
-    """The one user message of a plain request."""
-    empty = {"type": "object", "properties": {}}
-    functions = [{"name": p.name, "description": p.description, "parameters": p.parameters or empty}
-                 for p in catalog.packs]
-    functions += [{"name": p.id, "description": p.description or p.name, "parameters": empty}
-                  for p in catalog.pipelines]  # a pipeline is offered as a function named by its id
-    return (f"Functions:\n{json.dumps(functions, ensure_ascii=False)}\n\n"
-            f"Question: {intent.strip()}\n\n{ASK}")
+    """The one user message of a plain request (:mod:`helmdeck_dspy.program.plain_prompt`)."""
+    return plain_request(plain_functions(catalog), intent)
 
 
 class PlainAnswer(NamedTuple):
@@ -46,64 +36,13 @@ class PlainAnswer(NamedTuple):
     outcome: Literal["strict", "repaired", "failed"]
 
 
-def _calls(value: Any) -> list[Call] | None:
-    """A decoded value as calls: a list of {name, arguments} (or one such object); None otherwise."""
-    items = value if isinstance(value, list) else [value] if isinstance(value, dict) else None
-    if items is None:
-        return None
-    out: list[Call] = []
-    for item in items:
-        if not isinstance(item, dict):
-            return None
-        name = item.get("name", item.get("function"))
-        args = item.get("arguments", item.get("args", item.get("parameters", {})))
-        if isinstance(args, str):
-            try:
-                args = json.loads(args)
-            except ValueError:
-                return None
-        if not isinstance(name, str) or not isinstance(args, dict):
-            return None
-        out.append(Call(name=name, args=args))
-    return out
-
-
-def _strict_candidates(text: str) -> list[Any]:
-    """Every value that strict JSON decoding finds: the whole text, each fence body, and the first
-    value opening at a ``[`` or ``{``."""
-    found: list[Any] = []
-    decoder = json.JSONDecoder()
-    for candidate in [text, *fenced_bodies(text)]:
-        try:
-            found.append(json.loads(candidate))
-        except ValueError:
-            pass
-    for opener in "[{":
-        start = text.find(opener)
-        if start != -1:
-            try:
-                found.append(decoder.raw_decode(text, start)[0])
-            except ValueError:
-                pass
-    return found
-
-
 def decode_plain(content: str | None, finish_reason: str | None = None) -> PlainAnswer:
-    """Decode a plain answer. A ``length`` finish is never a success, as for plans."""
+    """Decode a plain answer (:func:`~helmdeck_dspy.decoding.call_list.decode_calls`). A ``length``
+    finish is never a success, as for plans."""
     if finish_reason == "length" or not content:
         return PlainAnswer([], "failed")
-    text = split_reasoning(content).visible.strip()
-    for value in _strict_candidates(text):
-        calls = _calls(value)
-        if calls is not None:
-            return PlainAnswer(calls, "strict")
-    import json_repair
-
-    try:
-        calls = _calls(json_repair.loads(text))
-    except Exception:  # noqa: BLE001 - json_repair raises assorted errors on hostile text
-        calls = None
-    return PlainAnswer(calls, "repaired") if calls is not None else PlainAnswer([], "failed")
+    calls, outcome = decode_calls(split_reasoning(content).visible.strip())
+    return PlainAnswer([Call(name=n, args=a) for n, a in calls or ()], outcome)
 
 
 def ask_plain(lm: Any, intent: str, catalog: RoutingGuide, *, max_tokens: int,

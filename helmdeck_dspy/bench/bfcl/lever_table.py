@@ -33,6 +33,7 @@ from helmdeck_dspy.evaluation.scoring import guard_prediction
 from helmdeck_dspy.evaluation.stats import bootstrap_mean_ci, newcombe_paired_diff, wilson
 from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY
 from helmdeck_dspy.planning.chains import PIPELINE_CHAINS_KEY
+from helmdeck_dspy.planning.guards import MAP_NAMES_KEY
 from helmdeck_dspy.tasks import PlanTask
 
 
@@ -181,11 +182,16 @@ def summarise_row(config: str, scope: str, outs: list[Outcome], base: dict[str, 
                                   "exact_diff_high": round(high, 4), "latency_ratio": ratio})
 
 
-def _post_guards(config: LeverConfig) -> dict[str, bool] | None:
-    """A row scoring another row's answers guards them with its own post-model options."""
+def _post_guards(config: LeverConfig) -> dict[str, Any] | None:
+    """A row scoring another row's answers guards them with its own post-model options (a ``plain``
+    strategy row reads the model alone's answers as that strategy does: a call list, near-miss names
+    mapped)."""
     if config.answers_from is None:
         return None
-    return {COERCE_ARGS_KEY: config.coerce_args, PIPELINE_CHAINS_KEY: config.pipeline_chains}
+    post: dict[str, Any] = {COERCE_ARGS_KEY: config.coerce_args, PIPELINE_CHAINS_KEY: config.pipeline_chains}
+    if config.strategy == "plain":
+        post.update({"prompt": {"strategy": "plain"}, MAP_NAMES_KEY: True})
+    return post
 
 
 def score_levers(spec: LeverSpec) -> list[LeverRow]:

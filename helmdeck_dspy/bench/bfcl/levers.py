@@ -21,7 +21,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -58,7 +58,11 @@ class LeverConfig(BaseModel):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="Row name; also the trace file's stem.")
     description: str = ""
     plain: bool = Field(default=False, description="The model alone with the plain prompt (no planner).")
-    constrained: bool | None = Field(default=None, description="Planner: schema-constrained decoding (None: the budget's).")
+    constrained: bool | None = Field(default=None, description="Planner: schema-constrained decoding (None: the budget's); "
+                                     "the older spelling of strategy schema / free.")
+    strategy: Literal["free", "schema", "native", "plain"] | None = Field(
+        default=None, description="Planner: the answer strategy (None: the budget row's, else the endpoint's). A plain "
+        "row with answers_from naming the model alone's row re-reads those answers as the strategy would.")
     coerce_args: bool = Field(default=True, description="Planner: check and coerce args against the tool schemas.")
     pipeline_chains: bool = Field(default=True, description="Planner: a plan listing every pack a pipeline chains "
                                   "runs the pipeline.")
@@ -90,6 +94,13 @@ class LeverConfig(BaseModel):
         kept = {k: v for k, v in data.items() if k not in RETIRED_LEVERS}
         gone = tuple(sorted(k for k, v in data.items() if k in RETIRED_LEVERS and v != RETIRED_LEVERS[k]))
         return {**kept, "retired": gone} if gone else kept
+
+    @property
+    def answer_strategy(self) -> str | None:
+        """The strategy the row plans with (``constrained`` is its older spelling)."""
+        if self.strategy is not None or self.constrained is None:
+            return self.strategy
+        return "schema" if self.constrained else "free"
 
     @property
     def preset(self) -> str | None:
@@ -201,9 +212,12 @@ def load_lever_spec(path: str | Path) -> LeverSpec:
         if c.budget:
             _check_budget_change(spec, c, str(path))
         source = spec.answering(c)
-        if c.answers_from is not None and (source is c or source.answers_from or source.plain):
+        if c.strategy is not None and c.constrained is not None:
+            raise LeverSpecError(str(path), f"config {c.name}: give strategy or constrained, not both")
+        plain_reread = source.plain and c.strategy == "plain"  # the model alone's answers as the plain strategy reads them
+        if c.answers_from is not None and (source is c or source.answers_from or (source.plain and not plain_reread)):
             raise LeverSpecError(str(path), f"config {c.name}: answers_from {c.answers_from!r} is not a planner config "
-                                 "with answers of its own")
+                                 "with answers of its own (or the model alone's, for a strategy = \"plain\" row)")
         if c.catalog is not None and (not spec.tasks or not (spec.folder / c.catalog).is_file()):
             raise LeverSpecError(str(path), f"config {c.name}: catalog {c.catalog!r} needs gold tasks and a file beside "
                                  "the spec")
@@ -377,7 +391,7 @@ def run_levers(
                 planner = Planner.for_model(
                     model, lm=lm, catalog=catalog, variant=c.variant, budgets=budgets, record_path=path, retry=retry,
                     record_run=run, history=None, use_filter=False, cache=False, program=spec.program_choice(c),
-                    answer_strategy=None if c.constrained is None else "schema" if c.constrained else "free",
+                    answer_strategy=c.answer_strategy,
                     preset=c.preset, fit_decision=c.fit_decision,
                 )
             planner.plan(q.intent, task_id=q.id)

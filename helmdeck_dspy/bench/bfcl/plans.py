@@ -12,7 +12,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -29,9 +29,10 @@ from helmdeck_dspy.bench.bfcl.score import (
 )
 from helmdeck_dspy.catalog.models import RoutingGuide
 from helmdeck_dspy.engines.lm_spec import make_lm, trace_source
-from helmdeck_dspy.evaluation.scoring import guard_completion
+from helmdeck_dspy.evaluation.scoring import guard_completion, recorded_reading
 from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY
 from helmdeck_dspy.planning.chains import recorded_chains
+from helmdeck_dspy.program.prompt_spec import answers_in_call_list
 from helmdeck_dspy.traces.io import load_traces
 from helmdeck_dspy.traces.record import TraceRecord
 
@@ -119,22 +120,25 @@ class DecodedRecord(NamedTuple):
     cause: str | None = None
 
 
-def decode_record(rec: TraceRecord, catalog: RoutingGuide, post: dict[str, bool] | None = None) -> DecodedRecord:
+def decode_record(rec: TraceRecord, catalog: RoutingGuide, post: dict[str, Any] | None = None) -> DecodedRecord:
     """One recorded answer decoded as it was produced: a plain answer (``prompt_variant`` ``plain``)
     by :func:`decode_plain`; a plan through the one scoring path, the guards checking args against
-    the catalog's schemas when the recording planner did (``run.coerce_args``) and collapsing
-    pipeline chains when it did (``run.pipeline_chains``). ``post`` overrides either of those two
-    (a row re-guarding another row's answers)."""
+    the catalog's schemas when the recording planner did (``run.coerce_args``), collapsing
+    pipeline chains when it did (``run.pipeline_chains``), mapping near-miss names when it did
+    (``run.map_names``) and reading a call list when it asked for one (``run.prompt.strategy``).
+    ``post`` overrides any of those (a row re-guarding another row's answers: a plain answer so
+    re-guarded is what the ``plain`` strategy makes of the same request)."""
     variant = rec.prompt_variant or "full_steps"
-    if variant == PLAIN_VARIANT:
+    run = {**(rec.run or {}), **(post or {})}
+    if variant == PLAIN_VARIANT and not answers_in_call_list(run):
         answer = decode_plain(rec.content, rec.finish_reason)
         failed = answer.outcome == "failed"
         return DecodedRecord(variant, answer.calls, answer.outcome, "no_json" if failed else None)
-    run = {**(rec.run or {}), **(post or {})}
+    variant = "full_steps" if variant == PLAIN_VARIANT else variant
     guarded = guard_completion(rec.content, rec.finish_reason, rec.reasoning_content, variant=variant,
                                catalog_ids=catalog.id_set, pipeline_ids=catalog.pipeline_ids,
                                tool_calls=rec.tool_calls, schemas=catalog.arg_schemas if run.get(COERCE_ARGS_KEY) else None,
-                               chains=recorded_chains(run, catalog.pipeline_chains))
+                               chains=recorded_chains(run, catalog.pipeline_chains), **recorded_reading(run))
     if guarded.steps is None:
         return DecodedRecord(variant, [], "failed", guarded.parse.cause or "no_json")
     return DecodedRecord(variant, calls_from_steps(guarded.steps), guarded.parse.outcome)

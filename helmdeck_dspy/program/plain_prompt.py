@@ -1,0 +1,40 @@
+"""The model-alone prompt: the tools as JSON functions, the question, and one sentence asking for a
+JSON list of ``{name, arguments}`` (``[]`` when no function fits). No instructions, no demos.
+
+It is the baseline every study pairs the planner against (``bench.bfcl.baseline``) and, verbatim,
+the request of the ``plain`` answer strategy (``program.prompt_spec``), whose answer then goes
+through the planner's checks. A catalog's pipelines are offered as functions named by their ids,
+without parameters.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from helmdeck_dspy.catalog.models import RoutingGuide
+
+ASK = ('Answer with only a JSON list of the function calls that answer the question, each as '
+       '{"name": "<function name>", "arguments": {...}}. Answer [] if none of the functions fits.')
+CONTEXT_LEAD = "Context:"
+PRIOR_LEAD = "Calls already made, with their results:"
+
+
+def plain_functions(catalog: RoutingGuide) -> str:
+    """The catalog as the JSON list of functions the prompt shows (entries in catalog order)."""
+    empty = {"type": "object", "properties": {}}
+    functions = [{"name": p.name, "description": p.description, "parameters": p.parameters or empty}
+                 for p in catalog.packs]
+    functions += [{"name": p.id, "description": p.description or p.name, "parameters": empty}
+                  for p in catalog.pipelines]  # a pipeline is offered as a function named by its id
+    return json.dumps(functions, ensure_ascii=False)
+
+
+def plain_request(functions: str, intent: str, context: str | None = None, prior: list[Any] | None = None) -> str:
+    """The one user message: functions, question (then any context and calls already made), the ask."""
+    parts = [f"Functions:\n{functions}", f"Question: {intent.strip()}"]
+    if context is not None and str(context).strip():
+        parts.append(f"{CONTEXT_LEAD}\n{str(context).strip()}")
+    if prior:
+        parts.append(f"{PRIOR_LEAD}\n{json.dumps(prior, ensure_ascii=False)}")
+    return "\n\n".join([*parts, ASK])

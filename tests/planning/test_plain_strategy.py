@@ -1,0 +1,84 @@
+"""The ``plain`` answer strategy: the model-alone request verbatim, then the planner's checks.
+
+Its request must be byte-for-byte what the model alone is sent (``bench.bfcl.baseline.ask_plain``),
+so a recorded model-alone answer is exactly what the strategy would get; its answer, a JSON list of
+calls, goes through the guards: near-miss names mapped, arguments coerced, unknown tools demoted.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helmdeck_dspy.bench.bfcl.baseline import ask_plain
+from helmdeck_dspy.bench.bfcl.plans import decode_record
+from helmdeck_dspy.decoding.call_list import parse_call_list
+from helmdeck_dspy.engines.lm_spec import make_lm
+from helmdeck_dspy.planning.guards import near_miss
+from helmdeck_dspy.planning.planner import Planner
+from helmdeck_dspy.serve.catalogs import read_tools_catalog
+from helmdeck_dspy.traces.io import read_jsonl_traces
+from tests.fault_server import FaultServer, ok
+
+MODEL = "local/qwen2.5-coder-1.5b-instruct"
+TOOLS = [
+    {"name": "get_weather", "description": "Current weather for a city.",
+     "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                     "required": ["city"]}},
+    {"name": "send_fax", "description": "Send a fax.",
+     "inputSchema": {"type": "object", "properties": {"number": {"type": "string"}}, "required": ["number"]}},
+]
+INTENT = "What is the weather in Oslo for the next 3 days?"
+
+
+def test_near_misses_map_to_one_catalog_name_and_nothing_else():
+    ids = ["get_weather", "blog.publish", "send_fax", "helmdeck.plan"]
+    assert near_miss("Get-Weather", ids) == "get_weather"
+    assert near_miss("functions.get_weather", ids) == "get_weather"
+    assert near_miss("blog__publish", ids) == "blog.publish"
+    assert near_miss("evil.publish", ids) is None  # a shared last part is not a near miss
+    assert near_miss("bl\u043eg.publish", ids) is None  # a homoglyph is not one either
+    assert near_miss("helmdeck__plan", ids) is None  # never the planner itself
+    assert near_miss("weather", ids) is None
+    assert near_miss("get_weather", ["get_weather", "Get_Weather"]) is None  # ambiguous: none
+
+
+@pytest.mark.parametrize(("text", "outcome", "tools"), [
+    ('[{"name": "a", "arguments": {"x": 1}}, {"name": "b", "arguments": "{}"}]', "strict", ["a", "b"]),
+    ("[]", "strict", []),
+    ('Sure:\n```json\n{"name": "a", "arguments": {}}\n```', "strict", ["a"]),
+    ('[{"name": "a", "arguments": {"x": 1}', "repaired", ["a"]),
+])
+def test_a_call_list_becomes_a_plan(text, outcome, tools):
+    parse = parse_call_list(text, "stop")
+    assert parse.outcome == outcome and [s.tool for s in parse.plan.steps] == tools
+
+
+def test_a_cut_or_unreadable_call_list_is_no_plan():
+    assert parse_call_list('[{"name": "a"', "length").cause == "length_truncated"
+    assert parse_call_list("I cannot help with that.", "stop").plan is None
+
+
+def test_the_request_is_the_model_alone_request_and_the_answer_is_checked(tmp_path):
+    catalog = read_tools_catalog(TOOLS)
+    answer = json.dumps([{"name": "Get-Weather", "arguments": {"city": "Oslo", "days": "3"}},
+                         {"name": "get_forecast", "arguments": {}}])
+    record = tmp_path / "rec.jsonl"
+    with FaultServer([ok(answer)]) as server:
+        lm = make_lm("llamacpp/m", api_base=server.url, cache=False, num_retries=0)
+        planner = Planner.for_model(MODEL, lm=lm, catalog=catalog, history=None, use_filter=False, cache=False,
+                                    answer_strategy="plain", record_path=record)
+        result = planner.plan(INTENT, task_id="t1")
+        ask_plain(lm, INTENT, catalog, max_tokens=planner.budget.output_tokens, sampling={"temperature": 0.0, "seed": 7})
+        planned, alone = (r.body for r in server.requests)
+    assert planned == alone  # verbatim: the same messages, cap and sampling, and no system message
+    assert [m["role"] for m in planned["messages"]] == ["user"] and "response_format" not in planned
+    assert [(s.tool, s.args) for s in result.steps] == [("get_weather", {"city": "Oslo", "days": 3}),
+                                                         ("unknown", {})]
+    assert result.steps[1].demoted and result.steps[1].model_tool == "get_forecast"
+    (rec,) = read_jsonl_traces(record)
+    assert rec.run["prompt"]["strategy"] == "plain" and rec.run["map_names"] is True
+    decoded = decode_record(rec, catalog)  # re-scored from the trace as the planner read it
+    assert [(c.name, c.args) for c in decoded.calls] == [("get_weather", {"city": "Oslo", "days": 3}),
+                                                           ("unknown", {})]

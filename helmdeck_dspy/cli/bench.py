@@ -15,6 +15,7 @@ from helmdeck_dspy.cli.options import (
     json_option,
     lm_option,
     max_tokens_option,
+    model_id,
     plan_sampling,
     progress_option,
     to_stderr,
@@ -84,7 +85,7 @@ def _split(values: tuple[str, ...]) -> list[str] | None:
 @click.option("--limit", type=click.IntRange(1), default=None,
               help="At most this many BFCL questions per category (a multi_turn question gives one task per turn).")
 @lm_option("Also plan each question with this LM (LiteLLM string, replay:PATH or sim:PROFILE) and score it.")
-@click.option("--model", "-m", default=None, help="Budget lookup id for --lm (default: the --lm string).")
+@click.option("--model", "-m", default=None, callback=model_id, help="Budget lookup id for --lm (default: the --lm string).")
 @api_base_option("API base URL for an OpenAI-compatible endpoint (with --lm).")
 @variant_option(default="full_steps", help="Prompt variant for --lm (BFCL gold has several calls).")
 @max_tokens_option("Override the budget's output_tokens (with --lm).")

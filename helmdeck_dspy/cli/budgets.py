@@ -12,6 +12,7 @@ from helmdeck_dspy.cli.options import (
     budgets_option,
     emit_json,
     json_option,
+    model_id,
     print_table,
 )
 
@@ -73,7 +74,7 @@ def _lookup_row(b: Budget) -> dict:
 
 
 @budgets.command("lookup")
-@click.argument("models", nargs=-1, required=True)
+@click.argument("models", nargs=-1, required=True, callback=model_id)
 @budgets_option
 @json_option("Print one JSON object (a list for several models).")
 def budgets_lookup(models: tuple[str, ...], budgets_path: str | None, as_json: bool) -> None:

@@ -36,7 +36,7 @@ def lm_option(help: str = LM_HELP) -> Callable[[F], F]:
     Args:
         help: What the LM is for in this command.
     """
-    return click.option("--lm", "lm_spec", default=None, help=help)
+    return click.option("--lm", "lm_spec", default=None, callback=model_id, help=help)
 
 
 def api_base_option(help: str = API_BASE_HELP) -> Callable[[F], F]:
@@ -67,13 +67,23 @@ class FiniteFloat(click.FloatRange):
         return super().convert(number, param, ctx)
 
 
-def model_id(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """A ``--model`` callback: the id trimmed; an empty one is a usage error (exit 2)."""
+def model_id(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """A ``--model`` (or ``--lm``, or several ids) callback: each id trimmed; an empty one is a usage
+    error (exit 2)."""
     if value is None:
         return None
+    if isinstance(value, tuple):
+        return tuple(model_id(ctx, param, v) for v in value)
     if not value.strip():
         raise click.BadParameter("must not be empty", ctx=ctx, param=param)
     return value.strip()
+
+
+def not_empty(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A callback for free text (an intent): kept as given, but blank is a usage error (exit 2)."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("must not be empty", ctx=ctx, param=param)
+    return value
 
 
 strategy_option = click.option(

@@ -16,6 +16,7 @@ from helmdeck_dspy.cli.options import (
     lm_option,
     max_tokens_option,
     model_id,
+    not_empty,
     plan_sampling,
     strategy_option,
     program_option,
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
 
 @click.command("plan")
-@click.argument("intent")
+@click.argument("intent", callback=not_empty)
 @click.option("--model", "-m", callback=model_id, required=True, help="Model id to plan for (decides budget, tier and variant).")
 @lm_option()
 @api_base_option("API base URL for an OpenAI-compatible endpoint (vLLM, llama.cpp...).")
@@ -69,7 +70,7 @@ def plan_cmd(
     from helmdeck_dspy.domain import MAX_CONTEXT_FILE_BYTES
     from helmdeck_dspy.io.datafiles import read_text_limited
     from helmdeck_dspy.io.outputs import JSONL_FORMATS, check_output
-    from helmdeck_dspy.planning.bounds import check_request
+    from helmdeck_dspy.planning.bounds import check_output_cap, check_request
     from helmdeck_dspy.planning.history import HistoryStore
     from helmdeck_dspy.planning.planner import Planner
     from helmdeck_dspy.planning.resilience.policy import resolve_resilience
@@ -88,6 +89,7 @@ def plan_cmd(
             history=HistoryStore() if history or history_prior else None, history_prior=history_prior,
             retry=config.retry, fallback=config.fallback, program=program,
         )
+        check_output_cap(max_tokens, input_tokens=planner.budget.input_tokens, model=planner.budget.model)
         check_request(intent, context, input_tokens=planner.budget.input_tokens, model=planner.budget.model)
         result = planner.plan(intent, context=context)
     for w in caught:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from helmdeck_dspy.errors import InputTooLargeError
+from helmdeck_dspy.errors import InputTooLargeError, UsageValueError
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,18 @@ def measure(intent: str, context: str | None, limit: int, prior: str | None = No
         return count_tokens(text) if text else 0
 
     return RequestSize(count(intent), count(context), counted=True, prior_tokens=count(prior))
+
+
+def check_output_cap(max_tokens: int | None, *, input_tokens: int, model: str) -> None:
+    """Refuse an output cap beyond the model's context (``input_tokens``; 0: the row sets no limit):
+    no answer can be that long, and the number would be sent as given.
+
+    Raises:
+        UsageValueError: ``max_tokens`` exceeds ``input_tokens`` (its ``argument`` is ``max_tokens``).
+    """
+    if max_tokens is not None and input_tokens and max_tokens > input_tokens:
+        raise UsageValueError(f"--max-tokens {max_tokens} exceeds the {input_tokens}-token context of {model}'s "
+                              "budget row", argument="max_tokens")
 
 
 def check_request(intent: str, context: str | None, *, input_tokens: int, model: str,

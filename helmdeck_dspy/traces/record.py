@@ -80,7 +80,7 @@ class TraceRecord(BaseModel):
     finish_reason: str | None = None
     completion_tokens: int | None = Field(default=None, ge=0, le=_MAX_COUNT)
     prompt_tokens: int | None = Field(default=None, ge=0, le=_MAX_COUNT)
-    latency_ms: float | None = Field(default=None, allow_inf_nan=False)
+    latency_ms: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     http_status: int | None = Field(default=None, ge=-_MAX_COUNT, le=_MAX_COUNT)
     error: str | None = None
     outcome_label: str | None = None
@@ -93,6 +93,13 @@ class TraceRecord(BaseModel):
     tool_calls: list[ToolCall] | None = None
     native_tools: bool | None = None
     refusal: str | None = None
+
+    @field_validator("max_tokens", "completion_tokens", "prompt_tokens", "latency_ms", mode="before")
+    @classmethod
+    def _no_boolean_numbers(cls, value: Any) -> Any:
+        if isinstance(value, bool):  # JSON true/false is no count or duration (Python would read it as 1/0)
+            raise ValueError("expected a number, not a boolean")
+        return value
 
     @field_validator("tool_calls", mode="before")
     @classmethod

@@ -28,6 +28,7 @@ from helmdeck_dspy.io.redaction import (
     protect_loggers,
     register_env_secrets,
     register_secret,
+    register_url_secrets,
 )
 from helmdeck_dspy.local.endpoint import SPEC_PREFIX as LOCAL_PREFIX
 from helmdeck_dspy.local.endpoint import local_lm_args, local_run_settings
@@ -122,6 +123,7 @@ def make_lm(
     if api_base:
         kwargs["api_base"] = api_base
     register_secret(api_key)
+    register_url_secrets(api_base)  # a password in the URL's user info, secret query values
     register_env_secrets()  # keys LiteLLM reads from the environment are masked the same way
     protect_loggers()
     if api_key:

@@ -23,9 +23,13 @@ MASK = "[REDACTED]"
 
 _PATTERNS = (
     re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=\-]{4,}"),
-    re.compile(r"(?i)\b(authorization|x-api-key|api[_-]?key)(\"?\s*[:=]\s*\"?)[^\s\"',}]+"),
+    re.compile(r"(?i)\b(authorization|x-api-key|api[_-]?key)(\"?\s*[:=]\s*\"?)[^\s\"',}&]+"),
     re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-]{8,}"),
     re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"),
+    # a URL's user info (``scheme://user:password@``, or ``user:password@host`` as some clients print it)
+    re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]*://|(?<![\w/:@.\-]))[^\s/@:\"']+:[^\s/@\"']+@(?=[\w\[])"),
+    # secret values in a URL's query (``?token=...``, ``&access_key=...``)
+    re.compile(r"(?i)([?&](?:[a-z_\-]*(?:token|secret|password|passwd|key|sig|signature))=)[^\s&#\"']+"),
 )
 
 
@@ -39,6 +43,10 @@ def _pattern_sub(match: re.Match[str]) -> str:
         return MASK
     if match.re is _PATTERNS[1]:
         return f"{match.group(1)}{match.group(2)}{MASK}"
+    if match.re is _PATTERNS[4]:
+        return f"{match.group(1)}{MASK}@"
+    if match.re is _PATTERNS[5]:
+        return f"{match.group(1)}{MASK}"
     return MASK if not text.lower().startswith(("sk-", "pk-", "rk-")) else f"{text[:3]}{MASK}"
 
 
@@ -95,6 +103,26 @@ def register_secret(value: str | None) -> None:
     """Remember a credential this process uses, so log records quoting it are masked."""
     if value and len(value) >= 8:
         _KNOWN.add(value)
+
+
+def register_url_secrets(url: str | None) -> None:
+    """Remember the credentials a URL carries (the password of its user info, secret query values),
+    so every text that quotes the URL, or only the credential, is masked."""
+    if not url:
+        return
+    from urllib.parse import parse_qsl, urlsplit
+
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+        query = parse_qsl(parts.query)
+    except ValueError:
+        return
+    if password:
+        _KNOWN.add(password)  # any length: a short password is still a password
+    for name, value in query:
+        if _PATTERNS[5].search(f"?{name}={value}"):
+            register_secret(value)
 
 
 def register_env_secrets(environ: dict[str, str] | None = None) -> None:

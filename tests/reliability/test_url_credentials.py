@@ -33,7 +33,6 @@ def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=120, env=env)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 40 item 5: URL credentials leak")
 def test_url_user_info_and_secret_query_values_are_masked():
     text = f"failed to connect to http://planner:{PASSWORD}@host:8080/v1?api_key=abc123def&token=t0k3n99x&q=ok"
     masked = redact(text)
@@ -42,7 +41,6 @@ def test_url_user_info_and_secret_query_values_are_masked():
     assert PASSWORD not in redact(f"connect to planner:{PASSWORD}@127.0.0.1:9")  # as some clients print it
 
 
-@pytest.mark.xfail(strict=True, reason="issue 40 item 5: URL credentials leak")
 def test_plan_and_its_record_never_show_the_password(tmp_path):
     record = tmp_path / "rec.jsonl"
     done = _cli(tmp_path / "home", "plan", "publish my notes", "--model", MODEL, "--lm", "llamacpp/m",
@@ -53,7 +51,6 @@ def test_plan_and_its_record_never_show_the_password(tmp_path):
         assert PASSWORD not in text
 
 
-@pytest.mark.xfail(strict=True, reason="issue 40 item 5: URL credentials leak")
 def test_traces_record_never_writes_the_password(tmp_path):
     out = tmp_path / "t.jsonl"
     done = _cli(tmp_path / "home", "traces", "record", "--model", MODEL, "--lm", "llamacpp/m", "--api-base",
@@ -62,7 +59,6 @@ def test_traces_record_never_writes_the_password(tmp_path):
     assert all(PASSWORD not in t for t in texts)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 40 item 5: URL credentials leak")
 def test_an_mcp_caller_never_sees_the_password(tmp_path):
     pytest.importorskip("mcp", reason="the 'serve' extra is not installed")
     from helmdeck_dspy.serve.config import ServeConfig

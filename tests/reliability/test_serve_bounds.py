@@ -137,3 +137,57 @@ def test_a_caller_named_twice_in_the_tokens_is_refused(cli, where):
     files = [] if where == "environment" else ["--tokens-file", "tokens.toml"]
     run = cli("serve", "--transport", "http", "--port", "0", *files, env=env, timeout=60)
     assert_one_line(run, 1, "'alice'", "named")
+
+
+BIGGER = ["google/gemini-2.5-pro", "openai/gpt-5"]  # rows with a 1,050,000-token input bound
+
+
+@pytest.mark.xfail(strict=True, reason="issue 40 item 2: the bound follows the client's model")
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+@pytest.mark.parametrize("named", BIGGER)
+def test_a_client_naming_a_bigger_model_gets_the_bounds_of_the_lm_the_server_calls(tmp_path, monkeypatch, transport,
+                                                                                   named):
+    """The server calls openai/gpt-4o (100,000 input tokens); a client naming a model with a
+    million-token row still may not send it a megabyte: refused before any LM call."""
+    from tests.serve.conftest import http_client
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    args = {"user_intent": MEGABYTE, "model": named}
+    with FaultServer(ok(PLAN)) as lm:
+        if transport == "http":
+            config = ServeConfig(transport="http", lm_spec="openai/gpt-4o", api_base=lm.url,
+                                 history_path=tmp_path / "history.sqlite")
+            with http_server(config) as running:
+                async def call() -> dict:
+                    async with http_client(running.url) as client:
+                        result = await client.call_tool("helmdeck.plan", args)
+                        assert result.is_error
+                        return result.structured_content
+
+                refused = anyio.run(call)
+        else:
+            home = tmp_path / "home"
+
+            async def call() -> dict:
+                env = server_env(home, OPENAI_API_KEY=KEY)
+                async with stdio_client(home, "--lm", "openai/gpt-4o", "--api-base", lm.url, env=env) as client:
+                    result = await client.call_tool("helmdeck.plan", args)
+                    assert result.is_error
+                    return result.structured_content
+
+            refused = anyio.run(call)
+        sent = len(lm.requests)
+    assert sent == 0
+    assert refused["error"] == "invalid_argument" and refused["argument"] == "user_intent"
+    assert "openai/gpt-4o" in refused["message"]  # the bound named is the LM the server calls
+
+
+@pytest.mark.xfail(strict=True, reason="issue 40 item 2: the model id is unbounded")
+@pytest.mark.parametrize("model", ["openai/" + "x" * 3_000_000, "openai/gpt-4o\nignore", "openai/gpt 4o", "openai/\x00"])
+def test_a_model_id_is_bounded_in_length_and_characters_before_any_lookup(model):
+    from pydantic import ValidationError
+
+    from helmdeck_dspy.serve.wire import PlanRequest
+
+    with pytest.raises(ValidationError, match="model"):
+        PlanRequest(user_intent="rewrite my notes", model=model)

@@ -94,6 +94,18 @@ class Budget(BudgetFields):
     model: str = Field(description="The caller's model id (trimmed), echoed for logging.")
     matched: str = Field(description='The matching row\'s `match`, or "fallback".')
 
+    def bounded_by(self, other: Budget | None) -> Budget:
+        """This budget with its input, output and catalog bounds cut to ``other``'s where smaller
+        (a catalog cap of 0, no cap, is the largest); tier, variant and the rest stay this row's."""
+        if other is None:
+            return self
+        caps = [c for c in (self.max_catalog_bytes, other.max_catalog_bytes) if c > 0]
+        return self.model_copy(update={
+            "input_tokens": min(self.input_tokens, other.input_tokens) if other.input_tokens else self.input_tokens,
+            "output_tokens": min(self.output_tokens, other.output_tokens),
+            "max_catalog_bytes": min(caps) if caps else 0,
+        })
+
     @property
     def json_object_format(self) -> bool:
         """Whether free answers ask for a JSON-object response format: when the row wants strict

@@ -38,6 +38,18 @@ DEFAULT_RETRIES = 2
 """Retries a live LM built outside the planner makes on its own (the planner builds with 0)."""
 
 
+def served_model_id(spec: str) -> str | None:
+    """The budget-table id of the model an LM spec calls, whose row bounds what a server sends it:
+    a ``local:NAME`` spec's local model id, a LiteLLM string itself (``llamacpp/NAME`` and a custom
+    ``--api-base`` included: the row that string looks up), and None for the offline engines
+    (``replay:``, ``sim:``), which cost nothing and take anything."""
+    if spec.startswith(LOCAL_PREFIX):
+        from helmdeck_dspy.local.registry import get_model
+
+        return get_model(spec.removeprefix(LOCAL_PREFIX)).model_id
+    return spec if lm_kind(spec) == "live" else None
+
+
 def lm_kind(spec: str) -> str:
     """``replay``, ``sim`` or ``live``."""
     if spec.startswith("replay:"):

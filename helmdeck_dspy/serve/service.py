@@ -12,10 +12,10 @@ import threading
 from collections import OrderedDict
 from typing import Any, NamedTuple
 
-from helmdeck_dspy.budgets import budget_for, load_budget_table
+from helmdeck_dspy.budgets import Budget, budget_for, load_budget_table
 from helmdeck_dspy.catalog.models import RoutingGuide, load_catalog
 from helmdeck_dspy.catalog.ranking import RANKERS
-from helmdeck_dspy.engines.lm_spec import make_lm
+from helmdeck_dspy.engines.lm_spec import make_lm, served_model_id
 from helmdeck_dspy.errors import ArgumentError, StepCapError
 from helmdeck_dspy.planning.bounds import check_request
 from helmdeck_dspy.planning.history import HistoryStore
@@ -61,8 +61,12 @@ class PlanService:
         resilience = resolve_resilience(None, timeout_s=config.timeout_s, retries=config.retries)
         self.retry, self.fallback = resilience.retry, resilience.fallback
         self.lm: Any = None
+        self.lm_budget: Budget | None = None
+        """The row of the model the server's LM calls: no client's request gets larger bounds."""
         if config.lm_spec:
             self.lm = make_lm(config.lm_spec, api_base=config.api_base, timeout=self.retry.timeout_s, num_retries=0)
+            served = served_model_id(config.lm_spec)
+            self.lm_budget = budget_for(served, self.table) if served else None
         self._planners: OrderedDict[str, Planner] = OrderedDict()
         self._lock = threading.Lock()
         self.tool_catalogs = ToolCatalogs()
@@ -113,11 +117,12 @@ class PlanService:
         if done >= self.max_steps:
             raise StepCapError(f"step cap reached: {done} steps already ran for this intent and the server allows "
                                f"{self.max_steps} per loop (serve --max-steps)")
-        budget = budget_for(request.model, self.table)
+        budget = self.budget_for(request.model)
         context = request.context_text()
-        check_request(request.user_intent, context, input_tokens=budget.input_tokens, model=request.model,
+        check_request(request.user_intent, context, input_tokens=budget.input_tokens, model=self._bound_name(request.model),
                       prior=request.prior_steps_text())
         planner = self.planner(request.model).derive(max_tokens=request.max_tokens)  # a copy: per-call settings
+        planner.budget = budget  # the copy's own: the client row, within the server LM's bounds
         planner.options = planner.options.model_copy(update={"caller": caller})
         planner.catalog = self.catalog_for(request.tools)  # the caller's tools, else the server's catalog
         result = planner.plan(request.user_intent, context=context,
@@ -129,8 +134,21 @@ class PlanService:
     def route(self, request: RouteRequest) -> RouteWire:
         """``helmdeck.route``: the best entry of the catalog (the caller's tools, else the server's) fitted
         to the model's budget (no LM call)."""
-        budget = budget_for(request.model, self.table)
-        return route(self.catalog_for(request.tools), budget, request.user_intent, ranker=self.config.ranker)
+        return route(self.catalog_for(request.tools), self.budget_for(request.model), request.user_intent,
+                     ranker=self.config.ranker)
+
+    def budget_for(self, model: str) -> Budget:
+        """The budget a request for ``model`` plans under: the model's row picks the tier and the
+        prompt variant; its input, output and catalog bounds are cut to the row of the model the
+        server's LM calls (:attr:`lm_budget`), so naming a bigger model buys a caller nothing."""
+        return budget_for(model, self.table).bounded_by(self.lm_budget)
+
+    def _bound_name(self, model: str) -> str:
+        """Whose row sets the input bound, for the refusal message."""
+        own = budget_for(model, self.table)
+        if self.lm_budget is not None and self.lm_budget.input_tokens and self.lm_budget.input_tokens < own.input_tokens:
+            return f"{self.lm_budget.model}, the LM this server calls"
+        return model
 
     def catalog_for(self, tools: list[dict[str, Any]] | None) -> RoutingGuide:
         """The catalog a call plans over: the caller's ``tools`` (read once per distinct list), else

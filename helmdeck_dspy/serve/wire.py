@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -66,6 +67,12 @@ def tools_digest(tools: list[dict[str, Any]]) -> str:
     """The content hash a tool list's catalog is cached under: equal lists, however their keys are
     ordered, share it."""
     return hashlib.sha256(tools_json(tools).encode("utf-8")).hexdigest()
+
+
+MAX_MODEL_ID_CHARS = 200
+"""The longest ``model`` a caller may name (the longest id in the budget table is under 80)."""
+MODEL_ID_CHARS = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+\-]*")
+"""What a ``model`` may hold: checked before any lookup, so no caller's id is stored or logged otherwise."""
 
 
 class _IntentForModel(BaseModel):
@@ -123,6 +130,10 @@ class _IntentForModel(BaseModel):
     @field_validator("model")
     @classmethod
     def _not_an_lm_spec(cls, value: str) -> str:
+        if len(value) > MAX_MODEL_ID_CHARS or not MODEL_ID_CHARS.fullmatch(value):
+            raise PydanticCustomError(
+                "model_id", f"expects a model id of at most {MAX_MODEL_ID_CHARS} characters: letters, digits and "
+                "._:/@+- (no spaces or control characters)")
         if lm_kind(value) != "live" or value.startswith(LOCAL_PREFIX):
             raise PydanticCustomError(
                 "lm_spec", "expects a provider/model id; LM specs (replay:, sim:, local:) are chosen with serve --lm")

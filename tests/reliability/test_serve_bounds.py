@@ -142,7 +142,6 @@ def test_a_caller_named_twice_in_the_tokens_is_refused(cli, where):
 BIGGER = ["google/gemini-2.5-pro", "openai/gpt-5"]  # rows with a 1,050,000-token input bound
 
 
-@pytest.mark.xfail(strict=True, reason="issue 40 item 2: the bound follows the client's model")
 @pytest.mark.parametrize("transport", ["http", "stdio"])
 @pytest.mark.parametrize("named", BIGGER)
 def test_a_client_naming_a_bigger_model_gets_the_bounds_of_the_lm_the_server_calls(tmp_path, monkeypatch, transport,
@@ -182,7 +181,6 @@ def test_a_client_naming_a_bigger_model_gets_the_bounds_of_the_lm_the_server_cal
     assert "openai/gpt-4o" in refused["message"]  # the bound named is the LM the server calls
 
 
-@pytest.mark.xfail(strict=True, reason="issue 40 item 2: the model id is unbounded")
 @pytest.mark.parametrize("model", ["openai/" + "x" * 3_000_000, "openai/gpt-4o\nignore", "openai/gpt 4o", "openai/\x00"])
 def test_a_model_id_is_bounded_in_length_and_characters_before_any_lookup(model):
     from pydantic import ValidationError

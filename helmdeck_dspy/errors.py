@@ -135,6 +135,11 @@ class DeadlineExceeded(RunError, TimeoutError):
         super().__init__(f"attempt exceeded its {timeout_s:g} s deadline")
 
 
+class RecordingFailedError(RunError):
+    """A recording in which every request sent failed (a wrong key, an unreachable endpoint): it is
+    not a finished trace set."""
+
+
 class ReplayExhausted(RunError):
     """A replay engine was asked for more completions than its trace file holds."""
 
@@ -236,6 +241,10 @@ class OutputRefusedError(UsageValueError):
 class OutputUnwritableError(RunError):
     """An output path that cannot be written (no permission, a read-only or virtual file system,
     a parent that is a file); raised before any work starts."""
+
+
+class OutputLockedError(UsageValueError):
+    """An output another run is writing right now (its lock file is held)."""
 
 
 class InputTooLargeError(UsageValueError):

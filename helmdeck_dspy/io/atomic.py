@@ -12,9 +12,11 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO
+
+from helmdeck_dspy.errors import OutputLockedError
 
 TEMP_MARK = ".tmp-"
 STAGING_MARK = ".staging-"
@@ -138,3 +140,34 @@ def locked(path: str | Path, *, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
                 return
         finally:
             os.close(fd)  # closing the descriptor releases the lock
+
+
+@contextmanager
+def exclusive_output(target: str | Path) -> Iterator[Path]:
+    """Hold ``TARGET.lock`` (beside ``target``) while the block writes ``target``: a second writer
+    is refused at once, never queued, so two runs never interleave their records. The lock file is
+    removed when the block ends. Where ``fcntl`` does not exist (Windows) the block runs unlocked.
+
+    Raises:
+        OutputLockedError: Another process holds the lock (exit 2, naming the lock file).
+    """
+    lock = Path(target).with_name(f"{Path(target).name}.lock")
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield lock
+        return
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise OutputLockedError(f"{target} is being written by another run (it holds {lock}); wait for it to "
+                                    "finish, or write to another file", argument="--out") from None
+        try:
+            yield lock
+        finally:
+            with suppress(OSError):
+                lock.unlink()
+    finally:
+        os.close(fd)

@@ -29,6 +29,8 @@ from helmdeck_dspy.planning.attempt import recorded_run
 from helmdeck_dspy.planning.options import PlannerOptions
 from helmdeck_dspy.planning.prompt import sampling_for, strategy_for
 from helmdeck_dspy.tasks import PlanTask
+from helmdeck_dspy.errors import RecordingFailedError
+from helmdeck_dspy.io.atomic import exclusive_output
 from helmdeck_dspy.traces.io import read_jsonl_traces
 from helmdeck_dspy.traces.record import TraceRecord, write_jsonl_traces
 
@@ -96,7 +98,26 @@ def _run(
 ) -> int:
     """Plan every (run, variant, task) once, ``concurrency`` requests at a time, and write the
     records in that order (however the requests interleaved). Each planner gets ``options`` with
-    the run's recording fields (``record_path``, ``record_source``, ``record_run``) set."""
+    the run's recording fields (``record_path``, ``record_source``, ``record_run``) set.
+
+    The run holds ``OUT.lock`` throughout, so a second run onto the same ``out`` is refused rather
+    than interleaved; a run in which every request sent failed keeps its partial file and raises,
+    so it is neither reported as success nor taken for a finished recording.
+
+    Raises:
+        OutputLockedError: Another run is writing ``out``.
+        RecordingFailedError: Requests were sent and none was answered.
+    """
+    with exclusive_output(out):
+        return _run_locked(runs, tasks, out, options=options, variants=variants, n=n, progress=progress,
+                           concurrency=concurrency, resume=resume, notify=notify)
+
+
+def _run_locked(
+    runs: list[Run], tasks: list[PlanTask], out: str | Path, *, options: PlannerOptions, variants: Iterable[str],
+    n: int | None, progress: Callable[[int], None] | None, concurrency: int, resume: bool,
+    notify: Callable[[str], None] | None,
+) -> int:
     from helmdeck_dspy.planning.planner import Planner  # imports dspy
 
     chosen = list(itertools.islice(itertools.cycle(tasks), n)) if n else list(tasks)
@@ -151,6 +172,11 @@ def _run(
             for future in [pool.submit(plan, job) for job in jobs]:
                 future.result()
     records = list(read_jsonl_traces(scratch)) if scratch.exists() else []
+    answered = [r for r in records if r.call == "plan" and r.error is None]
+    if jobs and not answered:
+        errors = sorted({(r.error or "")[:200] for r in records if r.call == "plan" and r.error})
+        raise RecordingFailedError(f"every request failed ({len(jobs)} sent); {scratch} is kept and the run is not "
+                                   f"complete: {'; '.join(errors[:3]) or 'no answer'}")
     records.sort(key=lambda r: order.get(_record_key(r), len(order)))  # stable: a request's calls stay in order
     for i, rec in enumerate(records):
         rec.id = f"{rec.source.split(':', 1)[-1]}-{i:05d}"

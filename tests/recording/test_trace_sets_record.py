@@ -180,7 +180,8 @@ def test_cli_timeout_and_retries_bound_each_recorded_request(tmp_path, api_key):
         result = CliRunner().invoke(cli, [
             "traces", "record", "-m", "local/qwen2.5-coder-0.5b-instruct", "--lm", MODEL, "--api-base", server.url,
             "--n", "1", "--variant", "single_pick", "--timeout", "0.5", "--retries", "1", "--out", str(out)])
-        assert result.exit_code == 0, result.output
+        assert result.exit_code == 1, result.output  # every request failed: not a finished recording
         assert len(server.requests) == 2  # the first attempt and one retry, no more
-    recs = [r for r in read_jsonl_traces(out) if r.call == "plan"]
+    assert not out.exists()
+    recs = [r for r in read_jsonl_traces(out.with_name("r.jsonl.partial.jsonl")) if r.call == "plan"]
     assert len(recs) == 2 and all("0.5 s deadline" in r.error for r in recs)

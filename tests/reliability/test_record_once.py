@@ -27,7 +27,6 @@ def _record(home: Path, url: str, out: Path, n: int = 3) -> subprocess.Popen[str
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 40 item 4: no lock on a recording's output")
 def test_a_second_run_onto_the_same_out_is_refused_and_nothing_is_lost_or_repeated(tmp_path):
     out = tmp_path / "t.jsonl"
     with FaultServer([ok(PLAN, delay_s=1.0)]) as server:
@@ -45,7 +44,6 @@ def test_a_second_run_onto_the_same_out_is_refused_and_nothing_is_lost_or_repeat
     assert len(plans) == 3 and len({r.task_id for r in plans}) == 3
 
 
-@pytest.mark.xfail(strict=True, reason="issue 40 item 4: an all-failed recording exits 0 and is marked complete")
 def test_a_run_where_every_request_failed_exits_non_zero_and_is_not_complete(tmp_path):
     out = tmp_path / "t.jsonl"
     with FaultServer([status(401, message="invalid api key")]) as server:

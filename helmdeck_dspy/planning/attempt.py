@@ -135,7 +135,9 @@ def _call_program(
     from helmdeck_dspy.program.adapter import PlanParseError  # imports dspy
     from helmdeck_dspy.program.calls import capture_completions  # imports dspy
 
-    with dspy.context(lm=planner.lm, disable_history=True), capture_completions() as calls:
+    # No per-request state kept in the process: DSPy's call history and its module trace (both
+    # append every call, prompt and catalog included, to lists that live as long as the process).
+    with dspy.context(lm=planner.lm, disable_history=True, trace=None), capture_completions() as calls:
         exchange.calls = calls
         selected, exchange.trim = select_for(planner, intent)
         spec = exchange.spec = prompt_for(planner, selected, intent, exchange.task_id)

@@ -39,6 +39,22 @@ class PlanOutcome(NamedTuple):
     step_cap: int | None = None
 
 
+SERVE_MEMORY_CACHE_ENTRIES = 1024
+"""In-memory responses DSPy keeps in a serving process (its default is a million: with distinct
+requests that is memory without end); the disk cache keeps the rest."""
+
+
+def bound_response_cache(entries: int = SERVE_MEMORY_CACHE_ENTRIES) -> None:
+    """Bound DSPy's in-memory response cache for this process (process-wide: a server runs for days)."""
+    import dspy
+    from dspy.clients import DISK_CACHE_DIR, DISK_CACHE_LIMIT
+
+    cache = dspy.cache
+    if getattr(cache, "memory_cache", None) is not None and getattr(cache.memory_cache, "maxsize", None) == entries:
+        return
+    dspy.configure_cache(disk_cache_dir=DISK_CACHE_DIR, disk_size_limit_bytes=DISK_CACHE_LIMIT, memory_max_entries=entries)
+
+
 class PlanService:
     """Everything the server answers with, loaded once.
 
@@ -52,6 +68,7 @@ class PlanService:
     """
 
     def __init__(self, config: ServeConfig) -> None:
+        bound_response_cache()
         if config.ranker not in RANKERS:
             raise ArgumentError(f"unknown ranker {config.ranker!r}; expected one of {sorted(RANKERS)}")
         self.config = config

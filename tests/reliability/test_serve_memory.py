@@ -28,7 +28,6 @@ def _request(i: int) -> PlanRequest:
     return PlanRequest(user_intent=f"please do thing {i} for me now", model=MODELS[i % 4], tools=tools if i % 2 else None)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 40 item 3: DSPy trace and an unbounded response cache grow per request")
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="reads RSS from /proc (Linux)")
 def test_rss_after_warm_up_stays_within_a_bound(tmp_path):
     service = PlanService(ServeConfig(lm_spec="sim:mid-tier", history=False))

@@ -189,3 +189,26 @@ def test_a_model_id_is_bounded_in_length_and_characters_before_any_lookup(model)
 
     with pytest.raises(ValidationError, match="model"):
         PlanRequest(user_intent="rewrite my notes", model=model)
+
+
+def _ping(client, url: str, session: str) -> int:
+    response = client.post(url, json={"jsonrpc": "2.0", "id": 9, "method": "ping"},
+                           headers={"Accept": "application/json, text/event-stream", "mcp-session-id": session})
+    return response.status_code
+
+
+@pytest.mark.xfail(strict=True, reason="issue 40 item 6: tokenless clients are refused at the cap")
+def test_without_tokens_the_least_recently_used_idle_session_makes_room(tmp_path):
+    """One local client holding the cap must not lock the others out: the least recently used idle
+    session is closed (its client gets 404 and initialises again, as the MCP spec has it)."""
+    import httpx
+
+    config = ServeConfig(transport="http", lm_spec="sim:frontier-like", history=False, sessions_per_caller=2)
+    with http_server(config) as running, httpx.Client(timeout=30) as client:
+        (code1, s1), (code2, s2) = _initialize(client, running.url), _initialize(client, running.url)
+        assert (code1, code2) == (200, 200)
+        assert _ping(client, running.url, s1) == 200  # s1 used last: s2 is now the least recently used
+        code3, s3 = _initialize(client, running.url)
+        assert code3 == 200
+        assert _ping(client, running.url, s2) == 404
+        assert _ping(client, running.url, s1) == 200 and _ping(client, running.url, s3) == 200

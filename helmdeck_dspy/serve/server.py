@@ -9,6 +9,7 @@ so ``--port 0`` works and the announced URL carries the real port.
 from __future__ import annotations
 
 import json
+import logging
 import socket
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
@@ -34,6 +35,8 @@ from helmdeck_dspy.serve.names import (
     SERVER_NAME,
 )
 from helmdeck_dspy.serve.service import PlanService
+
+_LOG = logging.getLogger("helmdeck_dspy.serve")
 
 INSTRUCTIONS = (
     "helmdeck-dspy plans tool calls over a tool catalog for a given model. Use helmdeck.route to pick one tool "
@@ -159,10 +162,16 @@ def http_app(service: PlanService, tokens: CallerTokens, *, host: str, port: int
 
 
 def cap_sessions_per_caller(manager: Any, cap: int) -> None:
-    """Make the SDK's session manager refuse a new session to a caller already holding ``cap``.
+    """Hold each caller to ``cap`` open sessions in the SDK's session manager.
+
+    A token caller at the cap is refused a new session (503) until one of its sessions ends or
+    expires. Tokenless clients (loopback only) share one caller, so there the least recently used
+    idle session (no request in flight) is closed to make room: its client gets 404 on its next
+    request and initialises again, as the MCP spec describes; only when every session is busy is
+    the new one refused. Each refusal is logged with its real reason.
 
     The manager admits sessions in ``_admit_session(requestor)`` (None refuses with 503) and keeps
-    each session's owner in ``_session_owners``; tokenless clients have no owner and share one cap.
+    each session's owner in ``_session_owners``.
 
     Raises:
         MissingExtraError: The installed SDK manages sessions differently (not the 2.x this is written for).
@@ -170,6 +179,7 @@ def cap_sessions_per_caller(manager: Any, cap: int) -> None:
     admit = getattr(manager, "_admit_session", None)
     if admit is None or not hasattr(manager, "_session_owners") or not hasattr(manager, "_server_instances"):
         raise MissingExtraError("this mcp version's session manager has no per-caller hook; install mcp 2.x")
+    _quiet_sdk_refusal_line()
 
     def owner(session_id: str) -> str | None:
         found = manager._session_owners.get(session_id)
@@ -177,10 +187,55 @@ def cap_sessions_per_caller(manager: Any, cap: int) -> None:
 
     def admit_capped(requestor: Any) -> Any:
         caller = requestor.get("client_id") if requestor else None
-        held = sum(1 for session_id in list(manager._server_instances) if owner(session_id) == caller)
-        return None if held >= cap else admit(requestor)
+        mine = [session_id for session_id in list(manager._server_instances) if owner(session_id) == caller]
+        if len(mine) >= cap:
+            if caller is not None:
+                _LOG.warning("refusing a new session: caller %s already holds %d open (serve --sessions-per-caller)",
+                             caller, len(mine))
+                return None
+            victim = _least_recently_used_idle(manager, mine)
+            if victim is None:
+                _LOG.warning("refusing a new session: all %d tokenless sessions have a request in flight "
+                             "(serve --sessions-per-caller)", len(mine))
+                return None
+            _close_idle(manager, victim)
+        return admit(requestor)
 
     manager._admit_session = admit_capped
+
+
+def _least_recently_used_idle(manager: Any, session_ids: list[str]) -> str | None:
+    """The session among ``session_ids`` with no request in flight whose last one ended first."""
+    idle = []
+    for session_id in session_ids:
+        transport = manager._server_instances.get(session_id)
+        scope = getattr(transport, "idle_scope", None)
+        if transport is not None and scope is not None and not getattr(transport, "_requests_in_flight", 1):
+            idle.append((scope.deadline, session_id))  # the deadline is the last request's end plus the timeout
+    return min(idle)[1] if idle else None
+
+
+def _close_idle(manager: Any, session_id: str) -> None:
+    """Forget an idle session now (its id answers 404 from here on) and end its server task, which
+    terminates the transport as any expired session's does."""
+    transport = manager._server_instances.pop(session_id)
+    manager._session_owners.pop(session_id, None)
+    transport.idle_scope.cancel()
+    _LOG.info("closed the least recently used idle session %s to make room for a new one", session_id[:8])
+
+
+class _DropSdkRefusal(logging.Filter):
+    """The SDK logs every refused session as over its global limit ("10000 sessions are already
+    open"); the refusals here are per caller and are logged with their reason instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Refusing to open a new session")
+
+
+def _quiet_sdk_refusal_line() -> None:
+    sdk = logging.getLogger("mcp.server.streamable_http_manager")
+    if not any(isinstance(f, _DropSdkRefusal) for f in sdk.filters):
+        sdk.addFilter(_DropSdkRefusal())
 
 
 async def run_stdio(server: Any, max_line_bytes: int, announce: Callable[[str], None]) -> None:

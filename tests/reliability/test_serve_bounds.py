@@ -115,9 +115,13 @@ def test_http_sessions_are_capped_per_caller_and_expire_when_idle(tmp_path):
 
     replay = tmp_path / "r.jsonl"
     replay.write_text("")
+    from helmdeck_dspy.serve.auth import CallerTokens
+
+    token = "capped-caller-token-0123456789"  # a token caller: at its cap it is refused (tokenless: see below)
     config = ServeConfig(transport="http", lm_spec="sim:frontier-like", history=False, sessions_per_caller=2,
                          session_idle_s=1.0)
-    with http_server(config) as running, httpx.Client(timeout=30) as client:
+    with http_server(config, CallerTokens({"capped": token})) as running, \
+            httpx.Client(timeout=30, headers={"Authorization": f"Bearer {token}"}) as client:
         opened = [_initialize(client, running.url) for _ in range(3)]
         assert [code for code, _ in opened] == [200, 200, 503]
         time.sleep(2.5)  # both sessions idle past the timeout: closed, and room again
@@ -197,7 +201,6 @@ def _ping(client, url: str, session: str) -> int:
     return response.status_code
 
 
-@pytest.mark.xfail(strict=True, reason="issue 40 item 6: tokenless clients are refused at the cap")
 def test_without_tokens_the_least_recently_used_idle_session_makes_room(tmp_path):
     """One local client holding the cap must not lock the others out: the least recently used idle
     session is closed (its client gets 404 and initialises again, as the MCP spec has it)."""

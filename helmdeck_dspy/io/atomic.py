@@ -35,9 +35,10 @@ def atomic_writer(path: str | Path, mode: str = "w") -> Iterator[IO]:
 
     The data is flushed and fsync'ed before the rename, so after a crash ``path`` holds either
     the old content or the complete new content, never a prefix; on any exception (a failed
-    write, a full disk, Ctrl-C) the temporary file is removed and ``path`` is left untouched.
+    write, a full disk, Ctrl-C) the temporary file is removed and ``path`` is left untouched. A
+    ``path`` that is a symlink is written through: the file it points to is replaced, the link stays.
     """
-    target = Path(path)
+    target = Path(os.path.realpath(path)) if Path(path).is_symlink() else Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}{TEMP_MARK}", dir=target.parent)

@@ -135,7 +135,7 @@ class HistoryStore:
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else data_dir() / "history.sqlite"
-        prepare_files(self.path, owned_folder=path is None)
+        prepare_files(self.path)
         self.keyed = Keyed(load_secret(self.path.with_suffix(".key")))
         try:
             with closing(self._connect()) as db:

@@ -78,13 +78,13 @@ def load_secret(path: Path) -> bytes:
     return secret
 
 
-def prepare_files(db: Path, owned_folder: bool) -> None:
-    """Create the database's folder (0700) and file (0600); tighten them when they exist.
+def prepare_files(db: Path) -> None:
+    """Create the database's folder (0700, only when created here: an existing one, the data
+    directory included, keeps its mode, since it may be shared as /tmp is) and file (0600, also
+    when it exists).
 
     Args:
         db: The database file.
-        owned_folder: The folder is this package's own (the data directory): it is set to 0700
-            even when it already existed. Any other folder is set so only when created here.
 
     Raises:
         HistoryStoreError: The folder or file cannot be created (e.g. a file where the folder goes).
@@ -96,7 +96,7 @@ def prepare_files(db: Path, owned_folder: bool) -> None:
     try:
         created = not folder.exists()
         folder.mkdir(parents=True, exist_ok=True)
-        if created or owned_folder:
+        if created:  # a folder someone else made keeps its mode
             os.chmod(folder, FOLDER_MODE)
         os.close(os.open(db, os.O_RDWR | os.O_CREAT, FILE_MODE))
         os.chmod(db, FILE_MODE)

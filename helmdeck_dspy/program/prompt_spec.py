@@ -52,8 +52,8 @@ class PromptSpec(BaseModel):
         catalog: The selected catalog's text, as the prompt carries it.
         catalog_in_system: The catalog goes in the system message (prefix-caching models).
         max_tokens: The output cap.
-        temperature / seed: The sampling sent with the call (None: none sent; an LM built with its
-            own sampling keeps it).
+        temperature / seed: The sampling sent with the call, any the LM was built with included
+            (None: none sent).
         json_object: Ask for a JSON-object response format.
         tools: Native function tools offered (the ``native`` strategy).
         answer_schema: The JSON Schema the answer is decoded under (the ``schema`` strategy).

@@ -3,6 +3,8 @@ behaviour of apply_filter with a fake LM."""
 
 from __future__ import annotations
 
+import pytest
+
 from dspy.lm15 import Message, Response, TextPart, ThinkingPart, Usage
 
 from helmdeck_dspy.budgets import Budget
@@ -332,3 +334,25 @@ def test_apply_filter_logs_a_filter_completion():
     assert c.messages == [{"role": "user", "content": filter_user_message(FULL, "the intent")}]
     assert c.config == {"max_tokens": FILTER_MAX_TOKENS}
     assert c.prompt_tokens == 10 and c.completion_tokens == 5
+
+
+@pytest.mark.xfail(strict=True, reason="issue 37: filter_model is set on budget rows and read by nothing")
+def test_the_filter_call_goes_to_the_rows_filter_model(tmp_path, monkeypatch):
+    """A row's ``filter_model`` names the model the filter call goes to ("" keeps the planning model);
+    the plan call still goes to the planning model."""
+    from helmdeck_dspy.budgets import load_budget_table
+    from helmdeck_dspy.engines.lm_spec import make_lm
+    from helmdeck_dspy.planning.planner import Planner
+    from tests.fault_server import FaultServer, ok
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-filter-model")
+    model = "openai/planning-model"
+    table = load_budget_table().changed_for(model, {"allows_llm_filter": True, "filter_model": "openai/filter-mini",
+                                                    "max_catalog_bytes": 4000, "tier": "C"})
+    with FaultServer([ok('{"ids": []}'), ok('{"steps": []}')]) as server:
+        lm = make_lm(model, api_base=server.url, cache=False, num_retries=0)
+        planner = Planner.for_model(model, lm=lm, catalog=build_big_catalog(60, 0), budgets=table, history=None,
+                                    cache=False, api_base=server.url)
+        planner.plan("do something useful")
+        models = [r.body["model"] for r in server.requests]
+    assert models == ["filter-mini", "planning-model"]

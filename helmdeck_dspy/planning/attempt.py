@@ -9,6 +9,7 @@ everything an attempt returns or writes.
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -19,7 +20,7 @@ from helmdeck_dspy.catalog.models import RoutingGuide
 from helmdeck_dspy.catalog.ranking.embedding import encoder
 from helmdeck_dspy.catalog.select import select_catalog
 from helmdeck_dspy.decoding.parsing import ParseResult
-from helmdeck_dspy.engines.lm_spec import trace_source
+from helmdeck_dspy.engines.lm_spec import make_lm, trace_source
 from helmdeck_dspy.errors import DeadlineExceeded
 from helmdeck_dspy.io.redaction import redact, scrub, secret_values
 from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY
@@ -69,11 +70,29 @@ def select_for(planner: PlannerParts, intent: str) -> tuple[RoutingGuide, Trim]:
         )
 
         if should_filter(planner.budget, trim):
-            sampling = sampling_for(planner.budget, str(getattr(planner.lm, "model", "")), options.temperature,
-                                    options.seed, getattr(planner.lm, "kwargs", None))
-            selected, trim = apply_filter(planner.lm, planner.catalog, selected, trim, planner.budget, intent,
+            lm = filter_lm(planner)
+            sampling = sampling_for(planner.budget, str(getattr(lm, "model", "")), options.temperature,
+                                    options.seed, getattr(lm, "kwargs", None))
+            selected, trim = apply_filter(lm, planner.catalog, selected, trim, planner.budget, intent,
                                           sampling=sampling)
     return selected, trim
+
+
+def filter_lm(planner: PlannerParts) -> Any:
+    """The LM the two-pass filter calls: the budget row's ``filter_model`` (a LiteLLM model string,
+    built like the planner's own live LM and kept per process), or the planning LM when it is ""."""
+    model = planner.budget.filter_model
+    if not model:
+        return planner.lm
+    options = planner.options
+    return _live_lm(model, options.api_base, options.api_key_value(), options.engine, options.cache,
+                    options.retry.timeout_s)
+
+
+@functools.lru_cache(maxsize=16)
+def _live_lm(model: str, api_base: str | None, api_key: str | None, engine: str, cache: bool, timeout: float) -> Any:
+    return make_lm(model, api_base=api_base, api_key=api_key, engine=engine, cache=cache, timeout=timeout,
+                   num_retries=0)
 
 
 def output_cap(planner: PlannerParts) -> int:

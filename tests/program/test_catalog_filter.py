@@ -336,7 +336,6 @@ def test_apply_filter_logs_a_filter_completion():
     assert c.prompt_tokens == 10 and c.completion_tokens == 5
 
 
-@pytest.mark.xfail(strict=True, reason="issue 37: filter_model is set on budget rows and read by nothing")
 def test_the_filter_call_goes_to_the_rows_filter_model(tmp_path, monkeypatch):
     """A row's ``filter_model`` names the model the filter call goes to ("" keeps the planning model);
     the plan call still goes to the planning model."""

@@ -26,7 +26,7 @@ from helmdeck_dspy.serve.auth import (
     process_owner,
 )
 from helmdeck_dspy.serve.config import ServeConfig
-from helmdeck_dspy.serve.lines import BoundedLines
+from helmdeck_dspy.serve.lines import BoundedLines, Ledger
 from helmdeck_dspy.serve.names import (
     CONTEXT_BUDGETS_URI,
     MODELS_URI,
@@ -238,16 +238,49 @@ def _quiet_sdk_refusal_line() -> None:
         sdk.addFilter(_DropSdkRefusal())
 
 
-async def run_stdio(server: Any, max_line_bytes: int, announce: Callable[[str], None]) -> None:
-    """Serve ``server`` over this process's stdin and stdout, refusing lines over ``max_line_bytes``."""
+async def run_stdio(server: Any, max_line_bytes: int, announce: Callable[[str], None], drain_s: float = 300.0) -> None:
+    """Serve ``server`` over this process's stdin and stdout, refusing lines over ``max_line_bytes``
+    and answering every request read before the end of input (waiting up to ``drain_s``)."""
     import sys
 
+    import mcp_types
     from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
 
-    lines = BoundedLines(sys.stdin.buffer, max_line_bytes, announce)
+    ledger = Ledger()
+    lines = BoundedLines(sys.stdin.buffer, max_line_bytes, announce, ledger=ledger, drain_s=drain_s)
     async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
+        async def send(message: dict[str, Any]) -> None:
+            await write_stream.send(SessionMessage(mcp_types.jsonrpc_message_adapter.validate_python(message)))
+
+        ledger.send = send
+        ledger.ready.set()
         low = server._lowlevel_server
-        await low.run(read_stream, write_stream, low.create_initialization_options())
+        await low.run(read_stream, _Answers(write_stream, ledger), low.create_initialization_options())
+
+
+class _Answers:
+    """The server's write stream, noting the id of every answer it sends in the ledger."""
+
+    def __init__(self, stream: Any, ledger: Ledger) -> None:
+        self._stream = stream
+        self._ledger = ledger
+
+    async def send(self, item: Any) -> None:
+        message = getattr(item, "message", None)
+        if getattr(message, "id", None) is not None and not hasattr(message, "method"):  # a response or an error
+            self._ledger.answered.add(Ledger.key(message.id))
+        await self._stream.send(item)
+
+    async def __aenter__(self) -> _Answers:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._stream.__aexit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def run(config: ServeConfig, announce: Callable[[str], None]) -> None:
@@ -271,7 +304,8 @@ def run(config: ServeConfig, announce: Callable[[str], None]) -> None:
         announce(f"helmdeck-dspy serve: MCP over stdio for {process_owner()}")
         import anyio
 
-        anyio.run(run_stdio, server, config.max_line_bytes, announce)
+        drain = service.retry.timeout_s * service.retry.max_attempts + 5  # a call read just before the end
+        anyio.run(run_stdio, server, config.max_line_bytes, announce, drain)
         return
     import uvicorn
 

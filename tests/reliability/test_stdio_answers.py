@@ -29,7 +29,6 @@ def _line(message: dict) -> bytes:
     return json.dumps(message).encode() + b"\n"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 40 item 6: stdio drops answers at end of input")
 def test_a_call_followed_by_end_of_input_is_answered(tmp_path):
     call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
         "name": "helmdeck.plan", "arguments": {"user_intent": "rewrite my notes as a blog post",
@@ -38,7 +37,6 @@ def test_a_call_followed_by_end_of_input_is_answered(tmp_path):
     assert 7 in answers and "result" in answers[7]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 40 item 6: garbage and oversize lines get no answer")
 def test_garbage_gets_a_parse_error_and_an_oversize_line_its_own_id(tmp_path):
     oversize = b'{"jsonrpc": "2.0", "id": "big-1", "method": "ping", "params": {"x": "' + b"a" * (5 << 20) + b'"}}\n'
     ping = {"jsonrpc": "2.0", "id": 3, "method": "ping"}

@@ -25,12 +25,12 @@ from helmdeck_dspy.budgets import load_budget_table
 from helmdeck_dspy.domain import VARIANTS
 from helmdeck_dspy.engines.lm_spec import make_lm, run_settings, trace_source
 from helmdeck_dspy.engines.profile import SimProfile, list_profiles, load_profile
+from helmdeck_dspy.errors import RecordingFailedError
+from helmdeck_dspy.io.atomic import exclusive_output
 from helmdeck_dspy.planning.attempt import recorded_run
 from helmdeck_dspy.planning.options import PlannerOptions
 from helmdeck_dspy.planning.prompt import sampling_for, strategy_for
 from helmdeck_dspy.tasks import PlanTask
-from helmdeck_dspy.errors import RecordingFailedError
-from helmdeck_dspy.io.atomic import exclusive_output
 from helmdeck_dspy.traces.io import read_jsonl_traces
 from helmdeck_dspy.traces.record import TraceRecord, write_jsonl_traces
 

@@ -45,14 +45,21 @@ requests that is memory without end); the disk cache keeps the rest."""
 
 
 def bound_response_cache(entries: int = SERVE_MEMORY_CACHE_ENTRIES) -> None:
-    """Bound DSPy's in-memory response cache for this process (process-wide: a server runs for days)."""
+    """Bound DSPy's in-memory response cache for this process (process-wide: a server runs for
+    days). Only the in-memory LRU is replaced, under the cache's own lock: the disk cache (its
+    open database) is left as it is."""
     import dspy
-    from dspy.clients import DISK_CACHE_DIR, DISK_CACHE_LIMIT
+    from cachetools import LRUCache
 
     cache = dspy.cache
-    if getattr(cache, "memory_cache", None) is not None and getattr(cache.memory_cache, "maxsize", None) == entries:
+    memory = getattr(cache, "memory_cache", None)
+    if not isinstance(memory, LRUCache) or memory.maxsize <= entries:
         return
-    dspy.configure_cache(disk_cache_dir=DISK_CACHE_DIR, disk_size_limit_bytes=DISK_CACHE_LIMIT, memory_max_entries=entries)
+    with cache._lock:
+        bounded: LRUCache = LRUCache(maxsize=entries)
+        for key in list(memory.keys())[-entries:]:  # the most recently used, oldest first
+            bounded[key] = memory[key]
+        cache.memory_cache = bounded
 
 
 class PlanService:

@@ -13,18 +13,20 @@ import pytest
 
 from helmdeck_dspy.traces.io import read_jsonl_traces
 from tests.fault_server import FaultServer, ok, status
+from tests.reliability.conftest import clean_env
 
 MODEL = "openai/recorded-model"
 PLAN = '{"steps": [{"order": 1, "tool": "blog.rewrite_for_audience", "args": {}, "rationale": "r"}]}'
 
 
 def _record(home: Path, url: str, out: Path, n: int = 3) -> subprocess.Popen[str]:
-    env = {"HELMDECK_DSPY_HOME": str(home), "PATH": "/usr/bin:/bin", "OPENAI_API_KEY": "sk-test-record-once"}
+    env = clean_env(home, OPENAI_API_KEY="sk-test-record-once")
+    home.mkdir(parents=True, exist_ok=True)
     return subprocess.Popen(
         [sys.executable, "-c", "from helmdeck_dspy.cli import main; main()", "traces", "record", "--model", MODEL,
          "--api-base", url, "--variant", "full_steps", "--n", str(n), "--retries", "0", "--timeout", "30",
          "--no-progress", "--out", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=home.parent)
 
 
 def test_a_second_run_onto_the_same_out_is_refused_and_nothing_is_lost_or_repeated(tmp_path):

@@ -29,10 +29,17 @@ def _request(i: int) -> PlanRequest:
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="reads RSS from /proc (Linux)")
-def test_rss_after_warm_up_stays_within_a_bound(tmp_path):
+def test_rss_after_warm_up_stays_within_a_bound(tmp_path, monkeypatch):
+    import dspy
+    from dspy.clients.cache import Cache
+
+    # A response cache of the test's own (memory and disk), as a fresh server process has: the
+    # session's shared one holds whatever earlier tests left in it.
+    monkeypatch.setattr(dspy, "cache", Cache(True, True, str(tmp_path / "dspy-cache"), 10**9, 1_000_000))
     service = PlanService(ServeConfig(lm_spec="sim:mid-tier", history=False))
     for i in range(WARM_UP):
-        service.plan(_request(i), "user:soak")
+        outcome = service.plan(_request(i), "user:soak")
+        assert outcome.result.failure_cause != "transport_error", outcome.result.error  # the LM call itself went through
     warm = _rss_mb()
     for i in range(WARM_UP, WARM_UP + MEASURED):
         service.plan(_request(i), "user:soak")

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from helmdeck_dspy.io.redaction import redact
+from tests.reliability.conftest import clean_env
 
 PASSWORD = "s3cretPassw0rd"
 MODEL = "local/qwen2.5-coder-1.5b-instruct"
@@ -28,9 +29,8 @@ def _dead_url() -> str:
 
 
 def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {"HELMDECK_DSPY_HOME": str(home), "PATH": "/usr/bin:/bin"}
     return subprocess.run([sys.executable, "-c", "from helmdeck_dspy.cli import main; main()", *args],
-                          capture_output=True, text=True, timeout=120, env=env)
+                          capture_output=True, text=True, timeout=120, env=clean_env(home), cwd=home.parent)
 
 
 def test_url_user_info_and_secret_query_values_are_masked():

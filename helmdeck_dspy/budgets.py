@@ -65,6 +65,11 @@ class BudgetFields(BaseModel):
         "with the planner's checks after it; unset = the "
         "endpoint's default (schema on llama.cpp servers, free elsewhere; planning.prompt.strategy_for).",
     )
+    tool_list_strategy: Literal["free", "schema", "native", "plain"] | None = Field(
+        default=None,
+        description="The answer strategy over a plain list of tools (a catalog without pipelines); unset = "
+        "answer_strategy. Chosen per catalog shape by docs/results/strategies.md's rule.",
+    )
     temperature: float = Field(
         default=0.0, ge=0.0, le=2.0,
         description="Sampling temperature sent with every plan and filter call (0 unless measured otherwise).",

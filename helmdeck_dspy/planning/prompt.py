@@ -5,9 +5,10 @@ Precedence, for every setting that has more than one source, is written here and
 an explicit planner option wins over the budget row, which wins over the endpoint's default, which
 wins over what the catalog's shape implies.
 
-- answer strategy: ``PlannerOptions.answer_strategy`` > the row's ``answer_strategy`` > the
-  endpoint's default (:data:`ENDPOINT_STRATEGIES`: ``schema`` on llama.cpp's server, where it was
-  measured, ``free`` elsewhere);
+- answer strategy: ``PlannerOptions.answer_strategy`` > the row's ``tool_list_strategy`` (over a
+  plain list of tools only) > the row's ``answer_strategy`` > the endpoint's default
+  (:data:`ENDPOINT_STRATEGIES`: ``schema`` on llama.cpp's server, where it was measured, ``free``
+  elsewhere);
 - the ``tool_fits`` decision under a schema: ``PlannerOptions.fit_decision`` > the catalog's shape
   (on for a plain list of tools, off for a catalog with pipelines; docs/results/test-split.md);
 - output cap: ``PlannerOptions.max_tokens`` > the row's ``output_tokens``;
@@ -61,10 +62,13 @@ def sampling_for(budget: Budget, endpoint: str, temperature: float | None = None
     return out
 
 
-def strategy_for(option: StrategyName | None, budget: Budget, endpoint: str) -> StrategyName:
-    """The answer strategy: the option's, else the row's, else the endpoint's default."""
+def strategy_for(option: StrategyName | None, budget: Budget, endpoint: str, tools_only: bool = False) -> StrategyName:
+    """The answer strategy: the option's, else the row's for the catalog's shape (``tools_only``: a
+    catalog without pipelines), else the endpoint's default."""
     if option is not None:
         return option
+    if tools_only and budget.tool_list_strategy is not None:
+        return budget.tool_list_strategy
     if budget.answer_strategy is not None:
         return budget.answer_strategy
     return next((name for prefix, name in ENDPOINT_STRATEGIES if endpoint.startswith(prefix)), "free")
@@ -109,7 +113,7 @@ def resolve_prompt(
         fit_catalog: Fit instructions and demos to the catalog (off only in the ``before-issue-22`` preset).
         exclude_demo: A pool demo never shown (the task being answered).
     """
-    name = strategy_for(strategy, budget, endpoint)
+    name = strategy_for(strategy, budget, endpoint, tools_only=not whole.pipelines)
     if name == "plain":
         kept = selected.id_set if selected is not None else whole.id_set
         shown = restrict_catalog(whole, [i for i in whole.ids() if i in kept])  # whole entries, catalog order

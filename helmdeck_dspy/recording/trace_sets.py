@@ -142,7 +142,8 @@ def _run_locked(
                 planner = Planner.from_options(model, lm, None, options.model_copy(update=recording), variant=variant)
             cap = options.max_tokens or planner.budget.output_tokens
             endpoint = str(getattr(lm, "model", ""))
-            strategy = strategy_for(options.answer_strategy, planner.budget, endpoint)
+            strategy = strategy_for(options.answer_strategy, planner.budget, endpoint,
+                                    tools_only=not planner.catalog.pipelines)
             sent = sampling_for(planner.budget, endpoint, options.temperature, options.seed, getattr(lm, "kwargs", None))
             temperature, seed = sent.get("temperature"), sent.get("seed")  # what each call sends, as its record keeps
             for i, task in enumerate(chosen):

@@ -21,7 +21,7 @@ from helmdeck_dspy.planning.planner import Planner
 from helmdeck_dspy.serve.catalogs import read_tools_catalog
 from tests.fault_server import FaultServer, ok
 
-MODEL = "local/qwen2.5-coder-1.5b-instruct"
+MODEL = "local/qwen2.5-coder-0.5b-instruct"  # its row answers under the schema over a tool list: the schema is checked too
 
 
 def _tool(name: str, description: str, prop: str) -> dict[str, Any]:

@@ -115,3 +115,17 @@ def test_the_fit_decision_is_on_for_a_tool_list_and_off_for_a_catalog_with_pipel
     assert schema(catalog=tools_only)["required"][0] == "tool_fits"
     assert "tool_fits" in schema(fit_decision=True)["properties"]
     assert "tool_fits" not in schema(catalog=tools_only, fit_decision=False)["properties"]
+
+
+def test_a_row_can_choose_another_strategy_for_a_plain_list_of_tools():
+    table = load_budget_table()
+    row = table.lookup("local/qwen2.5-coder-1.5b-instruct")
+    assert row.tool_list_strategy == "plain" and row.answer_strategy is None  # chosen by docs/results/strategies.md
+    assert strategy_for(None, row, "llamacpp/q", tools_only=True) == "plain"
+    assert strategy_for(None, row, "llamacpp/q", tools_only=False) == "schema"  # pipelines: the endpoint's default
+    assert strategy_for("schema", row, "llamacpp/q", tools_only=True) == "schema"  # an explicit option wins
+    tools = load_catalog().model_copy(update={"pipelines": []})
+    spec = resolve_prompt(variant="full_steps", budget=row, endpoint="llamacpp/q", whole=tools, selected=tools)
+    assert spec.strategy == "plain" and spec.answer_schema is None
+    assert resolve_prompt(variant="full_steps", budget=row, endpoint="llamacpp/q", whole=load_catalog(),
+                          selected=load_catalog()).strategy == "schema"

@@ -47,8 +47,7 @@ SHIPPED: dict[str, Shipped] = {
     "tier-b-schema-pipelines-qwen0.5b": Shipped("local/qwen2.5-coder-0.5b-instruct", "llamacpp/m", BLOG),
     "tier-b-schema-tools-qwen0.5b": Shipped("local/qwen2.5-coder-0.5b-instruct", "llamacpp/m", FILES, tools_only=True),
     "tier-c-schema-pipelines-pool-qwen1.5b": Shipped("local/qwen2.5-coder-1.5b-instruct", "llamacpp/m", BLOG),
-    "tier-c-schema-tools-pool-qwen1.5b": Shipped("local/qwen2.5-coder-1.5b-instruct", "llamacpp/m", FILES,
-                                                 tools_only=True),
+    "tier-c-plain-tools-qwen1.5b": Shipped("local/qwen2.5-coder-1.5b-instruct", "llamacpp/m", FILES, tools_only=True),
     "tier-c-free-pipelines-pool-qwen1.5b": Shipped("local/qwen2.5-coder-1.5b-instruct", "llamacpp/m", BLOG,
                                                    strategy="free"),
 }

@@ -9,7 +9,8 @@ text and as parsed JSON). :class:`BoundedLines` is the stdin the stdio server re
   it becomes a short line that is not JSON; the caller is told on stderr either way;
 - a line that is not JSON is answered with a parse error (-32700, id null) and not passed on;
 - at the end of input the reader waits (up to ``drain_s``) until every request it passed on has
-  been answered, so a client that writes a call and closes its end still gets the answer.
+  been answered and the answers are written, so a client that writes a call and closes its end
+  still gets the answer.
 
 What the server sends back is seen through :class:`Ledger` (the server module records each
 answer's id); replies the reader makes itself go out through the ledger's ``send``.
@@ -42,6 +43,8 @@ class Ledger:
         self.requested: set[str] = set()
         self.answered: set[str] = set()
         self.send: Callable[[dict[str, Any]], Awaitable[None]] | None = None
+        self.written: Callable[[], bool] = lambda: True
+        """Whether every answer handed to the writer is out (set by the server: its writer is idle)."""
         self.ready = anyio.Event()
 
     @staticmethod
@@ -114,7 +117,7 @@ class BoundedLines:
         if self.ledger is None:
             return
         with anyio.move_on_after(self.drain_s):
-            while self.ledger.pending():
+            while self.ledger.pending() or not self.ledger.written():
                 await anyio.sleep(0.02)
 
     def read_line(self) -> tuple[str, bytes | None] | None:

@@ -254,9 +254,21 @@ async def run_stdio(server: Any, max_line_bytes: int, announce: Callable[[str], 
             await write_stream.send(SessionMessage(mcp_types.jsonrpc_message_adapter.validate_python(message)))
 
         ledger.send = send
+        ledger.written = lambda: _writer_idle(write_stream)
         ledger.ready.set()
         low = server._lowlevel_server
         await low.run(read_stream, _Answers(write_stream, ledger), low.create_initialization_options())
+
+
+def _writer_idle(stream: Any) -> bool:
+    """Whether the SDK's stdout writer is back waiting for a message, so the last answer it was
+    handed is written and flushed (an answer handed over is not yet out: a server that exits then
+    loses it). Unknown stream internals count as idle."""
+    inner = getattr(stream, "_inner", None)
+    try:
+        return inner is None or inner.statistics().tasks_waiting_receive > 0
+    except Exception:  # noqa: BLE001 - another SDK's stream: no way to tell, do not wait
+        return True
 
 
 class _Answers:

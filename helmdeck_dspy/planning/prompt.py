@@ -114,11 +114,12 @@ def resolve_prompt(
         exclude_demo: A pool demo never shown (the task being answered).
     """
     name = strategy_for(strategy, budget, endpoint, tools_only=not whole.pipelines)
+    cap = max_tokens or budget.output_tokens
     if name == "plain":
         kept = selected.id_set if selected is not None else whole.id_set
         shown = restrict_catalog(whole, [i for i in whole.ids() if i in kept])  # whole entries, catalog order
         return PromptSpec(variant=variant, strategy=name, catalog=plain_functions(shown),
-                          max_tokens=max_tokens or budget.output_tokens,
+                          max_tokens=cap,
                           **sampling_for(budget, endpoint, temperature, seed, lm_kwargs))
     fits = (not whole.pipelines) if fit_decision is None else fit_decision
     shape = STRATEGIES[name].shape(selected, variant, strict_json=budget.json_object_format,
@@ -135,7 +136,7 @@ def resolve_prompt(
         fields["pool_demos"] = tuple(pool.nearest(intent, exclude=exclude, catalog_match=match))
     return PromptSpec(
         variant=variant, strategy=name, catalog=selected.render() if selected is not None else "",
-        catalog_in_system=budget.supports_prefix_cache, max_tokens=max_tokens or budget.output_tokens,
+        catalog_in_system=budget.supports_prefix_cache, max_tokens=cap,
         **sampling_for(budget, endpoint, temperature, seed, lm_kwargs),
         json_object=shape.json_object, tools=shape.tools, answer_schema=shape.answer_schema,
         schema_wire=shape.schema_wire, **fields,

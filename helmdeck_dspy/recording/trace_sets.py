@@ -27,7 +27,7 @@ from helmdeck_dspy.engines.lm_spec import make_lm, run_settings, trace_source
 from helmdeck_dspy.engines.profile import SimProfile, list_profiles, load_profile
 from helmdeck_dspy.errors import RecordingFailedError
 from helmdeck_dspy.io.atomic import exclusive_output
-from helmdeck_dspy.planning.attempt import recorded_run
+from helmdeck_dspy.planning.attempt import output_cap, recorded_run
 from helmdeck_dspy.planning.options import PlannerOptions
 from helmdeck_dspy.planning.prompt import sampling_for, strategy_for
 from helmdeck_dspy.tasks import PlanTask
@@ -140,7 +140,7 @@ def _run_locked(
                 warnings.simplefilter("ignore")
                 recording = {"record_path": scratch, "record_source": source, "record_run": run}
                 planner = Planner.from_options(model, lm, None, options.model_copy(update=recording), variant=variant)
-            cap = options.max_tokens or planner.budget.output_tokens
+            cap = output_cap(planner)
             endpoint = str(getattr(lm, "model", ""))
             strategy = strategy_for(options.answer_strategy, planner.budget, endpoint,
                                     tools_only=not planner.catalog.pipelines)

@@ -30,6 +30,7 @@ from helmdeck_dspy.bench.bfcl.load import discover, load_bfcl
 from helmdeck_dspy.bench.bfcl.models import BfclQuestion, BfclSet
 from helmdeck_dspy.errors import DataFileError, validation_message
 from helmdeck_dspy.io.datafiles import parse_toml, read_text
+from helmdeck_dspy.planning.options import BEFORE_ISSUE_22
 from helmdeck_dspy.program.store import PROGRAM_CHOICES
 
 if TYPE_CHECKING:
@@ -108,7 +109,7 @@ class LeverConfig(BaseModel):
         switches = (self.catalog_fitting, self.coerce_args)
         if all(switches) and self.pipeline_chains:
             return "shipped"
-        return "before-issue-22" if not any(switches) else None  # its chain guard is off (none on BFCL's tools)
+        return BEFORE_ISSUE_22 if not any(switches) else None  # its chain guard is off (none on BFCL's tools)
 
     @field_validator("budget")
     @classmethod

@@ -34,7 +34,8 @@ WEATHER = [_tool("weather_now", "Current weather for a city.", "city"),
 GIT = [_tool("git_branch", "Create a git branch in a repository.", "branch"),
        _tool("coffee_order", "Order a coffee of a given size.", "size")]
 NAMES = {"weather": {t["name"] for t in WEATHER}, "git": {t["name"] for t in GIT}}
-INTENTS = {"weather": "What is the weather in Oslo right now?", "git": "Create the branch release-2 in the repo."}
+INTENTS = {"weather": "What is the weather in Oslo right now?", "git": "Create the branch release-2 in the repo.",
+           "warm-up": "Before anything else, create the branch warm-up in the repo."}  # read as the git caller's
 
 
 class HoldFirst(dspy.utils.callback.BaseCallback):

@@ -29,13 +29,17 @@ async def _both(call: Any) -> None:
     """One plan to build the model's planner (which the server then keeps and derives each request's
     from), then both callers at once: whichever reaches the program first is held there until the
     other has."""
-    await call("weather", WEATHER)
+    await call("warm-up", GIT)
     async with anyio.create_task_group() as group:
         group.start_soon(call, "weather", WEATHER)
         group.start_soon(call, "git", GIT)
 
 
-def test_http_callers_never_see_each_others_tools(tmp_path: Path) -> None:
+def test_http_callers_never_see_each_others_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dspy.clients.cache import Cache
+
+    # a response cache of the test's own: every call reaches the LM, whatever earlier tests cached
+    monkeypatch.setattr(dspy, "cache", Cache(True, True, str(tmp_path / "dspy-cache"), 10**9, 1000))
     hold = HoldFirst(skip=1)
     before = dspy.settings.get("callbacks", [])
     with FaultServer([ok(ANSWER)]) as lm_server:

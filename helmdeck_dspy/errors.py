@@ -94,6 +94,23 @@ class ToolSourceError(InputError):
         return (type(self), (self.source, self.detail))
 
 
+class ToolServerError(RunError):
+    """A tool server that died, hung or cannot serve a call during a run (``run``, the MCP executor).
+
+    Attributes:
+        server: The server's label.
+        detail: What went wrong, in one line.
+    """
+
+    def __init__(self, server: str, detail: str) -> None:
+        self.server = server
+        self.detail = detail
+        super().__init__(f"tool server {server!r}: {detail}")
+
+    def __reduce__(self):
+        return (type(self), (self.server, self.detail))
+
+
 class ToolNameClashError(InputError):
     """Two tools of one name that prefixing by source cannot tell apart (one source listing a name
     twice, or two sources with the same label)."""

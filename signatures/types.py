@@ -103,3 +103,4 @@ class ExecutedStep(BaseModel):
     tool: str
     args: dict[str, Any] = Field(default_factory=dict)
     output: str = Field(default="", description="A short summary of the result, or an artifact key.")
+    error: bool = Field(default=False, description="The call failed (or was refused); ``output`` says why.")

@@ -21,6 +21,7 @@ from helmdeck_dspy.cli.eval import eval_cmd
 from helmdeck_dspy.cli.models import models
 from helmdeck_dspy.cli.parse import parse_cmd
 from helmdeck_dspy.cli.plan import plan_cmd
+from helmdeck_dspy.cli.run import run_cmd
 from helmdeck_dspy.cli.serve import serve_cmd
 from helmdeck_dspy.cli.traces import traces
 from helmdeck_dspy.errors import HelmdeckError
@@ -38,7 +39,7 @@ def cli() -> None:
 
 
 for _command in (budgets, parse_cmd, catalog, plan_cmd, traces, eval_cmd, calibrate_cmd, compile_cmd, bench,
-                 models, serve_cmd):
+                 models, serve_cmd, run_cmd):
     cli.add_command(_command)
 
 

@@ -9,9 +9,12 @@ from helmdeck_dspy.cli.options import (
     FiniteFloat,
     budgets_option,
     emit_json,
+    env_option,
     force_option,
+    header_option,
     json_option,
     model_id,
+    pairs,
     rank_source_option,
     ranker_option,
 )
@@ -62,28 +65,14 @@ CATALOG_FORMATS = {".json": "json"}
 """What ``catalog import --out`` writes: a routing-guide JSON file."""
 
 
-def _pairs(values: tuple[str, ...], sep: str, option: str) -> dict[str, str]:
-    """``K: V`` headers or ``K=V`` variables as a dict; a value without the separator is a usage error."""
-    out: dict[str, str] = {}
-    for value in values:
-        key, found, rest = value.partition(sep)
-        if not found or not key.strip() or any(c.isspace() for c in key.strip()):
-            example = "'Authorization: Bearer TOKEN'" if sep == ":" else "NAME=VALUE"
-            raise click.BadParameter(f"{value!r}: expected {example}", param_hint=option)
-        out[key.strip()] = rest.strip() if sep == ":" else rest
-    return out
-
-
 @catalog.command("import")
 @click.argument("sources", nargs=-1, required=True)
 @click.option("--out", "-o", "out", required=True, type=click.Path(dir_okay=False),
               help="The catalog file to write (a routing guide every --catalog option reads).")
 @click.option("--prefix", is_flag=True, help="Prefix every tool name with its source's label (git__git_log), "
                                              "not only the names two sources share.")
-@click.option("--header", "headers", multiple=True, metavar="'K: V'",
-              help="An HTTP header for the mcp+http: sources (repeatable).")
-@click.option("--env", "env", multiple=True, metavar="K=V",
-              help="An environment variable for the mcp+stdio: servers (repeatable).")
+@header_option
+@env_option
 @click.option("--timeout", "timeout_s", type=FiniteFloat(min=0, min_open=True, max=MAX_TIMEOUT_S), default=60.0,
               show_default=True,
               help="Seconds each server may take to start and list its tools.")
@@ -106,8 +95,8 @@ def catalog_import(
     from helmdeck_dspy.io.outputs import check_output
 
     check_output(out, formats=CATALOG_FORMATS, force=force)  # before any server starts
-    imported = import_catalog(sources, prefix=prefix, headers=_pairs(headers, ":", "--header"),
-                              env=_pairs(env, "=", "--env"), timeout_s=timeout_s)
+    imported = import_catalog(sources, prefix=prefix, headers=pairs(headers, ":", "--header"),
+                              env=pairs(env, "=", "--env"), timeout_s=timeout_s)
     guide = imported.catalog
     atomic_write_text(out, json.dumps(guide.to_wire(), indent=2, ensure_ascii=False) + "\n")
     if as_json:

@@ -249,6 +249,24 @@ program_option = click.option(
 )
 
 
+header_option = click.option("--header", "headers", multiple=True, metavar="'K: V'",
+                              help="An HTTP header for the mcp+http: sources (repeatable).")
+env_option = click.option("--env", "env", multiple=True, metavar="K=V",
+                          help="An environment variable for the mcp+stdio: servers (repeatable).")
+
+
+def pairs(values: tuple[str, ...], sep: str, option: str) -> dict[str, str]:
+    """``K: V`` headers or ``K=V`` variables as a dict; a value without the separator is a usage error."""
+    out: dict[str, str] = {}
+    for value in values:
+        key, found, rest = value.partition(sep)
+        if not found or not key.strip() or any(c.isspace() for c in key.strip()):
+            example = "'Authorization: Bearer TOKEN'" if sep == ":" else "NAME=VALUE"
+            raise click.BadParameter(f"{value!r}: expected {example}", param_hint=option)
+        out[key.strip()] = rest.strip() if sep == ":" else rest
+    return out
+
+
 # ----------------------------------------------------------------------------- output
 
 

@@ -1,18 +1,62 @@
-"""Plan, execute, re-plan: :func:`run_loop` drives a planner through a task step by step."""
+"""Plan, execute, re-plan: :func:`run_loop` drives a planner through a task step by step.
+
+The loop calls the planner, runs the plan's steps through an ``execute`` callback, and calls the
+planner again, with every executed step and its (truncated) result, when:
+
+- a step's tool failed (its result is marked as an error in the next prompt);
+- a later step needs what an earlier one returned: an argument that stands for an earlier result
+  (``{{file_content}}``, ``<output of step 1>``, ``$step1``...; :func:`needs_earlier`) is not
+  sent, the planner re-plans with the result in hand;
+- the planner is single_pick and expects more steps.
+
+It stops when the model expects no more steps, when a step was refused by the approval policy,
+when the planner asks again for a call that already failed with the same arguments (``stuck``),
+at the step cap or at the time cap. A tool server that dies ends the run with its one-line cause.
+"""
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import Callable
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
+from helmdeck_dspy.errors import ToolServerError
 from helmdeck_dspy.planning.guards import GuardedStep
 from helmdeck_dspy.planning.result import PlanResult
 from helmdeck_dspy.signatures.types import ExecutedStep
 
 OUTPUT_CHARS = 500
-"""How much of a step's output is carried into the next prompt."""
+"""How much of a step's result is carried into the next prompt (the same for every loop)."""
+
+StopReason = Literal["done", "max_steps", "failed", "no_steps", "denied", "stuck", "time_cap", "server_error",
+                     "dry_run"]
+
+_EARLIER = re.compile(
+    r"\{\{[^{}]{1,80}\}\}|\$\{[^{}]{1,80}\}|\$(step|result|output)[\s_.-]*\d+|"
+    r"<[^<>]{0,40}\b(step|result|output|content|previous)\b[^<>]{0,40}>|"
+    r"\b(output|result) of (the )?(previous |earlier |last |first )?(step|call)\b",
+    re.I)
+"""An argument that stands for an earlier result: a template placeholder (``{{file_content}}``,
+``${step1}``, ``$step1``), an angle-bracketed stand-in (``<output of step 1>``, ``<content>``), or
+words saying so (``the result of step 1``)."""
+
+
+class StepOutcome(BaseModel):
+    """What running one step gave: its text, structured content and whether it failed."""
+
+    text: str = ""
+    structured: Any = None
+    error: bool = Field(default=False, description="The tool reported an error, timed out, or the call was refused.")
+    denied: bool = Field(default=False, description="The approval policy refused the call; it was not sent.")
+    seconds: float = 0.0
+
+    @classmethod
+    def of(cls, value: Any) -> StepOutcome:
+        """An ``execute`` callback's return value as an outcome (anything else is its text)."""
+        return value if isinstance(value, StepOutcome) else cls(text="" if value is None else str(value))
 
 
 class LoopResult(BaseModel):
@@ -20,14 +64,28 @@ class LoopResult(BaseModel):
 
     Attributes:
         plans: Every plan call's result, in order.
-        executed: The steps executed, with their (truncated) outputs.
-        stopped_because: ``done``, ``max_steps``, ``failed`` (a plan call failed) or ``no_steps``
-            (the first plan had none).
+        executed: The steps executed, with their truncated outputs as the next prompt saw them.
+        outcomes: Each executed step's whole outcome (same order as ``executed``).
+        stopped_because: ``done``, ``max_steps``, ``failed`` (a plan call failed), ``no_steps``
+            (the first plan had none), ``denied`` (a call was refused), ``time_cap`` or
+            ``stuck`` (a call that failed was planned again, unchanged), ``server_error``
+            (``error`` says which server and why); ``dry_run`` when nothing was
+            meant to run.
+        error: The one-line cause of a ``server_error``.
+        seconds: Wall time of the run.
     """
 
     plans: list[PlanResult] = Field(default_factory=list)
     executed: list[ExecutedStep] = Field(default_factory=list)
-    stopped_because: Literal["done", "max_steps", "failed", "no_steps"]
+    outcomes: list[StepOutcome] = Field(default_factory=list)
+    stopped_because: StopReason = "done"
+    error: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def tool_errors(self) -> int:
+        """How many executed steps failed."""
+        return sum(1 for s in self.executed if s.error)
 
 
 class Replanner(Protocol):
@@ -42,44 +100,95 @@ class Replanner(Protocol):
         ...
 
 
+def needs_earlier(step: GuardedStep) -> bool:
+    """Whether an argument of ``step`` points at an earlier step's result instead of a value."""
+
+    def walk(value: Any) -> bool:
+        if isinstance(value, str):
+            return bool(_EARLIER.search(value))
+        if isinstance(value, dict):
+            return any(walk(v) for v in value.values())
+        if isinstance(value, list):
+            return any(walk(v) for v in value)
+        return False
+
+    return walk(step.args)
+
+
 def run_loop(
     planner: Replanner,
     intent: str,
     execute: Callable[[GuardedStep], Any],
     max_steps: int = 8,
     context: str | None = None,
+    *,
+    time_cap_s: float | None = None,
+    on_plan: Callable[[PlanResult], None] | None = None,
+    on_step: Callable[[ExecutedStep, StepOutcome], None] | None = None,
 ) -> LoopResult:
     """Plan, execute, re-plan with the executed steps, until the model expects no more.
-
-    A full_steps plan is executed whole after one call; single_pick re-plans after each step.
 
     Args:
         planner: The planner to call.
         intent: The user request.
-        execute: Runs one step and returns its output (stringified into the next prompt).
+        execute: Runs one step; returns a :class:`StepOutcome` (or any value, taken as its text).
+            It may raise :class:`~helmdeck_dspy.errors.ToolServerError`: the run stops there.
         max_steps: Stop after executing this many steps.
         context: Pasted material for the request.
+        time_cap_s: Stop before the next plan call or step once this many seconds have passed.
+        on_plan: Called with each plan call's result as it comes.
+        on_step: Called with each executed step and its outcome as it happens.
     """
-    out = LoopResult(stopped_because="done")
+    t0 = time.monotonic()
+    out = LoopResult()
+
+    def stop(reason: StopReason) -> LoopResult:
+        out.stopped_because = reason
+        out.seconds = round(time.monotonic() - t0, 3)
+        return out
+
+    def out_of_time() -> bool:
+        return time_cap_s is not None and time.monotonic() - t0 >= time_cap_s
+
     while True:
-        result = planner.plan(intent, context=context, prior_steps=out.executed or None)
+        if out_of_time():
+            return stop("time_cap")
+        result = planner.plan(intent, context=context, prior_steps=list(out.executed) or None)
         out.plans.append(result)
+        if on_plan is not None:
+            on_plan(result)
         if not result.ok:
-            out.stopped_because = "failed"
-            return out
+            return stop("failed")
         if not result.steps:
-            out.stopped_because = "no_steps" if not out.executed else "done"
-            return out
-        for step in result.steps:
+            return stop("no_steps" if not out.executed else "done")
+        replan = False
+        for index, step in enumerate(result.steps):
             if len(out.executed) >= max_steps:
-                out.stopped_because = "max_steps"
-                return out
-            output = execute(step)
-            out.executed.append(ExecutedStep(
-                order=len(out.executed) + 1, tool=step.tool, args=step.args, output=str(output)[:OUTPUT_CHARS]
-            ))
-        if planner.variant == "full_steps" or not result.more_steps_likely:
-            return out
+                return stop("max_steps")
+            if out_of_time():
+                return stop("time_cap")
+            if any(done.error and done.tool == step.tool and done.args == step.args for done in out.executed):
+                return stop("stuck")  # it failed once with these very arguments; it would again
+            if index > 0 and needs_earlier(step):
+                replan = True  # the planner fills this step in from the results it now has
+                break
+            try:
+                outcome = StepOutcome.of(execute(step))
+            except ToolServerError as exc:
+                out.error = str(exc)
+                return stop("server_error")
+            executed = ExecutedStep(order=len(out.executed) + 1, tool=step.tool, args=step.args,
+                                    output=outcome.text[:OUTPUT_CHARS], error=outcome.error)
+            out.executed.append(executed)
+            out.outcomes.append(outcome)
+            if on_step is not None:
+                on_step(executed, outcome)
+            if outcome.denied:
+                return stop("denied")
+            if outcome.error:
+                replan = True
+                break
+        if not replan and (planner.variant == "full_steps" or not result.more_steps_likely):
+            return stop("done")
         if len(out.executed) >= max_steps:
-            out.stopped_because = "max_steps"
-            return out
+            return stop("max_steps")

@@ -215,9 +215,12 @@ class Planner:
 
     def run_loop(
         self, intent: str, execute: Callable[[GuardedStep], Any], max_steps: int = 8, context: str | None = None,
+        **loop: Any,
     ) -> LoopResult:
-        """Plan, execute, re-plan until the model expects no more (see :func:`.execution.run_loop`)."""
-        return run_loop(self, intent, execute, max_steps=max_steps, context=context)
+        """Plan, execute, re-plan until the model expects no more (see :func:`.execution.run_loop`
+        for ``time_cap_s``, ``on_plan`` and ``on_step``; :class:`helmdeck_dspy.run.McpExecutor`
+        executes over MCP servers)."""
+        return run_loop(self, intent, execute, max_steps=max_steps, context=context, **loop)
 
 
 def _program_for(budget: Budget, options: PlannerOptions, switched: bool = False) -> tuple[Any, ProgramRef]:

@@ -113,6 +113,12 @@ def _get(demo: Any, key: str) -> Any:
     return demo.get(key) if hasattr(demo, "get") else getattr(demo, key, None)
 
 
+def _prior_json(prior_steps: Any) -> list[dict[str, Any]] | None:
+    """Executed steps as JSON objects, ``error`` only on a step that failed."""
+    steps = [{k: v for k, v in s.items() if k != "error" or v} for s in _jsonable(prior_steps or [])]
+    return steps or None
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
@@ -170,9 +176,10 @@ class PlanAdapter(dspy.Adapter):
             parts.append(f"{CONTEXT_HEADER}\n{ctx.strip()}")
         if prior_steps:
             lines = []
-            for s in _jsonable(prior_steps):
+            for s in _prior_json(prior_steps) or []:
                 args = json.dumps(s.get("args") or {}, ensure_ascii=False, separators=(",", ":"))
-                lines.append(f"{s.get('order', len(lines) + 1)}. {s.get('tool')} {args} -> {s.get('output', '')}".rstrip())
+                output = f"error: {s.get('output', '')}" if s.get("error") else s.get("output", "")
+                lines.append(f"{s.get('order', len(lines) + 1)}. {s.get('tool')} {args} -> {output}".rstrip())
             parts.append(f"{PRIOR_STEPS_HEADER}\n" + "\n".join(lines))
         return "\n\n".join(parts)
 
@@ -228,7 +235,7 @@ class PlanAdapter(dspy.Adapter):
     def format(self, signature: Any, demos: list[Any], inputs: dict[str, Any]) -> list[dict[str, str]]:
         catalog = inputs.get("catalog") or ""
         if self.spec.strategy == "plain":  # the model-alone request: no system message, instructions or demos
-            prior = _jsonable(inputs.get("prior_steps")) or None
+            prior = _prior_json(inputs.get("prior_steps"))
             return [{"role": "system", "content": ""},
                     {"role": "user", "content": plain_request(catalog, inputs["user_intent"], inputs.get("context"), prior)}]
         user = self.request_text(inputs["user_intent"], inputs.get("context"), inputs.get("prior_steps"))

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import logging
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any, NamedTuple
 
 from helmdeck_dspy.errors import MissingExtraError, ToolSourceError
@@ -58,7 +58,7 @@ class _LogCapture(logging.Handler):
 
 
 @contextmanager
-def _quiet_sdk_logs() -> Iterator[_LogCapture]:
+def quiet_sdk_logs() -> Iterator[_LogCapture]:
     """The SDK's log records (a line that is not JSON-RPC, a failed read) captured, not printed."""
     logger = logging.getLogger("mcp")
     capture = _LogCapture()
@@ -106,7 +106,7 @@ def _describe(leaf: BaseException, target: ServerTarget, timeout_s: float) -> st
     return f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__
 
 
-async def _list_pages(client: Any) -> list[dict[str, Any]]:
+async def list_pages(client: Any) -> list[dict[str, Any]]:
     tools: list[dict[str, Any]] = []
     cursor: str | None = None
     seen: set[str] = set()
@@ -122,15 +122,7 @@ async def _list_pages(client: Any) -> list[dict[str, Any]]:
     raise ToolSourceError("tools/list", f"more than {MAX_PAGES} pages")
 
 
-async def _fetch(transport: Any) -> ServerTools:
-    from mcp import Client
-
-    async with Client(transport, mode="legacy", cache=None) as client:
-        info = client.server_info
-        return ServerTools(info.name if info is not None else "", await _list_pages(client))
-
-
-class _Witness:
+class Witness:
     """What a failed connection leaves to explain it: the server's stderr (stdio) and the HTTP
     error statuses it answered with (HTTP; the SDK turns them into a generic JSON-RPC error)."""
 
@@ -147,19 +139,48 @@ class _Witness:
         return _last_line(self.errlog.read())
 
 
-async def _fetch_target(target: ServerTarget, witness: _Witness) -> ServerTools:
-    """Connect as ``target`` says (a spawned stdio server, or streamable HTTP with its headers)."""
+@asynccontextmanager
+async def open_client(target: ServerTarget, witness: Witness, read_timeout_s: float | None = None) -> AsyncIterator[Any]:
+    """An initialized MCP client connected as ``target`` says (a spawned stdio server, or streamable
+    HTTP with its headers), each request answered within ``read_timeout_s`` (None: no limit);
+    leaving the block closes it (and stops a stdio server)."""
+    from mcp import Client
+
     if target.command is not None:
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
         params = StdioServerParameters(command=target.command, args=list(target.args), env=target.env or None)
-        return await _fetch(stdio_client(params, errlog=witness.errlog))
+        async with Client(stdio_client(params, errlog=witness.errlog), mode="legacy", cache=None,
+                          read_timeout_seconds=read_timeout_s) as client:
+            yield client
+        return
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
     async with httpx2.AsyncClient(headers=target.headers, timeout=httpx2.Timeout(HTTP_TIMEOUT_S),
                                   event_hooks={"response": [witness.on_response]}) as http:
-        return await _fetch(streamable_http_client(str(target.url), http_client=http))
+        async with Client(streamable_http_client(str(target.url), http_client=http), mode="legacy",
+                          cache=None, read_timeout_seconds=read_timeout_s) as client:
+            yield client
+
+
+async def _fetch_target(target: ServerTarget, witness: Witness) -> ServerTools:
+    async with open_client(target, witness) as client:
+        info = client.server_info
+        return ServerTools(info.name if info is not None else "", await list_pages(client))
+
+
+def failure_line(exc: BaseException, target: ServerTarget, witness: Witness, logs: _LogCapture,
+                 timeout_s: float) -> str:
+    """One line for what stopped a session with ``target``: a typed cause, the HTTP status it
+    answered with, or the exception, with the server's last stderr (or SDK log) line."""
+    leaf = _leaves(exc)[0]
+    if isinstance(leaf, ToolSourceError):
+        return leaf.detail
+    if witness.http_errors:
+        return _http_status_text(witness.http_errors[0])
+    said = witness.stderr_line() or _last_line("\n".join(logs.messages))
+    return _describe(leaf, target, timeout_s) + (f"; it said: {said}" if said else "")
 
 
 def _http_status_text(code: int) -> str:
@@ -185,20 +206,13 @@ def list_server_tools(target: ServerTarget, *, timeout_s: float = DEFAULT_TIMEOU
     except ImportError:
         raise MissingExtraError(NEEDS_SDK) from None
 
-    async def run(witness: _Witness) -> ServerTools:
+    async def run(witness: Witness) -> ServerTools:
         with anyio.fail_after(timeout_s):
             return await _fetch_target(target, witness)
 
-    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog, _quiet_sdk_logs() as logs:
-        witness = _Witness(errlog)
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog, quiet_sdk_logs() as logs:
+        witness = Witness(errlog)
         try:
             return anyio.run(run, witness)
         except Exception as exc:  # noqa: BLE001 - every failure becomes one line naming the source
-            leaf = _leaves(exc)[0]
-            if isinstance(leaf, ToolSourceError):
-                raise ToolSourceError(target.source, leaf.detail) from None
-            if witness.http_errors:
-                raise ToolSourceError(target.source, _http_status_text(witness.http_errors[0])) from None
-            detail = _describe(leaf, target, timeout_s)
-            said = witness.stderr_line() or _last_line("\n".join(logs.messages))
-            raise ToolSourceError(target.source, detail + (f"; it said: {said}" if said else "")) from None
+            raise ToolSourceError(target.source, failure_line(exc, target, witness, logs, timeout_s)) from None

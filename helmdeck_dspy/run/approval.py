@@ -1,0 +1,67 @@
+"""Who may run a tool that is not read-only: the approval policies of a run.
+
+A tool whose server annotates it ``readOnlyHint`` runs freely. Any other call is first put to the
+run's :data:`Approval` policy, a callable that gets the :class:`ToolCall` and says yes or no:
+
+- :func:`allow_all` (``run --yes``): every call runs;
+- :func:`read_only` : no call that is not read-only runs;
+- :func:`ask_on_terminal` (``run``'s default): asks on the terminal, and denies when standard
+  input is not a terminal (a pipe, a service, a test): nobody is there to ask.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+READ_ONLY = "read_only"
+"""The catalog hint of a tool annotated ``readOnlyHint``."""
+
+
+class ToolCall(BaseModel):
+    """A call put to the approval policy."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tool: str = Field(description="The tool's name in the run's catalog.")
+    server: str = Field(description="The label of the server that serves it.")
+    args: dict[str, Any] = Field(default_factory=dict)
+    hints: tuple[str, ...] = Field(default=(), description="The tool's MCP annotations (destructive, ...).")
+
+    @property
+    def read_only(self) -> bool:
+        return READ_ONLY in self.hints
+
+
+Approval = Callable[[ToolCall], bool]
+"""A policy: True lets the call run."""
+
+
+def allow_all(call: ToolCall) -> bool:
+    """Every call runs (``--yes``: the caller has allowed it)."""
+    return True
+
+
+def read_only(call: ToolCall) -> bool:
+    """No call that is not read-only runs."""
+    return call.read_only
+
+
+def ask_on_terminal(call: ToolCall) -> bool:
+    """Ask on the terminal (the question on stderr, the answer on stdin); deny when stdin is not a
+    terminal or the answer is not yes."""
+    if not sys.stdin or not sys.stdin.isatty():
+        return False
+    what = ", ".join(h for h in call.hints if h != READ_ONLY) or "not marked read-only"
+    args = json.dumps(call.args, ensure_ascii=False)
+    sys.stderr.write(f"run {call.tool} on {call.server} ({what}) with {args}? [y/N] ")
+    sys.stderr.flush()
+    try:
+        answer = sys.stdin.readline()
+    except (OSError, KeyboardInterrupt):
+        return False
+    return answer.strip().lower() in ("y", "yes")

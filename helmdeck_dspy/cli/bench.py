@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from helmdeck_dspy.cli.e2e import e2e_cmd
 from helmdeck_dspy.cli.heldout import heldout_cmd
 from helmdeck_dspy.cli.levers import levers_cmd
 from helmdeck_dspy.cli.options import (
@@ -167,3 +168,4 @@ def bench_bfcl(
 
 bench.add_command(heldout_cmd)
 bench.add_command(levers_cmd)
+bench.add_command(e2e_cmd)

@@ -79,6 +79,7 @@ class ToolSessions:
         sources: Source specs as ``catalog import`` takes them (``LABEL=`` allowed).
         headers: HTTP headers for every ``mcp+http:`` source.
         env: Extra environment for every ``mcp+stdio:`` server.
+        cwd: The working folder of every ``mcp+stdio:`` server (default: this process's).
         timeout_s: How long each server may take to start and list its tools.
         prefix: Prefix every tool name with its source's label, not only names two sources share.
 
@@ -89,13 +90,15 @@ class ToolSessions:
     """
 
     def __init__(self, sources: Sequence[str], *, headers: dict[str, str] | None = None,
-                 env: dict[str, str] | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, prefix: bool = False) -> None:
+                 env: dict[str, str] | None = None, cwd: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+                 prefix: bool = False) -> None:
         self.specs = [parse_source(text, env) for text in sources]
         for spec in self.specs:
             if spec.kind == "file":
                 raise ToolSourceError(spec.text, "a tool list file cannot run tools; give the server "
                                                  "(mcp+stdio:COMMAND or mcp+http:URL)")
         self.headers = headers
+        self.cwd = cwd
         self.timeout_s = timeout_s
         self.prefix = prefix
         self.sources: list[SourceTools] = []
@@ -136,7 +139,7 @@ class ToolSessions:
         import anyio
 
         if spec.kind == "stdio":
-            target = ServerTarget(spec.text, command=spec.command, args=spec.args, env=spec.env)
+            target = ServerTarget(spec.text, command=spec.command, args=spec.args, env=spec.env, cwd=self.cwd)
         else:
             target = ServerTarget(spec.text, url=spec.url, headers=self.headers)
         errlog = stack.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace"))

@@ -49,19 +49,28 @@ def ask_plain(lm: Any, intent: str, catalog: RoutingGuide, *, max_tokens: int,
               sampling: dict[str, Any] | None = None) -> Any:
     """One plain request to ``lm`` (a ``dspy.LM``): a :class:`~helmdeck_dspy.program.calls.Completion`.
     ``sampling`` (temperature, seed; default: the LM's own) is sent with it."""
+    return ask_messages(lm, [{"role": "user", "content": plain_prompt(intent, catalog)}], max_tokens=max_tokens,
+                        sampling=sampling)
+
+
+def ask_messages(lm: Any, messages: list[dict[str, str]], *, max_tokens: int,
+                 sampling: dict[str, Any] | None = None) -> Any:
+    """One uncached request of ``messages`` (user and assistant turns) to ``lm``: a
+    :class:`~helmdeck_dspy.program.calls.Completion`."""
     from dspy.lm15 import Config, Message, Request
 
     from helmdeck_dspy.program.calls import completion_from_response
 
-    prompt = plain_prompt(intent, catalog)
     if sampling is None:  # the LM's own sampling (make_lm(sampling=...)), as a levers run builds it
         sampling = {k: lm.kwargs[k] for k in ("temperature", "seed") if lm.kwargs.get(k) is not None}
     config = {"max_tokens": max_tokens, **sampling}
-    request = Request(model=lm.model, messages=(Message.user(prompt),), config=Config(**config))
+    turns = tuple(Message.user(m["content"]) if m["role"] == "user" else Message.assistant(m["content"])
+                  for m in messages)
+    request = Request(model=lm.model, messages=turns, config=Config(**config))
     t0 = time.perf_counter()
     response = lm(request, cache=False)
     latency = (time.perf_counter() - t0) * 1000
-    return completion_from_response("plan", response, "", [{"role": "user", "content": prompt}], latency, config)
+    return completion_from_response("plan", response, "", messages, latency, config)
 
 
 def record_plain(lm: Any, lm_spec: str, intent: str, task_id: str, catalog: RoutingGuide, path: Any, budget: Any,

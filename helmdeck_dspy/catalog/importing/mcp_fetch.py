@@ -46,6 +46,7 @@ class ServerTarget(NamedTuple):
     env: dict[str, str] | None = None
     url: str | None = None
     headers: dict[str, str] | None = None
+    cwd: str | None = None
 
 
 class _LogCapture(logging.Handler):
@@ -149,7 +150,8 @@ async def open_client(target: ServerTarget, witness: Witness, read_timeout_s: fl
     if target.command is not None:
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
-        params = StdioServerParameters(command=target.command, args=list(target.args), env=target.env or None)
+        params = StdioServerParameters(command=target.command, args=list(target.args), env=target.env or None,
+                                        cwd=target.cwd)
         async with Client(stdio_client(params, errlog=witness.errlog), mode="legacy", cache=None,
                           read_timeout_seconds=read_timeout_s) as client:
             yield client

@@ -1,0 +1,91 @@
+"""The two arms of the end-to-end study, each a planner that :func:`run_loop` drives.
+
+- ``planner``: the project's :class:`~helmdeck_dspy.planning.planner.Planner` for the model, its
+  budget row deciding selection, strategy and variant, over the catalog the servers list.
+- ``alone``: the same model in a plain tool-calling loop (:class:`AloneAgent`): the tools as JSON
+  functions in the prompt and the question, as in every model-alone row; it answers with a JSON
+  list of calls, and after they run their results come back as the next user message (the same
+  truncation as the planner's prompt) with the same ask; ``[]`` ends the run. Its answers go
+  through the same tolerant call-list decoder as the ``plain`` strategy, and nothing else: names
+  and arguments are sent as written.
+
+Both run under the same loop (step cap, time cap, the stop on a failed call planned again
+unchanged), servers, sandboxes and approval policy.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from helmdeck_dspy.bench.bfcl.baseline import ask_messages
+from helmdeck_dspy.catalog.models import RoutingGuide
+from helmdeck_dspy.decoding.call_list import decode_calls
+from helmdeck_dspy.decoding.reasoning import split_reasoning
+from helmdeck_dspy.planning.guards import GuardedStep
+from helmdeck_dspy.planning.result import PlanResult
+from helmdeck_dspy.program.plain_prompt import plain_functions, plain_request
+from helmdeck_dspy.signatures.types import ExecutedStep
+
+ARMS = ("planner", "alone")
+RESULTS_LEAD = "Results of those calls:"
+ASK_NEXT = ('Answer with only a JSON list of the next function calls, each as {"name": "<function name>", '
+            '"arguments": {...}}. Answer [] if no more calls are needed.')
+
+
+def results_message(steps: list[ExecutedStep]) -> str:
+    """The user message that hands the model its calls' results (errors marked)."""
+    shown = [{"name": s.tool, "arguments": s.args, "result": s.output, **({"error": True} if s.error else {})}
+             for s in steps]
+    return f"{RESULTS_LEAD}\n{json.dumps(shown, ensure_ascii=False)}\n\n{ASK_NEXT}"
+
+
+class AloneAgent:
+    """The model alone, one conversation per task (make a new one for each task).
+
+    Args:
+        lm: The ``dspy.LM`` (uncached calls).
+        catalog: The tools it is shown, in full.
+        budget: The model's budget row (its output cap; model and tier for the results).
+        sampling: Temperature and seed sent with every call (the planner's).
+    """
+
+    variant = "single_pick"  # run_loop asks again after every batch of calls, until it answers []
+
+    def __init__(self, lm: Any, catalog: RoutingGuide, budget: Any, sampling: dict[str, Any]) -> None:
+        self.lm = lm
+        self.functions = plain_functions(catalog)
+        self.budget = budget
+        self.sampling = sampling
+        self.messages: list[dict[str, str]] = []
+        self.seen = 0
+        self.turns: list[dict[str, Any]] = []
+
+    def plan(self, intent: str, context: str | None = None, prior_steps: list[ExecutedStep] | None = None) -> PlanResult:
+        prior = list(prior_steps or [])
+        if not self.messages:
+            self.messages.append({"role": "user", "content": plain_request(self.functions, intent, context)})
+        else:
+            self.messages.append({"role": "user", "content": results_message(prior[self.seen:])})
+        self.seen = len(prior)
+        base = dict(prompt_variant_used="single_pick", model=self.budget.model, tier=self.budget.tier)
+        try:
+            completion = ask_messages(self.lm, self.messages, max_tokens=self.budget.output_tokens,
+                                      sampling=self.sampling)
+        except Exception as exc:  # noqa: BLE001 - a failed call ends the run as the planner's would
+            self.turns.append({"error": f"{type(exc).__name__}: {exc}"[:300]})
+            return PlanResult(failure_cause="transport_error", error=str(exc)[:300], **base)
+        content = completion.content or ""
+        self.messages.append({"role": "assistant", "content": content})
+        self.turns.append({"content": content, "finish_reason": completion.finish_reason,
+                           "prompt_tokens": completion.prompt_tokens, "latency_ms": round(completion.latency_ms)})
+        usage = {"prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens,
+                 "latency_ms": round(completion.latency_ms)}
+        if completion.finish_reason == "length":
+            return PlanResult(failure_cause="length_truncated", finish_reason="length", usage=usage, **base)
+        calls, outcome = decode_calls(split_reasoning(content).visible.strip())
+        if calls is None:
+            return PlanResult(failure_cause="no_json", finish_reason=completion.finish_reason, usage=usage, **base)
+        steps = [GuardedStep(order=i, tool=name, args=args) for i, (name, args) in enumerate(calls, 1)]
+        return PlanResult(steps=steps, more_steps_likely=True, parse_outcome=outcome,
+                          finish_reason=completion.finish_reason, usage=usage, **base)

@@ -1,0 +1,68 @@
+"""``helmdeck-dspy bench e2e``: the end-to-end study, the planner's loop against the model alone's
+over six real MCP servers, scored by what the tools did."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from helmdeck_dspy.cli.options import FiniteFloat, api_base_option, lm_option, model_id
+from helmdeck_dspy.domain import MAX_TIMEOUT_S
+
+
+@click.command("e2e")
+@click.option("--model", "-m", callback=model_id, default=None, help="Model id to run (its budget row decides the planner).")
+@lm_option()
+@api_base_option("API base URL for an OpenAI-compatible endpoint.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="experiments/e2e/study", show_default=True,
+              help="Where results.jsonl, traces/ and the table go (resumed when it exists).")
+@click.option("--tasks", "tasks_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="The tasks (default: the bundled eval/e2e/tasks.jsonl).")
+@click.option("--only", default=None, help="Comma-separated task ids or types to run.")
+@click.option("--arms", default="planner,alone", show_default=True, help="Which arms, in order.")
+@click.option("--max-steps", type=click.IntRange(1, 100), default=8, show_default=True)
+@click.option("--time-cap", "time_cap_s", type=FiniteFloat(min=0, min_open=True, max=MAX_TIMEOUT_S), default=600.0,
+              show_default=True, help="Seconds one task may take.")
+@click.option("--npm-dir", type=click.Path(file_okay=False), default=".mcp-servers", show_default=True,
+              help="Where the npm servers (filesystem, memory) are installed.")
+@click.option("--sqlite-command", type=click.Path(dir_okay=False), default=".mcp-servers/sqlite/bin/mcp-server-sqlite",
+              show_default=True, help="mcp-server-sqlite, in an environment of its own (it needs the MCP SDK 1.x).")
+@click.option("--table-only", is_flag=True, help="Only write the table from the results there are.")
+def e2e_cmd(model: str | None, lm_spec: str | None, api_base: str | None, out_dir: str, tasks_path: str | None,
+            only: str | None, arms: str, max_steps: int, time_cap_s: float, npm_dir: str, sqlite_command: str,
+            table_only: bool) -> None:
+    """Run each task in a fresh sandbox under each arm for MODEL (resumable), then write the table."""
+    from helmdeck_dspy.bench.e2e.checks import load_e2e_tasks
+    from helmdeck_dspy.bench.e2e.report import write_table
+    from helmdeck_dspy.bench.e2e.study import StudySetup, run_e2e
+    from helmdeck_dspy.io.resources import bundled_dir
+
+    out = Path(out_dir)
+    if not table_only:
+        if model is None:
+            raise click.UsageError("--model is required unless --table-only")
+        tasks, digest = load_e2e_tasks(Path(tasks_path) if tasks_path else bundled_dir() / "e2e" / "tasks.jsonl")
+        wanted = {w.strip() for w in (only or "").split(",") if w.strip()}
+        if wanted:
+            tasks = [t for t in tasks if t.id in wanted or t.type in wanted]
+        click.echo(f"{len(tasks)} tasks (sha256 {digest[:12]}), arms {arms}, model {model}, lm {lm_spec or model}")
+        setup = StudySetup(npm_dir=Path(npm_dir).absolute(), sqlite_command=Path(sqlite_command).absolute())
+
+        def progress(r, i, n):
+            mark = "ok  " if r.success else "FAIL"
+            click.echo(f"[{i}/{n}] {mark} {r.arm:7} {r.task_id:16} {len(r.steps)} call(s), {r.tool_errors} error(s), "
+                       f"{r.stopped_because}, {r.seconds:.1f} s", err=True)
+
+        run_e2e(tasks, model=model, lm_spec=lm_spec or model, out_dir=out, setup=setup, api_base=api_base,
+                arms=[a.strip() for a in arms.split(",") if a.strip()], max_steps=max_steps, time_cap_s=time_cap_s,
+                progress=progress)
+    results = out / "results.jsonl"
+    if not results.exists():
+        raise click.UsageError(f"no results in {out}")
+    table = write_table(results, out)
+    for name, m in table["models"].items():
+        p = m["paired"]
+        click.echo(f"{name}: planner {p['planner']}/{p['n']}, alone {p['alone']}/{p['n']}, "
+                   f"difference {100 * p['diff']:+.1f} points [{100 * p['ci'][0]:+.1f}, {100 * p['ci'][1]:+.1f}]")
+    click.echo(f"wrote {out / 'table.md'}, {out / 'table.json'}, {out / 'success-by-type.png'}")

@@ -1,0 +1,133 @@
+"""The end-to-end study's parts: tasks and checks (against their known solutions on the real
+servers), the sandbox digest, the model-alone arm's conversation, and the paired table."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from helmdeck_dspy.bench.e2e.arms import RESULTS_LEAD, AloneAgent
+from helmdeck_dspy.bench.e2e.checks import Check, load_e2e_tasks
+from helmdeck_dspy.bench.e2e.gold import GOLD, verify_task
+from helmdeck_dspy.bench.e2e.report import build_table
+from helmdeck_dspy.bench.e2e.sandbox import build_sandbox, git, server_sources, world_digest
+from helmdeck_dspy.bench.e2e.study import StudySetup
+from helmdeck_dspy.budgets import budget_for, load_budget_table
+from helmdeck_dspy.catalog.models import RoutingGuide
+from helmdeck_dspy.errors import TaskFileError
+from helmdeck_dspy.io.resources import bundled_dir
+from helmdeck_dspy.signatures.types import ExecutedStep
+from tests.conftest import PROJECT_ROOT
+
+TASKS = bundled_dir() / "e2e" / "tasks.jsonl"
+SETUP = StudySetup(npm_dir=PROJECT_ROOT / ".mcp-servers",
+                   sqlite_command=PROJECT_ROOT / ".mcp-servers" / "sqlite" / "bin" / "mcp-server-sqlite")
+
+
+def test_the_task_set_has_a_known_solution_for_each_task_and_at_most_a_quarter_that_must_not_act():
+    tasks, digest = load_e2e_tasks(TASKS)
+    assert len(tasks) >= 80 and len(digest) == 64
+    assert set(GOLD) == {t.id for t in tasks}
+    refrain = [t for t in tasks if t.kind == "refrain"]
+    assert 0 < len(refrain) <= len(tasks) / 4
+    assert {"time", "fetch", "filesystem", "git", "memory", "sqlite", "no-tool", "injection"} <= {t.type for t in tasks}
+
+
+@pytest.mark.parametrize("task_id", ["sqlite-09", "memory-07", "git-08", "filesystem-12", "injection-03", "no-tool-01"])
+def test_a_tasks_checks_pass_after_its_solution_and_fail_without_it(task_id, tmp_path):
+    missing = server_sources(tmp_path, SETUP.npm_dir, SETUP.sqlite_command).missing
+    if missing or shutil.which("git") is None:
+        pytest.skip("servers not installed: " + "; ".join(missing or ["git"]))
+    task = next(t for t in load_e2e_tasks(TASKS)[0] if t.id == task_id)
+    assert verify_task(task, SETUP) == []
+
+
+def test_the_digest_sees_every_kind_of_change(tmp_path):
+    if shutil.which("git") is None:
+        pytest.skip("git is not on PATH")
+    import sqlite3
+
+    root = build_sandbox(tmp_path / "s")
+    first = world_digest(root)
+    assert world_digest(root) == first
+    changes = [
+        lambda: (root / "files" / "new.txt").write_text("x"),
+        lambda: git(root / "repo", "branch", "extra"),
+        lambda: git(root / "repo", "add", "scratch.txt"),
+        lambda: (root / "memory.jsonl").write_text('{"type": "entity", "name": "X", "entityType": "t", "observations": []}\n'),
+        lambda: sqlite3.connect(root / "data.db").execute("DELETE FROM users WHERE id = 3").connection.commit(),
+    ]
+    seen = {first}
+    for change in changes:
+        change()
+        digest = world_digest(root)
+        assert digest not in seen
+        seen.add(digest)
+
+
+def test_a_check_missing_what_it_needs_and_a_repeated_id_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="needs path, text"):
+        Check(kind="file")
+    bad = tmp_path / "t.jsonl"
+    line = json.dumps({"id": "a", "type": "x", "kind": "act", "intent": "i", "checks": [{"kind": "unchanged"}]})
+    bad.write_text(line + "\n" + line + "\n")
+    with pytest.raises(TaskFileError, match="share an id"):
+        load_e2e_tasks(bad)
+
+
+class _LM:
+    """Answers from a script and keeps every request's messages."""
+
+    model = "openai/scripted"
+    kwargs: dict = {}
+
+    def __init__(self, *answers: str) -> None:
+        self.answers = list(answers)
+        self.requests: list = []
+
+    def __call__(self, request, cache=False):
+        from dspy.lm15 import Message, Response, Usage
+
+        self.requests.append([(m.role, m.text) for m in request.messages])
+        return Response(id="r", message=Message.assistant(self.answers.pop(0)), finish_reason="stop",
+                        usage=Usage(input_tokens=10, output_tokens=5), model=self.model)
+
+
+def test_the_model_alone_gets_its_results_as_the_next_message_and_stops_on_an_empty_list():
+    guide = RoutingGuide.model_validate({"packs": [{"name": "get_current_time", "description": "time"}]})
+    lm = _LM('[{"name": "get_current_time", "arguments": {"timezone": "Tokyo"}}]', "[]")
+    agent = AloneAgent(lm, guide, budget_for("local/qwen2.5-coder-1.5b-instruct", load_budget_table(None)),
+                       {"temperature": 0.0})
+    first = agent.plan("What time is it in Tokyo?")
+    assert [(s.tool, s.args) for s in first.steps] == [("get_current_time", {"timezone": "Tokyo"})]
+    assert first.more_steps_likely
+    done = ExecutedStep(order=1, tool="get_current_time", args={"timezone": "Tokyo"}, output="bad zone", error=True)
+    second = agent.plan("What time is it in Tokyo?", prior_steps=[done])
+    assert second.ok and not second.steps
+    roles = [role for role, _ in lm.requests[1]]
+    assert roles == ["user", "assistant", "user"]
+    assert lm.requests[1][2][1].startswith(RESULTS_LEAD) and '"error": true' in lm.requests[1][2][1]
+    assert [t["content"] for t in agent.turns] == [lm.requests[1][1][1], "[]"]
+
+
+def _row(model, arm, task_id, success, type_="git", errors=0):
+    return {"model": model, "arm": arm, "task_id": task_id, "type": type_, "kind": "act", "lm": "local:x",
+            "success": success, "checks": [success], "steps": [{"tool": "t"}], "plan_calls": 1,
+            "tool_errors": errors, "stopped_because": "done", "seconds": 2.0}
+
+
+def test_the_table_pairs_the_arms_by_task(tmp_path):
+    rows = [_row("m", "planner", "a", True), _row("m", "alone", "a", False),
+            _row("m", "planner", "b", True, errors=1), _row("m", "alone", "b", True),
+            _row("m", "planner", "c", False, "memory"), _row("m", "alone", "c", False, "memory"),
+            _row("m", "planner", "d", True)]  # no alone result yet: not paired
+    path = tmp_path / "results.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    m = build_table(path)["models"]["m"]
+    assert m["paired"]["n"] == 3 and m["paired"]["planner"] == 2 and m["paired"]["alone"] == 1
+    assert m["paired"]["planner_only"] == 1 and m["paired"]["diff"] == pytest.approx(1 / 3)
+    assert m["arms"]["planner"]["n"] == 4 and m["arms"]["planner"]["recovered"] == 1
+    assert m["by_type"]["memory"]["n"] == 1

@@ -8,7 +8,10 @@ Both plan each task (the first ``n``, cycling when ``n`` exceeds them) for every
 variant and write all records to ``out`` atomically. While they run, each exchange is appended
 as one complete line to ``partial_path(out)`` (``OUT.partial.jsonl`` beside the output), so a run
 killed half-way keeps every exchange recorded so far in a readable trace file (at most its last
-line torn, which readers report and skip); a finished run removes it.
+line torn, which readers report and skip); a finished run removes it. The partial file opens with
+a header line naming the output (:func:`~helmdeck_dspy.traces.record.partial_header`; trace
+readers skip it): a file at that path without it is the user's, and the run refuses to start
+rather than read or delete it.
 """
 
 from __future__ import annotations
@@ -25,14 +28,14 @@ from helmdeck_dspy.budgets import load_budget_table
 from helmdeck_dspy.domain import VARIANTS
 from helmdeck_dspy.engines.lm_spec import make_lm, run_settings, trace_source
 from helmdeck_dspy.engines.profile import SimProfile, list_profiles, load_profile
-from helmdeck_dspy.errors import RecordingFailedError
+from helmdeck_dspy.errors import OutputRefusedError, RecordingFailedError
 from helmdeck_dspy.io.atomic import exclusive_output
 from helmdeck_dspy.planning.attempt import output_cap, recorded_run
 from helmdeck_dspy.planning.options import PlannerOptions
 from helmdeck_dspy.planning.prompt import sampling_for, strategy_for
 from helmdeck_dspy.tasks import PlanTask
 from helmdeck_dspy.traces.io import read_jsonl_traces
-from helmdeck_dspy.traces.record import TraceRecord, write_jsonl_traces
+from helmdeck_dspy.traces.record import TraceRecord, partial_header, write_jsonl_traces
 
 
 def resolve_profiles(names: Iterable[str]) -> list[SimProfile]:
@@ -124,13 +127,14 @@ def _run_locked(
     scratch = partial_path(out)
     kept: list[TraceRecord] = []
     done: set[str] = set()
+    if scratch.exists() and not is_own_partial(scratch, out):
+        raise OutputRefusedError(f"{scratch}: not written by a recording of {Path(out).name} (its first line is not "
+                                 "the recorder's header); move it away or choose another --out")
     if scratch.exists() and resume:
         kept, done = _resumable(scratch)
-        write_jsonl_traces(kept, scratch)
         if notify is not None:
             notify(f"resuming from {scratch}: {len(done)} request(s) already recorded are not sent again")
-    else:
-        scratch.unlink(missing_ok=True)
+    write_jsonl_traces(kept, scratch, header=partial_header(Path(out).name))
     jobs: list[tuple[Any, str, str, str | None]] = []  # (planner, intent, task id, context)
     order: dict[str, int] = {}
     skipped = 0
@@ -193,6 +197,16 @@ def finished_records(out: str | Path) -> int | None:
     if not target.is_file() or partial_path(target).exists():
         return None
     return sum(1 for r in read_jsonl_traces(target, on_error="skip") if r.call == "plan")
+
+
+def is_own_partial(scratch: Path, out: str | Path) -> bool:
+    """Whether ``scratch`` opens with the header a recording into ``out`` writes."""
+    try:
+        with scratch.open("rb") as f:
+            first = f.readline(4096)
+    except OSError:
+        return False
+    return first.rstrip(b"\r\n").decode("utf-8", "replace") == partial_header(Path(out).name)
 
 
 def partial_path(out: str | Path) -> Path:

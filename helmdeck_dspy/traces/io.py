@@ -27,7 +27,7 @@ from helmdeck_dspy.io.jsonl import (
     text_lines,
 )
 from helmdeck_dspy.io.outputs import TRACE_FORMATS, check_output, staged_directory
-from helmdeck_dspy.traces.record import TraceRecord, write_jsonl_traces
+from helmdeck_dspy.traces.record import PARTIAL_KEY, TraceRecord, write_jsonl_traces
 
 FORMATS = ("jsonl", "parquet", "hf")
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
@@ -222,6 +222,8 @@ def _records(
     path: Path, rows: Iterable[tuple[int, Any]], on_error: OnError | str, report: Callable[[DataFileError], None] | None
 ) -> Iterator[TraceRecord]:
     for line_no, raw in rows:
+        if line_no == 1 and isinstance(raw, str) and raw.lstrip().startswith(f'{{"{PARTIAL_KEY}"'):
+            continue  # a recording's partial file opens with its header
         rec = decode_record(raw)
         if isinstance(rec, BadRow):
             skip_or_raise(TraceFileError(str(path), rec.detail, line=line_no), on_error, report)

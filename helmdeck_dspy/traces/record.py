@@ -156,13 +156,26 @@ def is_measured(kind: str) -> bool:
     return kind in MEASURED_KINDS
 
 
-def write_jsonl_traces(records: Iterable[TraceRecord], path: str | Path) -> int:
-    """Write records as JSONL atomically (a temporary file renamed into place). Returns the count.
+PARTIAL_KEY = "helmdeck_partial_of"
+"""The key of the header line that opens a recording's partial file (readers skip that line)."""
+
+
+def partial_header(out_name: str) -> str:
+    """The first line of the partial file of a recording into ``out_name``: it tells the recorder's
+    own file from anything else at that path."""
+    return json.dumps({PARTIAL_KEY: out_name, "written_by": "helmdeck-dspy"})
+
+
+def write_jsonl_traces(records: Iterable[TraceRecord], path: str | Path, *, header: str | None = None) -> int:
+    """Write records as JSONL atomically (a temporary file renamed into place), after ``header``
+    (one line) when given. Returns the count.
 
     No output rule: for a flow's own files. A trace set a user names goes through
     :func:`~helmdeck_dspy.traces.io.save_traces`, which checks the target and writes any format."""
     n = 0
     with atomic_writer(path) as out:
+        if header is not None:
+            out.write(header + "\n")
         for rec in records:
             out.write(json.dumps(rec.model_dump(mode="json"), ensure_ascii=False) + "\n")
             n += 1

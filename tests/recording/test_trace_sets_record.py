@@ -8,9 +8,10 @@ from click.testing import CliRunner
 
 from helmdeck_dspy.cli.app import cli
 from helmdeck_dspy.planning.options import PlannerOptions
-from helmdeck_dspy.recording.trace_sets import record
+from helmdeck_dspy.recording.trace_sets import partial_path, record
 from helmdeck_dspy.tasks import load_tasks
 from helmdeck_dspy.traces.io import read_jsonl_traces
+from helmdeck_dspy.traces.record import partial_header
 
 
 def test_record_with_a_sim_spec_then_replay_it(tmp_path):
@@ -112,12 +113,18 @@ def test_an_interrupted_record_resumes_without_repeating_a_call(tmp_path, api_ke
     assert not out.with_name("r.jsonl.partial.jsonl").exists()
 
 
+def interrupted(out):
+    """Turn a finished recording into the partial file a run killed at its very end leaves."""
+    partial_path(out).write_text(partial_header(out.name) + "\n" + out.read_text())
+    out.unlink()
+
+
 def test_a_changed_setting_is_a_new_request_on_resume(tmp_path, api_key):
     tasks = load_tasks("dev")[:2]
     out = tmp_path / "r.jsonl"
     with FaultServer(ok(LIVE_PLAN)) as server:
         _record_live(server, tasks, out, temperature=0.0)
-        out.rename(out.with_name("r.jsonl.partial.jsonl"))  # as if the run had been interrupted at the end
+        interrupted(out)
         before = len(server.requests)
         _record_live(server, tasks, out, temperature=0.5)
         assert len(server.requests) - before >= 2  # other settings: asked again
@@ -134,11 +141,11 @@ def test_a_program_file_is_the_same_request_however_its_path_is_spelled(tmp_path
     monkeypatch.chdir(tmp_path)
     with FaultServer(ok(LIVE_PLAN)) as server:
         _record_live(server, tasks, out, temperature=0.0, program="prog.json")
-        out.rename(out.with_name("r.jsonl.partial.jsonl"))
+        interrupted(out)
         before = len(server.requests)
         _record_live(server, tasks, out, temperature=0.0, program=str(tmp_path / "prog.json"))
         assert len(server.requests) == before  # the same file: nothing asked again
-        out.rename(out.with_name("r.jsonl.partial.jsonl"))
+        interrupted(out)
         state = json.loads((tmp_path / "prog.json").read_text())
         state["plan"]["demos"] = state["plan"]["demos"][:1]
         (tmp_path / "prog.json").write_text(json.dumps(state))

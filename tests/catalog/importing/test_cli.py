@@ -121,3 +121,16 @@ def test_the_output_must_be_a_json_file(tool_file, tmp_path, capsys):
     code, _, err = run_cli(["catalog", "import", str(tool_file), "--out", str(tmp_path / "catalog.toml")], capsys)
     assert code == 2 and err.startswith("error: --out ") and "unknown suffix '.toml'; expected .json" in err
     assert len(err.splitlines()) == 1
+
+
+@pytest.mark.xfail(strict=True, reason="issue 40 item 7: a JSON endpoint that is not MCP prints the SDK's 34-line error")
+def test_an_http_endpoint_that_is_not_mcp_is_one_line(tmp_path, capsys):
+    pytest.importorskip("mcp", reason=NO_SDK)
+    from tests.fault_server import FaultServer, ok
+
+    out = tmp_path / "c.json"
+    with FaultServer([ok("hello")]) as server:  # an OpenAI-compatible endpoint: JSON, but not JSON-RPC
+        code, _, err = run_cli(["catalog", "import", f"mcp+http:{server.url}/chat/completions", "--out", str(out),
+                                "--timeout", "10"], capsys)
+    check_error(code, err, 1, ("not an MCP endpoint",))
+    assert not out.exists()

@@ -100,7 +100,10 @@ def _describe(leaf: BaseException, target: ServerTarget, timeout_s: float) -> st
         if leaf.code == -32000 and "closed" in leaf.error.message.lower():
             return "the server closed the connection before listing its tools" + (
                 " (it exited)" if command is not None else "")
-        return f"the server answered with error {leaf.code}: {leaf.error.message}"
+        if leaf.code == -32700 or "content type" in leaf.error.message.lower():
+            return "not an MCP endpoint: its answer is not an MCP message (" + _last_line(
+                leaf.error.message.splitlines()[0] if leaf.error.message else "")[:120] + ")"
+        return f"the server answered with error {leaf.code}: {_last_line(leaf.error.message)}"
     text = " ".join(str(leaf).split())[:200]
     if command is None and type(leaf).__module__.split(".")[0] in ("httpx2", "httpcore2"):
         return f"cannot reach {target.url}: {text or type(leaf).__name__}"
@@ -181,8 +184,9 @@ def failure_line(exc: BaseException, target: ServerTarget, witness: Witness, log
         return leaf.detail
     if witness.http_errors:
         return _http_status_text(witness.http_errors[0])
-    said = witness.stderr_line() or _last_line("\n".join(logs.messages))
-    return _describe(leaf, target, timeout_s) + (f"; it said: {said}" if said else "")
+    said = witness.stderr_line() or _last_line("\n".join(logs.messages[:1]))
+    line = _describe(leaf, target, timeout_s)
+    return line + (f"; it said: {said}" if said and said not in line else "")
 
 
 def _http_status_text(code: int) -> str:

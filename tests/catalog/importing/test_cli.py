@@ -123,7 +123,6 @@ def test_the_output_must_be_a_json_file(tool_file, tmp_path, capsys):
     assert len(err.splitlines()) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="issue 40 item 7: a JSON endpoint that is not MCP prints the SDK's 34-line error")
 def test_an_http_endpoint_that_is_not_mcp_is_one_line(tmp_path, capsys):
     pytest.importorskip("mcp", reason=NO_SDK)
     from tests.fault_server import FaultServer, ok

@@ -111,6 +111,24 @@ class ToolServerError(RunError):
         return (type(self), (self.server, self.detail))
 
 
+class RecordWriteError(RunError):
+    """A plan was made but its trace record could not be written (``plan --record`` onto a full
+    disk, a file that cannot be appended to). The plan is not lost: it is ``result``.
+
+    Attributes:
+        path: The record file.
+        result: The :class:`~helmdeck_dspy.planning.result.PlanResult` the call made.
+    """
+
+    def __init__(self, path: str, reason: str, result: object = None) -> None:
+        self.path = path
+        self.result = result
+        super().__init__(f"{path}: cannot write the trace record: {reason}")
+
+    def __reduce__(self):
+        return (type(self), (self.path, str(self).split(": cannot write the trace record: ", 1)[-1], self.result))
+
+
 class ToolNameClashError(InputError):
     """Two tools of one name that prefixing by source cannot tell apart (one source listing a name
     twice, or two sources with the same label)."""

@@ -68,6 +68,7 @@ def plan_cmd(
 ) -> None:
     """Plan INTENT for MODEL: select the catalog, call the compiled module, guard the answer."""
     from helmdeck_dspy.domain import MAX_CONTEXT_FILE_BYTES
+    from helmdeck_dspy.errors import RecordWriteError
     from helmdeck_dspy.io.datafiles import read_text_limited
     from helmdeck_dspy.io.outputs import JSONL_FORMATS, check_output
     from helmdeck_dspy.planning.bounds import check_output_cap, check_request
@@ -91,18 +92,26 @@ def plan_cmd(
         )
         check_output_cap(max_tokens, input_tokens=planner.budget.input_tokens, model=planner.budget.model)
         check_request(intent, context, input_tokens=planner.budget.input_tokens, model=planner.budget.model)
-        result = planner.plan(intent, context=context)
+        try:
+            result = planner.plan(intent, context=context)
+        except RecordWriteError as exc:  # the plan was made: show it, then say what was not recorded
+            result, unrecorded = exc.result, exc
+        else:
+            unrecorded = None
     for w in caught:
         if issubclass(w.category, UserWarning):
             to_stderr(f"warning: {w.message}")
     if as_json:
         emit_json(result.model_dump(mode="json"))
-        return
-    _print_result(result, lm_spec or model)
+    else:
+        _print_result(result, lm_spec or model, exit_on_failure=unrecorded is None)
+    if unrecorded is not None:
+        raise unrecorded
 
 
-def _print_result(result: PlanResult, lm_spec: str) -> None:
-    """Print the plan (or why there is none, then exit 1) as text; a simulated LM says so."""
+def _print_result(result: PlanResult, lm_spec: str, exit_on_failure: bool = True) -> None:
+    """Print the plan (or why there is none, then exit 1 unless told not to) as text; a simulated
+    LM says so."""
     from helmdeck_dspy.engines.lm_spec import trace_source
     from helmdeck_dspy.traces.record import is_simulated, source_kind
 
@@ -121,7 +130,9 @@ def _print_result(result: PlanResult, lm_spec: str) -> None:
                        + (f" (HTTP {a.http_status})" if a.http_status else "") + f" in {a.elapsed_ms} ms")
     if not result.ok:
         click.echo(f"no plan: {result.failure_cause} ({result.error})")
-        raise SystemExit(1)
+        if exit_on_failure:
+            raise SystemExit(1)
+        return
     if result.answered_by and len(result.attempts) > 1:
         click.echo(f"answered by {result.answered_by} after {len(result.attempts)} attempts")
     click.echo(f"complexity {result.complexity}  parse {result.parse_outcome}"

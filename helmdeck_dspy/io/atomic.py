@@ -52,6 +52,11 @@ def atomic_writer(path: str | Path, mode: str = "w") -> Iterator[IO]:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, target)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if exc.filename in (None, tmp) and exc.errno is not None:  # name the file being written, not the temporary one
+            raise OSError(exc.errno, exc.strerror, str(target)) from None
+        raise
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

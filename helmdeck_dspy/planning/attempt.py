@@ -21,7 +21,7 @@ from helmdeck_dspy.catalog.ranking.embedding import encoder
 from helmdeck_dspy.catalog.select import select_catalog
 from helmdeck_dspy.decoding.parsing import ParseResult
 from helmdeck_dspy.engines.lm_spec import make_lm, trace_source
-from helmdeck_dspy.errors import DeadlineExceeded
+from helmdeck_dspy.errors import DeadlineExceeded, RecordWriteError
 from helmdeck_dspy.io.redaction import redact, scrub, secret_values
 from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY
 from helmdeck_dspy.planning.chains import PIPELINE_CHAINS_KEY
@@ -272,11 +272,14 @@ def run_attempt(
         elapsed_ms=int((time.perf_counter() - t0) * 1000), max_tokens=cap,
     )
     if options.record_path is not None:
-        record_exchanges(
-            options.record_path, calls, source=options.record_source or trace_source(options.lm_spec),
-            budget=planner.budget, variant=planner.variant, intent=intent, task_id=task_id, secrets=secrets,
-            error=error_text, http_status=status, max_tokens=cap, run=recorded_run(planner, exchange.spec),
-            sampling=exchange.spec.model_dump(include={"temperature", "seed"}) if exchange.spec else None,
-            native_tools=bool(exchange.spec and exchange.spec.tools),
-        )
+        try:
+            record_exchanges(
+                options.record_path, calls, source=options.record_source or trace_source(options.lm_spec),
+                budget=planner.budget, variant=planner.variant, intent=intent, task_id=task_id, secrets=secrets,
+                error=error_text, http_status=status, max_tokens=cap, run=recorded_run(planner, exchange.spec),
+                sampling=exchange.spec.model_dump(include={"temperature", "seed"}) if exchange.spec else None,
+                native_tools=bool(exchange.spec and exchange.spec.tools),
+            )
+        except OSError as exc:  # the plan stands; the caller is told its record is missing
+            raise RecordWriteError(str(options.record_path), exc.strerror or str(exc), result) from None
     return result, attempt, info

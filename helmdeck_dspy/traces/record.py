@@ -199,6 +199,15 @@ def append_line(text: str, path: str | Path, *, fsync: bool = False) -> None:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     data = (text + "\n").encode("utf-8")
+    try:
+        _append(target, data, fsync)
+    except OSError as exc:
+        if exc.filename is None and exc.errno is not None:  # a failed write names no file: name it
+            raise OSError(exc.errno, exc.strerror, str(target)) from None
+        raise
+
+
+def _append(target: Path, data: bytes, fsync: bool) -> None:
     fd = os.open(target, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
     try:
         size = os.fstat(fd).st_size

@@ -25,7 +25,6 @@ def _main(capsys, *args: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
-@pytest.mark.xfail(strict=True, reason="issue 40 item 7: plan --record onto a full disk loses the plan, naming no file")
 def test_plan_record_onto_a_full_disk_names_the_file_and_keeps_the_plan(tmp_path, monkeypatch, capsys):
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full here to stand for a full disk")
@@ -40,7 +39,6 @@ def test_plan_record_onto_a_full_disk_names_the_file_and_keeps_the_plan(tmp_path
     assert "complexity" in out  # the plan the call made is printed all the same
 
 
-@pytest.mark.xfail(strict=True, reason="issue 40 item 7: a table that cannot be replaced is reported by its temporary file")
 def test_calibrate_apply_onto_a_table_it_cannot_replace_names_the_table(reports, tmp_path, monkeypatch, capsys):  # noqa: F811
     import helmdeck_dspy.io.atomic as atomic
 

@@ -75,6 +75,7 @@ def plan_cmd(
     from helmdeck_dspy.planning.history import HistoryStore
     from helmdeck_dspy.planning.planner import Planner
     from helmdeck_dspy.planning.resilience.policy import resolve_resilience
+    from helmdeck_dspy.serve.auth import process_owner
 
     if record_path is not None:  # before any paid call: a plan that cannot be recorded is not made
         check_output(record_path, formats=JSONL_FORMATS, append=True, option="--record")
@@ -88,6 +89,7 @@ def plan_cmd(
             ranker=ranker, rank_source=rank_source, use_filter=not no_filter, max_tokens=max_tokens, record_path=record_path,
             answer_strategy=strategy, temperature=temperature, seed=seed,
             history=HistoryStore() if history or history_prior else None, history_prior=history_prior,
+            caller=process_owner(),
             retry=config.retry, fallback=config.fallback, program=program,
         )
         check_output_cap(max_tokens, input_tokens=planner.budget.input_tokens, model=planner.budget.model)

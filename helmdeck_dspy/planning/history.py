@@ -12,7 +12,9 @@ hashes, the tool names, pipeline ids, the complexity, the model id, the caller i
 the duration.
 
 The store lives under the user data directory (``$HELMDECK_DSPY_HOME`` overrides it): the
-database ``history.sqlite`` and its secret ``history.key``, both 0600, in a 0700 folder.
+database ``history.sqlite`` and its secret ``history.key``, both 0600, in a 0700 folder. The
+secret can live elsewhere (``$HELMDECK_DSPY_HISTORY_KEY_FILE``, or ``key_path``), so that a copy
+of the data folder holds only hashes no dictionary reverses.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from pydantic import BaseModel, Field
 from helmdeck_dspy.catalog.text import tokenize
 from helmdeck_dspy.domain import PIPELINE_RUN_TOOL, UNKNOWN_TOOL
 from helmdeck_dspy.errors import HistoryStoreError
-from helmdeck_dspy.planning.history_keys import Keyed, load_secret, migrate, prepare_files
+from helmdeck_dspy.planning.history_keys import Keyed, load_secret, migrate, prepare_files, secret_path
 
 AUDIT_TTL_SECONDS = 30 * 24 * 3600
 MY_PLANS_LIMIT = 25
@@ -133,10 +135,10 @@ class HistoryStore:
             an SQLite file, or the secret is unreadable.
     """
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    def __init__(self, path: str | Path | None = None, *, key_path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else data_dir() / "history.sqlite"
         prepare_files(self.path)
-        self.keyed = Keyed(load_secret(self.path.with_suffix(".key")))
+        self.keyed = Keyed(load_secret(secret_path(self.path, key_path)))
         try:
             with closing(self._connect()) as db:
                 db.executescript(_SCHEMA)

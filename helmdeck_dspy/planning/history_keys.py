@@ -2,7 +2,7 @@
 
 Every hash the history stores (the intent's, each intent term's, each step's arguments') is an
 HMAC-SHA256 under a secret of 32 random bytes kept beside the database (``history.key``, mode
-0600). Rows of one install still match each other (the same intent gives the same hash, similar
+0600), or where ``$HELMDECK_DSPY_HISTORY_KEY_FILE`` says. Rows of one install still match each other (the same intent gives the same hash, similar
 intents share term hashes), but without the secret no dictionary turns a hash back into a word,
 and two installs' hashes of the same request differ. The database is 0600 and, when this package
 creates or owns it, its folder 0700.
@@ -47,6 +47,30 @@ class Keyed:
         """The first ``size`` bytes of HMAC-SHA256(secret, kind NUL text), as hex."""
         mac = hmac.new(self._secret, f"{kind}\0{text}".encode("utf-8", "surrogatepass"), hashlib.sha256)
         return mac.digest()[:size].hex()
+
+
+KEY_FILE_ENV = "HELMDECK_DSPY_HISTORY_KEY_FILE"
+"""Where the secret lives instead of beside the database (a path; created 0600 when absent)."""
+
+
+def secret_path(db: Path, key_path: str | Path | None = None) -> Path:
+    """The secret's file: ``key_path``, else ``$HELMDECK_DSPY_HISTORY_KEY_FILE``, else beside the
+    database (``history.key``). A folder it needs is created 0700.
+
+    Raises:
+        HistoryStoreError: That folder cannot be created.
+    """
+    chosen = key_path if key_path is not None else os.environ.get(KEY_FILE_ENV) or None
+    if chosen is None:
+        return db.with_suffix(".key")
+    path = Path(chosen).expanduser()
+    if not path.parent.exists():
+        try:
+            path.parent.mkdir(mode=FOLDER_MODE, parents=True)
+        except OSError as exc:
+            raise HistoryStoreError(f"{path.parent}: cannot hold the plan-history secret ({exc.strerror or exc}); "
+                                    f"check {KEY_FILE_ENV}") from None
+    return path
 
 
 def load_secret(path: Path) -> bytes:

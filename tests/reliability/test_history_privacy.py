@@ -133,7 +133,6 @@ def test_rows_written_before_keyed_hashes_are_migrated(tmp_path):
     HistoryStore(path)  # opened again: nothing left to migrate, no warning
 
 
-@pytest.mark.xfail(strict=True, reason="issue 40 item 5: the history key can only live beside the database")
 def test_the_history_key_can_live_apart_from_the_data(cli, tmp_path):
     key = tmp_path / "secrets" / "helmdeck-history.key"
     run = cli("plan", "list files", "-m", "m/x", "--lm", "sim:frontier-like", "--no-filter",
@@ -148,7 +147,6 @@ def test_the_history_key_can_live_apart_from_the_data(cli, tmp_path):
     assert len(rows) == 2 and rows[0].intent_sha == rows[1].intent_sha  # one secret for both runs
 
 
-@pytest.mark.xfail(strict=True, reason="issue 40 item 6: CLI history rows name the caller 'unknown'")
 def test_a_cli_history_row_names_the_user_who_ran_it(cli):
     import getpass
 

@@ -5,8 +5,10 @@ shuts itself down after ``deadline_s`` or when its ``with`` block ends, and answ
 ``max_requests`` requests (later ones get a plain 503 and are counted in ``over_cap``). Stalling
 replies wait on the server's stop event, so nothing outlives the server.
 
-Each request to ``/v1/chat/completions`` or ``/chat/completions`` takes the next :class:`Reply`
-of the script (the last one repeats once the script runs out) and is recorded with its headers,
+Each server has a random path prefix of its own (in ``url``): a request without it, from a client
+an earlier test abandoned on a port this server now holds, is answered 404 and counted in
+``strays``, never as one of this test's requests. Each request to ``<prefix>/v1/chat/completions``
+or ``<prefix>/chat/completions`` takes the next :class:`Reply` of the script (the last one repeats once the script runs out) and is recorded with its headers,
 JSON body and arrival time, so tests can assert on retries, backoff and what was sent::
 
     with FaultServer([status(503), ok(PLAN)]) as server:
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import secrets
 import socket
 import struct
 import threading
@@ -187,10 +190,15 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         owner = self.server.owner
-        if self.path.rstrip("/") not in CHAT_PATHS:
+        if not self.path.startswith(owner.prefix + "/"):  # a client of an earlier server on a reused port
+            owner.strays += 1
+            self._send_json(404, {"error": {"message": "not this server's client"}})
+            return
+        path = self.path[len(owner.prefix):]
+        if path.rstrip("/") not in CHAT_PATHS:
             self._send_json(404, {"error": {"message": f"no route {self.path}"}})
             return
-        reply = owner._take(Received("POST", self.path, _canonical(self.headers.items()), body, raw, time.monotonic()))
+        reply = owner._take(Received("POST", path, _canonical(self.headers.items()), body, raw, time.monotonic()))
         if reply is None:
             self._send_json(503, {"error": {"message": "fault server request cap reached"}})
             return
@@ -281,6 +289,8 @@ class FaultServer:
         self.stall_s = stall_s
         self.requests: list[Received] = []
         self.over_cap = 0
+        self.prefix = "/" + secrets.token_hex(6)  # its own clients' paths: a stray from an earlier test is not counted
+        self.strays = 0
         self._offset = 0
         self.stopping = threading.Event()
         self._lock = threading.Lock()
@@ -329,8 +339,8 @@ class FaultServer:
 
     @property
     def url(self) -> str:
-        """The API base to hand a client (``http://127.0.0.1:<port>/v1``)."""
-        return f"http://127.0.0.1:{self.port}/v1"
+        """The API base to hand a client (``http://127.0.0.1:<port>/<this server's prefix>/v1``)."""
+        return f"http://127.0.0.1:{self.port}{self.prefix}/v1"
 
     def gaps(self) -> list[float]:
         """Seconds between consecutive requests' arrivals."""

@@ -20,7 +20,10 @@ from helmdeck_dspy.domain import MAX_TIMEOUT_S
 @click.option("--tasks", "tasks_path", type=click.Path(dir_okay=False, exists=True), default=None,
               help="The tasks (default: the bundled eval/e2e/tasks.jsonl).")
 @click.option("--only", default=None, help="Comma-separated task ids or types to run.")
-@click.option("--arms", default="planner,alone", show_default=True, help="Which arms, in order.")
+@click.option("--split", type=click.Choice(["all", "dev", "test"]), default="all", show_default=True,
+              help="Run the dev or test half only (a fixed half by a hash of the task id).")
+@click.option("--arms", default="planner,alone", show_default=True,
+              help="Which arms, in order: planner, alone, planner-next (the next_ask lever).")
 @click.option("--max-steps", type=click.IntRange(1, 100), default=8, show_default=True)
 @click.option("--time-cap", "time_cap_s", type=FiniteFloat(min=0, min_open=True, max=MAX_TIMEOUT_S), default=600.0,
               show_default=True, help="Seconds one task may take.")
@@ -30,10 +33,10 @@ from helmdeck_dspy.domain import MAX_TIMEOUT_S
               show_default=True, help="mcp-server-sqlite, in an environment of its own (it needs the MCP SDK 1.x).")
 @click.option("--table-only", is_flag=True, help="Only write the table from the results there are.")
 def e2e_cmd(model: str | None, lm_spec: str | None, api_base: str | None, out_dir: str, tasks_path: str | None,
-            only: str | None, arms: str, max_steps: int, time_cap_s: float, npm_dir: str, sqlite_command: str,
+            only: str | None, split: str, arms: str, max_steps: int, time_cap_s: float, npm_dir: str, sqlite_command: str,
             table_only: bool) -> None:
     """Run each task in a fresh sandbox under each arm for MODEL (resumable), then write the table."""
-    from helmdeck_dspy.bench.e2e.checks import load_e2e_tasks
+    from helmdeck_dspy.bench.e2e.checks import load_e2e_tasks, task_split
     from helmdeck_dspy.bench.e2e.report import write_table
     from helmdeck_dspy.bench.e2e.study import StudySetup, run_e2e
     from helmdeck_dspy.io.resources import bundled_dir
@@ -46,6 +49,8 @@ def e2e_cmd(model: str | None, lm_spec: str | None, api_base: str | None, out_di
         wanted = {w.strip() for w in (only or "").split(",") if w.strip()}
         if wanted:
             tasks = [t for t in tasks if t.id in wanted or t.type in wanted]
+        if split != "all":
+            tasks = [t for t in tasks if task_split(t.id) == split]
         click.echo(f"{len(tasks)} tasks (sha256 {digest[:12]}), arms {arms}, model {model}, lm {lm_spec or model}")
         setup = StudySetup(npm_dir=Path(npm_dir).absolute(), sqlite_command=Path(sqlite_command).absolute())
 

@@ -9,7 +9,11 @@
   through the same tolerant call-list decoder as the ``plain`` strategy, and nothing else: names
   and arguments are sent as written.
 
-Both run under the same loop (step cap, time cap, the stop on a failed call planned again
+A third arm, ``planner-next``, is the planner with the ``next_ask`` lever (a ``plain`` re-plan asks
+for the next calls, as the model-alone loop does); it is a lever under test, chosen or not on the
+study's dev half (:func:`~helmdeck_dspy.bench.e2e.checks.task_split`).
+
+All run under the same loop (step cap, time cap, the stop on a failed call planned again
 unchanged), servers, sandboxes and approval policy.
 """
 
@@ -24,20 +28,21 @@ from helmdeck_dspy.decoding.call_list import decode_calls
 from helmdeck_dspy.decoding.reasoning import split_reasoning
 from helmdeck_dspy.planning.guards import GuardedStep
 from helmdeck_dspy.planning.result import PlanResult
-from helmdeck_dspy.program.plain_prompt import plain_functions, plain_request
+from helmdeck_dspy.program.plain_prompt import NEXT_ASK, plain_functions, plain_request
 from helmdeck_dspy.signatures.types import ExecutedStep
 
-ARMS = ("planner", "alone")
+ARMS = ("planner", "alone", "planner-next")
+"""The arms: the shipped planner, the model alone, and the planner with the ``next_ask`` lever."""
+ARM_OPTIONS: dict[str, dict[str, Any]] = {"planner": {}, "planner-next": {"next_ask": True}}
+"""The planner options of each planner arm."""
 RESULTS_LEAD = "Results of those calls:"
-ASK_NEXT = ('Answer with only a JSON list of the next function calls, each as {"name": "<function name>", '
-            '"arguments": {...}}. Answer [] if no more calls are needed.')
 
 
 def results_message(steps: list[ExecutedStep]) -> str:
     """The user message that hands the model its calls' results (errors marked)."""
     shown = [{"name": s.tool, "arguments": s.args, "result": s.output, **({"error": True} if s.error else {})}
              for s in steps]
-    return f"{RESULTS_LEAD}\n{json.dumps(shown, ensure_ascii=False)}\n\n{ASK_NEXT}"
+    return f"{RESULTS_LEAD}\n{json.dumps(shown, ensure_ascii=False)}\n\n{NEXT_ASK}"
 
 
 class AloneAgent:

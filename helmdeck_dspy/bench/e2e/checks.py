@@ -81,6 +81,11 @@ class E2ETask(BaseModel):
         return self.intent.replace("{site}", site)
 
 
+def task_split(task_id: str) -> str:
+    """``dev`` or ``test``: a fixed half of the tasks by a hash of the id (levers are chosen on dev)."""
+    return "dev" if hashlib.sha256(task_id.encode()).digest()[0] % 2 == 0 else "test"
+
+
 def load_e2e_tasks(path: Path) -> tuple[list[E2ETask], str]:
     """The tasks of a JSONL file and the file's SHA-256.
 

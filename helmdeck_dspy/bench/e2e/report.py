@@ -10,6 +10,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from helmdeck_dspy.bench.e2e.arms import ARMS
+from helmdeck_dspy.bench.e2e.checks import task_split
 from helmdeck_dspy.evaluation.stats import newcombe_paired_diff, wilson
 from helmdeck_dspy.io.atomic import atomic_write_text
 from helmdeck_dspy.io.jsonl import iter_jsonl
@@ -48,27 +50,36 @@ def _paired(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any
             "alone_only": a_only, "diff": diff, "ci": [low, high]}
 
 
+def _comparison(first: dict[str, dict[str, Any]], second: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """``first`` paired against ``second`` (task id → result) on the tasks both hold: overall, by
+    task type, by kind and by split."""
+    pairs = [(first[t], second[t]) for t in sorted(set(first) & set(second))]
+    groups: dict[str, dict[str, list[tuple[dict[str, Any], dict[str, Any]]]]] = {"type": {}, "kind": {}, "split": {}}
+    for p, a in pairs:
+        for field, value in (("type", p["type"]), ("kind", p["kind"]), ("split", task_split(p["task_id"]))):
+            groups[field].setdefault(value, []).append((p, a))
+    return {"paired": _paired(pairs), **{f"by_{k}": {n: _paired(v) for n, v in sorted(g.items())}
+                                         for k, g in groups.items()}}
+
+
 def build_table(results: Path) -> dict[str, Any]:
-    """Every model's figures from a results file (the last line of a (model, arm, task) wins)."""
+    """Every model's figures from a results file (the last line of a (model, arm, task) wins): each
+    arm's own figures, and each planner arm paired against the model alone (``paired``, ``by_type``,
+    ``by_kind``, ``by_split`` for the shipped planner; ``comparisons`` for every arm)."""
     latest: dict[tuple[str, str, str], dict[str, Any]] = {}
     for _, row in iter_jsonl(results):
         latest[(row["model"], row["arm"], row["task_id"])] = row
     models: dict[str, Any] = {}
     for model in sorted({m for m, _, _ in latest}):
-        arms = {arm: [r for (m, a, _), r in latest.items() if m == model and a == arm] for arm in ("planner", "alone")}
-        by_task = {arm: {r["task_id"]: r for r in rows} for arm, rows in arms.items()}
-        paired_ids = sorted(set(by_task["planner"]) & set(by_task["alone"]))
-        pairs = [(by_task["planner"][t], by_task["alone"][t]) for t in paired_ids]
-        groups: dict[str, dict[str, list[tuple[dict[str, Any], dict[str, Any]]]]] = {"type": {}, "kind": {}}
-        for p, a in pairs:
-            groups["type"].setdefault(p["type"], []).append((p, a))
-            groups["kind"].setdefault(p["kind"], []).append((p, a))
+        present = [a for a in ARMS if any(m == model and arm == a for m, arm, _ in latest)]
+        by_task = {arm: {t: r for (m, a, t), r in latest.items() if m == model and a == arm} for arm in present}
+        alone = by_task.get("alone", {})
+        comparisons = {arm: _comparison(rows, alone) for arm, rows in by_task.items() if arm != "alone"}
         models[model] = {
-            "lm": sorted({r["lm"] for rows in arms.values() for r in rows}),
-            "arms": {arm: _arm_stats(rows) for arm, rows in arms.items() if rows},
-            "paired": _paired(pairs),
-            "by_type": {k: _paired(v) for k, v in sorted(groups["type"].items())},
-            "by_kind": {k: _paired(v) for k, v in sorted(groups["kind"].items())},
+            "lm": sorted({r["lm"] for rows in by_task.values() for r in rows.values()}),
+            "arms": {arm: _arm_stats(list(rows.values())) for arm, rows in by_task.items()},
+            **comparisons.get("planner", _comparison({}, {})),
+            "comparisons": comparisons,
         }
     return {"results": str(results.name), "models": models}
 
@@ -93,14 +104,15 @@ def table_markdown(table: dict[str, Any]) -> str:
             lines.append(f"| {arm} | {s['n']} | {_pct(s['rate'])} [{_pct(s['ci'][0])}, {_pct(s['ci'][1])}] | "
                          f"{s['calls_per_task']:.2f} | {s['plan_calls_per_task']:.2f} | {s['tool_errors']} | "
                          f"{s['tasks_with_errors']}: {s['recovered']} | {s['median_seconds']:.1f} | {stopped} |")
-        p = m["paired"]
-        lines += ["", f"Paired on {p['n']} tasks: planner {p['planner']}, alone {p['alone']} "
-                      f"(planner only {p['planner_only']}, alone only {p['alone_only']}); "
-                      f"difference in points {_diff(p)}.", "",
-                  "| group | tasks | planner | alone | planner − alone, points [95% CI] |", "|---|---|---|---|---|"]
-        for label, groups in (("type", m["by_type"]), ("kind", m["by_kind"])):
-            for name, d in groups.items():
-                lines.append(f"| {label} {name} | {d['n']} | {d['planner']} | {d['alone']} | {_diff(d)} |")
+        for arm, c in m["comparisons"].items():
+            p = c["paired"]
+            lines += ["", f"**{arm} against the model alone**, paired on {p['n']} tasks: {arm} {p['planner']}, alone "
+                          f"{p['alone']} ({arm} only {p['planner_only']}, alone only {p['alone_only']}); "
+                          f"difference in points {_diff(p)}.", "",
+                      f"| group | tasks | {arm} | alone | {arm} − alone, points [95% CI] |", "|---|---|---|---|---|"]
+            for label in ("type", "kind", "split"):
+                for name, d in c[f"by_{label}"].items():
+                    lines.append(f"| {label} {name} | {d['n']} | {d['planner']} | {d['alone']} | {_diff(d)} |")
         lines.append("")
     return "\n".join(lines)
 

@@ -25,6 +25,7 @@ from helmdeck_dspy.cli.options import (
     retries_option,
     timeout_option,
     to_stderr,
+    variant_option,
 )
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 @click.option("--record", "record_path", type=click.Path(), default=None,
               help="Append the call as a trace record to this .jsonl file (checked before the call).")
 @max_tokens_option()
+@variant_option(help="Plan the whole task at once (full_steps) or one step (single_pick); default: the budget row's.")
 @strategy_option
 @plan_sampling
 @ranker_option
@@ -62,7 +64,7 @@ if TYPE_CHECKING:
 @json_option("Print the PlanResult as JSON.")
 def plan_cmd(
     intent: str, model: str, lm_spec: str | None, api_base: str | None, catalog_path: str | None,
-    context_file: str | None, record_path: str | None, max_tokens: int | None, strategy: str | None, temperature: float | None, seed: int | None, ranker: str, rank_source: str, no_filter: bool,
+    context_file: str | None, record_path: str | None, max_tokens: int | None, variant: str | None, strategy: str | None, temperature: float | None, seed: int | None, ranker: str, rank_source: str, no_filter: bool,
     history: bool, history_prior: bool, fallbacks: tuple[str, ...], on_length: str | None, timeout_s: float | None,
     retries: int | None, resilience_path: str | None, budgets_path: str | None, program: str | None, as_json: bool,
 ) -> None:
@@ -85,7 +87,7 @@ def plan_cmd(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         planner = Planner.for_model(
-            model, lm=lm_spec, catalog=catalog_path, budgets=budgets_path, api_base=api_base,
+            model, lm=lm_spec, catalog=catalog_path, budgets=budgets_path, api_base=api_base, variant=variant,
             ranker=ranker, rank_source=rank_source, use_filter=not no_filter, max_tokens=max_tokens, record_path=record_path,
             answer_strategy=strategy, temperature=temperature, seed=seed,
             history=HistoryStore() if history or history_prior else None, history_prior=history_prior,

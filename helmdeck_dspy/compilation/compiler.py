@@ -60,6 +60,7 @@ from helmdeck_dspy.planning.history import HistoryStore
 from helmdeck_dspy.program.demo_pool import DemoPool, PoolDemo, fit_decline_gate, pool_from_tasks
 from helmdeck_dspy.program.modules import MODULES
 from helmdeck_dspy.program.store import (
+    ABOUT_KEY,
     load_compiled_state,
     manifest_path,
     model_key,
@@ -240,8 +241,13 @@ def run_compile(target: CompileTarget, *, notify: Callable[[str], None] | None =
 def persist_compile(target: CompileTarget, run: CompileRun) -> CompileResult:
     """Save ``run``'s program to ``target``'s file and record its entry in the manifest (both atomically)."""
     opts, setup = target.request.options, target.setup
-    save_program(run.program, target.path)
-    roles, pool = run.meter.roles, run.program.demo_pool
+    pool = run.program.demo_pool
+    save_program(run.program, target.path, about={
+        "variant": setup.variant, "tier": setup.tier, "model": opts.model, "optimizer": opts.optimizer,
+        "inputs_sha256": target.inputs_sha,
+        "pool": {"size": len(pool.demos), "k": pool.k, "decline_slot": pool.decline_slot} if pool else None,
+    })
+    roles = run.meter.roles
     result = CompileResult(
         tier=setup.tier, variant=setup.variant, model=opts.model, optimizer=opts.optimizer, lm=target.lm_spec,
         teacher_lm=target.teacher_spec, temperature=opts.temperature, budget_model=setup.budget.model,
@@ -265,8 +271,10 @@ def persist_compile(target: CompileTarget, run: CompileRun) -> CompileResult:
     return result
 
 
-def save_program(program: Any, path: Path) -> None:
-    """Save ``program`` to ``path`` atomically (see :func:`~helmdeck_dspy.io.atomic.atomic_writer`).
+def save_program(program: Any, path: Path, about: dict[str, Any] | None = None) -> None:
+    """Save ``program`` to ``path`` atomically (see :func:`~helmdeck_dspy.io.atomic.atomic_writer`),
+    with ``about`` (what it was compiled for: variant, tier or model, optimizer, inputs hash, pool)
+    as its ``metadata.helmdeck``, which loading checks (:func:`~helmdeck_dspy.program.store.check_variant`).
 
     DSPy saves only to a named file: the program is saved to a scratch file first, whose bytes
     then replace ``path``, so a failed save leaves the previous program untouched.
@@ -275,6 +283,10 @@ def save_program(program: Any, path: Path) -> None:
         saved = Path(scratch) / path.name
         program.save(str(saved))
         data = saved.read_bytes()
+    if about is not None:
+        state = json.loads(data)
+        state.setdefault("metadata", {})[ABOUT_KEY] = about
+        data = (json.dumps(state, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
     with atomic_writer(path, "wb") as handle:
         handle.write(data)
 

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from helmdeck_dspy.domain import TIERS
+from helmdeck_dspy.domain import TIERS, VARIANTS
 from helmdeck_dspy.errors import CompiledProgramError
 from helmdeck_dspy.io.datafiles import file_sha256, read_json
 from helmdeck_dspy.io.resources import compiled_dir
@@ -128,7 +128,8 @@ def resolve_program(
     is shared by every request its planner serves.
 
     Raises:
-        CompiledProgramError: the chosen file is missing, corrupt or not a program for ``variant``.
+        CompiledProgramError: the chosen file is missing, corrupt, or compiled for another variant
+            than ``variant`` (:func:`check_variant`).
     """
     module, ref = _resolve(model_id, tier, variant, root, choice)
     return module.freeze(), ref
@@ -174,6 +175,44 @@ def _load_listed(module: Any, path: Path, key: str, entry: dict[str, Any]) -> Pr
     return ProgramRef(kind=kind, path=f"{key}.json", sha256=sha, optimizer=entry.get("optimizer"))
 
 
+ABOUT_KEY = "helmdeck"
+"""The key of a program file's ``metadata`` that says what it is (:func:`program_about`)."""
+
+
+def program_about(state: dict[str, Any]) -> dict[str, Any]:
+    """What a program file says it is: ``metadata.helmdeck`` (variant, tier, model, optimizer,
+    inputs hash, pool), or ``{}`` for a file from before programs described themselves."""
+    about = (state.get("metadata") or {}).get(ABOUT_KEY)
+    return about if isinstance(about, dict) else {}
+
+
+def stated_variant(state: dict[str, Any]) -> str | None:
+    """The prompt variant a program state was compiled for: as its file says, else as its
+    instructions tell (each variant's are its own), else None."""
+    declared = program_about(state).get("variant")
+    if declared in VARIANTS:
+        return str(declared)
+    from helmdeck_dspy.signatures.plan import variant_instructions  # imports dspy
+
+    instructions = ((state.get("plan") or {}).get("signature") or {}).get("instructions")
+    for variant in VARIANTS:
+        if instructions in (variant_instructions(variant), variant_instructions(variant, tools_only=True)):
+            return variant
+    return None
+
+
+def check_variant(state: dict[str, Any], variant: str | None, path: Path) -> None:
+    """Refuse a program compiled for another prompt variant than the module it is loaded into.
+
+    Raises:
+        CompiledProgramError: naming both variants and how to get the right one.
+    """
+    compiled_for = stated_variant(state)
+    if variant is not None and compiled_for is not None and compiled_for != variant:
+        raise CompiledProgramError(str(path), f"a {compiled_for} program, but this planner plans {variant}: compile "
+                                              f"one for {variant}, or plan with --variant {compiled_for}")
+
+
 def load_compiled_state(module: Any, path: str | Path) -> Any:
     """Load a compiled program file into ``module``, or raise :class:`CompiledProgramError`
     naming the file and what is wrong (not JSON, not a program state, a field of the wrong shape).
@@ -201,6 +240,7 @@ def load_compiled_state(module: Any, path: str | Path) -> Any:
             raise CompiledProgramError(str(p), f"{name}.signature: expected an object with a 'fields' list")
     if not isinstance(state.get("metadata", {}), dict):
         raise CompiledProgramError(str(p), "metadata: expected an object")
+    check_variant(state, getattr(module, "variant", None), p)
     state.setdefault("metadata", {}).setdefault("dependency_versions", {})
     try:
         module.load_state(state)

@@ -197,3 +197,22 @@ def test_a_fallback_model_keeps_a_general_choice_but_not_a_program_chosen_for_th
         OTHER, lm="sim:mid-tier", compiled_root=root).program_ref.path
     bare = Planner.for_model(MODEL, lm="sim:mid-tier", compiled_root=root, program="bare")
     assert bare.for_fallback(other).program_ref.kind == "bare"
+
+
+def test_a_program_file_says_what_it_was_compiled_for_and_another_variant_refuses_it(root, capsys):
+    path = model_program_path(MODEL, "single_pick", root)
+    about = json.loads(path.read_text())["metadata"]["helmdeck"]
+    assert about["variant"] == "single_pick" and about["model"] == MODEL and about["optimizer"] == "bootstrap"
+    assert about["inputs_sha256"] == read_manifest(root)["programs"][model_key(MODEL, "single_pick")]["inputs_sha256"]
+    with pytest.raises(CompiledProgramError, match="a single_pick program, but this planner plans full_steps"):
+        Planner.for_model(MODEL, lm="sim:mid-tier", program=str(path), variant="full_steps")
+    # a bundled program from before files described themselves is told by its instructions
+    with pytest.raises(CompiledProgramError, match="a full_steps program, but this planner plans single_pick"):
+        resolve_program(MODEL, "B", "single_pick", None, str(compiled_dir() / "tier_B" / "full_steps.json"))
+    # the CLI: one line, exit 1, and the way out
+    result = CliRunner().invoke(cli, ["plan", INTENT, "--model", OTHER, "--lm", "sim:mid-tier", "--no-history",
+                                      "--program", str(path)])
+    assert result.exit_code == 1 and "plan with --variant single_pick" in str(result.exception or result.output)
+    ok = CliRunner().invoke(cli, ["plan", INTENT, "--model", OTHER, "--lm", "sim:mid-tier", "--no-history",
+                                  "--program", str(path), "--variant", "single_pick"])
+    assert ok.exit_code == 0, ok.output

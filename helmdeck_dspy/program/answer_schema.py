@@ -10,8 +10,11 @@ that catalog:
 - a pipeline run is the branch whose ``tool`` is ``helmdeck__pipeline-run`` and whose ``args.id``
   is an enum of the selected pipelines;
 - with ``fit_decision`` the answer opens with ``tool_fits``, a boolean: whether any catalog tool
-  fits the request at all, an explicit decision before any step (the guards keep no steps when it
-  is false). Without it an empty ``steps`` list is the only way to say no, as in the plain
+  fits the request at all, an explicit decision before any step. The schema ties the steps to it:
+  its ``anyOf`` holds the answer with ``tool_fits`` true and the one with ``tool_fits`` false and
+  no steps (the 0.5B answered ``{"tool_fits": false, "steps": [<a call>]}`` 3 times in 25 under the
+  untied schema; the guards kept no steps then too, so plans are the same, without the wasted
+  call). Without it an empty ``steps`` list is the only way to say no, as in the plain
   prompt's ``[]``; docs/results/bfcl-levers.md compares the two. ``steps`` may be empty either way.
 
 Only keywords that llama.cpp's JSON-Schema-to-grammar conversion enforces are kept (see
@@ -113,7 +116,12 @@ def plan_schema(catalog: RoutingGuide, variant: str, fit_decision: bool = True) 
     properties["steps"] = steps
     if variant == "single_pick":
         properties["more_steps_likely"] = {"type": "boolean"}
-    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+    schema = {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+    if fit_decision:  # tool_fits false: steps must be empty (the grammar takes the branches, readers the properties)
+        no = {**properties, "tool_fits": {"const": False}, "steps": {"const": []}}
+        schema["anyOf"] = [{**schema, "properties": {**properties, "tool_fits": {"const": True}}},
+                           {**schema, "properties": no}]
+    return schema
 
 
 SchemaWire = Literal["json_object", "json_schema"]

@@ -65,7 +65,7 @@ def test_llama_cpp_grammar_enforces_tool_names_and_closed_args():
     text = _grammar(plan_schema(CATALOG, "full_steps"))
     for tool in ("weather.get", "free.form", "helmdeck__pipeline-run", "p.one"):
         assert f'\\"{tool}\\"' in text  # a literal: no other tool name can be generated
-    weather = [line for line in text.splitlines() if line.startswith("steps-item-0-args ::=")][0]
+    weather = [line for line in text.splitlines() if line.startswith("alternative-0-steps-item-0-args ::=")][0]
     assert "city" in weather and "additional" not in weather  # closed: no free keys after city and unit
 
 
@@ -75,5 +75,17 @@ def test_llama_cpp_grammar_accepts_every_schema_of_the_bundled_catalog():
 
 
 def test_llama_cpp_grammar_keeps_the_property_order():
-    root = [ln for ln in _grammar(plan_schema(CATALOG, "full_steps")).splitlines() if ln.startswith("root ::=")][0]
-    assert root.index("tool-fits-kv") < root.index("steps-kv")  # the decision comes before any step
+    rules = _grammar(plan_schema(CATALOG, "full_steps")).splitlines()
+    for branch in ("alternative-0 ::=", "alternative-1 ::="):
+        rule = [ln for ln in rules if ln.startswith(branch)][0]
+        assert rule.index("tool-fits-kv") < rule.index("steps-kv")  # the decision comes before any step
+
+
+def test_no_tool_fits_means_no_steps_under_the_grammar():
+    rules = dict(line.split(" ::= ", 1) for line in _grammar(plan_schema(CATALOG, "single_pick")).splitlines())
+    assert rules["root"] == "alternative-0 | alternative-1"
+    assert rules["alternative-0-tool-fits"] == '"true"' and rules["alternative-1-tool-fits"] == '"false"'
+    assert rules["alternative-1-steps"] == '"[]"'  # false: the steps are empty, by construction
+    assert "alternative-0-steps-item" in rules["alternative-0-steps"]  # true: any catalog step, as before
+    untied = plan_schema(CATALOG, "full_steps", fit_decision=False)
+    assert "anyOf" not in untied and "tool_fits" not in untied["properties"]

@@ -8,21 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from helmdeck_dspy.cli.app import main
+from tests.cli.test_bad_input import run_cli
 from tests.reliability.test_calibrate_lock import MODELS, fresh_table, reports  # noqa: F401 (a fixture)
 
 INTENT = "remember this launch, write a blog about it and make an illustration"
 NEMOTRON = "openrouter/nvidia/nemotron-3-super-120b-a12b:free"
-
-
-def _main(capsys, *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def test_plan_record_onto_a_full_disk_names_the_file_and_keeps_the_plan(tmp_path, monkeypatch, capsys):
@@ -31,8 +21,8 @@ def test_plan_record_onto_a_full_disk_names_the_file_and_keeps_the_plan(tmp_path
     monkeypatch.setenv("HELMDECK_DSPY_HOME", str(tmp_path / "home"))
     record = tmp_path / "calls.jsonl"
     record.symlink_to("/dev/full")  # every write: No space left on device
-    code, out, err = _main(capsys, "plan", INTENT, "--model", NEMOTRON, "--lm", "sim:nemotron-like", "--no-history",
-                           "--record", str(record))
+    code, out, err = run_cli(["plan", INTENT, "--model", NEMOTRON, "--lm", "sim:nemotron-like", "--no-history",
+                              "--record", str(record)], capsys)
     assert code == 1
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and str(record) in lines[0] and "No space left" in lines[0], err
@@ -49,8 +39,8 @@ def test_calibrate_apply_onto_a_table_it_cannot_replace_names_the_table(reports,
         raise PermissionError(13, "Permission denied", str(src), str(dst))
 
     monkeypatch.setattr(atomic.os, "replace", refuse)
-    code, _, err = _main(capsys, "calibrate", "--report", str(reports[MODELS[0]]), "--apply", "--allow-simulated",
-                         "--budgets", str(table))
+    code, _, err = run_cli(["calibrate", "--report", str(reports[MODELS[0]]), "--apply", "--allow-simulated",
+                            "--budgets", str(table)], capsys)
     assert code == 1
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and str(table) in lines[0] and ".tmp-" not in lines[0], err

@@ -4,7 +4,6 @@ the user asked for (never a temporary one), and what a paid call answered is not
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 

@@ -114,3 +114,23 @@ def test_real_time_and_filesystem_servers_return_results_and_error_flags(tmp_pat
         outside = run(step("read_text_file", path="/etc/hostname"))
         assert outside.error  # the server's sandbox holds
     assert (tmp_path / "files" / "b.txt").read_text() == "beta"
+
+
+def test_a_streamable_http_server_with_the_header_it_requires(tmp_path):
+    """The executor over mcp+http: this project's own MCP server, which wants a bearer token; its
+    helmdeck.route tool is annotated read-only, so it runs without asking."""
+    from helmdeck_dspy.serve.auth import CallerTokens
+    from tests.planning.test_planner import replay_file
+    from tests.serve.conftest import config_for, http_server
+
+    token = "executor-test-token-0123456789"
+    with http_server(config_for(tmp_path, replay_file(tmp_path)), CallerTokens({"runner": token})) as server:
+        with ToolSessions([f"helmdeck=mcp+http:{server.url}"], headers={"Authorization": f"Bearer {token}"}) as tools:
+            run = McpExecutor(tools, approve=lambda call: False)  # nothing to approve: it is read-only
+            routed = run(step("helmdeck.route", user_intent="take a screenshot of https://example.com",
+                              model="anthropic/claude-sonnet-4-6"))
+        with pytest.raises(ToolSourceError, match="HTTP 401"):
+            with ToolSessions([f"mcp+http:{server.url}"]):
+                pass
+    assert not routed.error and not routed.denied, routed.text
+    assert routed.structured and "tool" in json.dumps(routed.structured)

@@ -49,10 +49,6 @@ class PlannerOptions(BaseModel):
             (True); off, an empty ``steps`` list is the only way to say no tool fits. None (the
             default): on for a plain list of tools, off for a catalog with pipelines, as measured
             live (docs/results/test-split.md).
-        next_ask: Under the ``plain`` strategy, a re-plan (steps already run) asks for the next calls,
-            ``[]`` when no more are needed, as the model-alone loop asks; off (the default), it asks
-            for the calls that answer the question. A lever of the end-to-end study
-            (docs/results/e2e.md), off until it is chosen on that study's dev half.
         preset: ``shipped`` (the default), or ``before-issue-22``: the planner before issue 22
             (helmdeck's instructions and demos whatever the catalog, no argument checks, no
             pipeline-chain guard), which only the benchmarks use as a comparison row.
@@ -86,7 +82,6 @@ class PlannerOptions(BaseModel):
     seed: int | None = Field(default=None, ge=0, le=2**31 - 1)
     answer_strategy: StrategyName | None = None
     fit_decision: bool | None = None
-    next_ask: bool = False
     preset: Literal["shipped", "before-issue-22"] = "shipped"
     caller: str | None = None
     record_path: Path | None = None

@@ -96,7 +96,6 @@ def resolve_prompt(
     intent: str = "", program: Any = None, strategy: StrategyName | None = None, fit_decision: bool | None = None,
     max_tokens: int | None = None, temperature: float | None = None, seed: int | None = None,
     lm_kwargs: dict[str, Any] | None = None, fit_catalog: bool = True, exclude_demo: str | None = None,
-    next_ask: bool = False,
 ) -> PromptSpec:
     """The spec of one plan call (see the module docstring for the precedence).
 
@@ -113,7 +112,6 @@ def resolve_prompt(
         lm_kwargs: The LM's own settings (sampling it was built with is kept).
         fit_catalog: Fit instructions and demos to the catalog (off only in the ``before-issue-22`` preset).
         exclude_demo: A pool demo never shown (the task being answered).
-        next_ask: ``plain`` only: a re-plan asks for the next calls (``PlannerOptions.next_ask``).
     """
     name = strategy_for(strategy, budget, endpoint, tools_only=not whole.pipelines)
     cap = max_tokens or budget.output_tokens
@@ -121,7 +119,7 @@ def resolve_prompt(
         kept = selected.id_set if selected is not None else whole.id_set
         shown = restrict_catalog(whole, [i for i in whole.ids() if i in kept])  # whole entries, catalog order
         return PromptSpec(variant=variant, strategy=name, catalog=plain_functions(shown),
-                          max_tokens=cap, next_ask=next_ask,
+                          max_tokens=cap,
                           **sampling_for(budget, endpoint, temperature, seed, lm_kwargs))
     fits = (not whole.pipelines) if fit_decision is None else fit_decision
     shape = STRATEGIES[name].shape(selected, variant, strict_json=budget.json_object_format,

@@ -18,8 +18,8 @@ ASK = ('Answer with only a JSON list of the function calls that answer the quest
        '{"name": "<function name>", "arguments": {...}}. Answer [] if none of the functions fits.')
 NEXT_ASK = ('Answer with only a JSON list of the next function calls, each as {"name": "<function name>", '
             '"arguments": {...}}. Answer [] if no more calls are needed.')
-"""The ask after calls have run: the model-alone loop's every follow-up, and a ``plain`` re-plan's
-with ``next_ask``."""
+"""The ask after calls have run, in the model-alone loop of the end-to-end study (a ``plain`` re-plan
+with it instead of :data:`ASK` tied on that study's dev half: docs/results/e2e.md)."""
 CONTEXT_LEAD = "Context:"
 PRIOR_LEAD = "Calls already made, with their results:"
 
@@ -34,13 +34,11 @@ def plain_functions(catalog: RoutingGuide) -> str:
     return json.dumps(functions, ensure_ascii=False)
 
 
-def plain_request(functions: str, intent: str, context: str | None = None, prior: list[Any] | None = None,
-                  next_ask: bool = False) -> str:
-    """The one user message: functions, question (then any context and calls already made), the ask
-    (:data:`NEXT_ASK` when calls were made and ``next_ask``)."""
+def plain_request(functions: str, intent: str, context: str | None = None, prior: list[Any] | None = None) -> str:
+    """The one user message: functions, question (then any context and calls already made), the ask."""
     parts = [f"Functions:\n{functions}", f"Question: {intent.strip()}"]
     if context is not None and str(context).strip():
         parts.append(f"{CONTEXT_LEAD}\n{str(context).strip()}")
     if prior:
         parts.append(f"{PRIOR_LEAD}\n{json.dumps(prior, ensure_ascii=False)}")
-    return "\n\n".join([*parts, NEXT_ASK if prior and next_ask else ASK])
+    return "\n\n".join([*parts, ASK])

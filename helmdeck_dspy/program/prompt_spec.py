@@ -60,8 +60,6 @@ class PromptSpec(BaseModel):
         schema_wire: How the schema travels (see :data:`~helmdeck_dspy.program.answer_schema.SchemaWire`).
         demo_tools: A program demo is shown only when every tool it names is among these.
         pool_demos: Demos chosen for this request from the program's compiled pool.
-        next_ask: ``plain`` only: with steps already run, ask for the next calls
-            (:data:`~helmdeck_dspy.program.plain_prompt.NEXT_ASK`).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -80,11 +78,10 @@ class PromptSpec(BaseModel):
     schema_wire: SchemaWire = "json_schema"
     demo_tools: frozenset[str] | None = None
     pool_demos: tuple[PoolDemo, ...] = ()
-    next_ask: bool = False
 
     def stamp(self) -> dict[str, Any]:
         """What a trace record keeps of the spec: the strategy, the wire, the demos and a hash of the rest."""
-        body = self.model_dump(mode="json", exclude={"pool_demos", *(() if self.next_ask else ("next_ask",))})
+        body = self.model_dump(mode="json", exclude={"pool_demos"})
         body["demo_tools"] = sorted(self.demo_tools) if self.demo_tools is not None else None
         digest = hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
         return {"strategy": self.strategy, **({"wire": self.schema_wire} if self.answer_schema is not None else {}),

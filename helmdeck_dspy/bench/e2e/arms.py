@@ -9,10 +9,6 @@
   through the same tolerant call-list decoder as the ``plain`` strategy, and nothing else: names
   and arguments are sent as written.
 
-A third arm, ``planner-next``, is the planner with the ``next_ask`` lever (a ``plain`` re-plan asks
-for the next calls, as the model-alone loop does); it is a lever under test, chosen or not on the
-study's dev half (:func:`~helmdeck_dspy.bench.e2e.checks.task_split`).
-
 All run under the same loop (step cap, time cap, the stop on a failed call planned again
 unchanged), servers, sandboxes and approval policy.
 """
@@ -31,10 +27,11 @@ from helmdeck_dspy.planning.result import PlanResult
 from helmdeck_dspy.program.plain_prompt import NEXT_ASK, plain_functions, plain_request
 from helmdeck_dspy.signatures.types import ExecutedStep
 
-ARMS = ("planner", "alone", "planner-next")
-"""The arms: the shipped planner, the model alone, and the planner with the ``next_ask`` lever."""
-ARM_OPTIONS: dict[str, dict[str, Any]] = {"planner": {}, "planner-next": {"next_ask": True}}
-"""The planner options of each planner arm."""
+ARMS = ("planner", "alone")
+"""The arms that run: the shipped planner and the model alone."""
+RETIRED_ARMS = ("planner-next",)
+"""Arms whose results are kept but whose lever left the product: ``planner-next`` (a ``plain``
+re-plan asking for the next calls; a tie on dev, docs/results/e2e.md)."""
 RESULTS_LEAD = "Results of those calls:"
 
 

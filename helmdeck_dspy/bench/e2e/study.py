@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from helmdeck_dspy.bench.e2e.arms import ARM_OPTIONS, ARMS, AloneAgent
+from helmdeck_dspy.bench.e2e.arms import ARMS, AloneAgent
 from helmdeck_dspy.bench.e2e.checks import E2ETask, run_checks
 from helmdeck_dspy.bench.e2e.sandbox import Site, build_sandbox, server_sources, world_digest
 from helmdeck_dspy.errors import ArgumentError, ToolSourceError
@@ -120,7 +120,7 @@ def run_task(task: E2ETask, arm: str, make_agent: Callable[[Any], Any], *, setup
 
 def run_e2e(
     tasks: Sequence[E2ETask], *, model: str, lm_spec: str, out_dir: Path, setup: StudySetup,
-    arms: Sequence[str] = ARMS[:2], api_base: str | None = None, max_steps: int = MAX_STEPS,
+    arms: Sequence[str] = ARMS, api_base: str | None = None, max_steps: int = MAX_STEPS,
     time_cap_s: float = TIME_CAP_S, progress: Callable[[TaskResult, int, int], None] | None = None,
 ) -> Path:
     """Run every task under every arm for ``model`` and append each result to ``OUT/results.jsonl``.
@@ -157,8 +157,7 @@ def run_e2e(
     def agent_for(arm: str) -> Callable[[Any], Any]:
         if arm == "alone":
             return lambda catalog: AloneAgent(lm, catalog, budget, sampling)
-        return lambda catalog: Planner.for_model(model, lm=lm, catalog=catalog, record_path=str(traces),
-                                                 **ARM_OPTIONS[arm])
+        return lambda catalog: Planner.for_model(model, lm=lm, catalog=catalog, record_path=str(traces))
 
     todo = [(arm, t) for chunk in _chunks(tasks) for arm in arms for t in chunk if (model, arm, t.id) not in done]
     for i, (arm, task) in enumerate(todo, 1):

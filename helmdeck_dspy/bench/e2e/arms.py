@@ -28,7 +28,9 @@ from helmdeck_dspy.program.plain_prompt import NEXT_ASK, plain_functions, plain_
 from helmdeck_dspy.signatures.types import ExecutedStep
 
 ARMS = ("planner", "alone")
-"""The arms that run: the shipped planner and the model alone."""
+"""The arms every run has: the shipped planner and the model alone."""
+LEVER_ARMS: dict[str, dict[str, Any]] = {"planner-wrap": {"wrap_args": True}}
+"""Planner arms with a lever under test (chosen or not on the dev half), and their planner options."""
 RETIRED_ARMS = ("planner-next",)
 """Arms whose results are kept but whose lever left the product: ``planner-next`` (a ``plain``
 re-plan asking for the next calls; a tie on dev, docs/results/e2e.md)."""

@@ -10,7 +10,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from helmdeck_dspy.bench.e2e.arms import ARMS, RETIRED_ARMS
+from helmdeck_dspy.bench.e2e.arms import ARMS, LEVER_ARMS, RETIRED_ARMS
 from helmdeck_dspy.bench.e2e.checks import task_split
 from helmdeck_dspy.evaluation.stats import newcombe_paired_diff, wilson
 from helmdeck_dspy.io.atomic import atomic_write_text
@@ -71,7 +71,7 @@ def build_table(results: Path) -> dict[str, Any]:
         latest[(row["model"], row["arm"], row["task_id"])] = row
     models: dict[str, Any] = {}
     for model in sorted({m for m, _, _ in latest}):
-        present = [a for a in (*ARMS, *RETIRED_ARMS) if any(m == model and arm == a for m, arm, _ in latest)]
+        present = [a for a in (*ARMS, *LEVER_ARMS, *RETIRED_ARMS) if any(m == model and arm == a for m, arm, _ in latest)]
         by_task = {arm: {t: r for (m, a, t), r in latest.items() if m == model and a == arm} for arm in present}
         alone = by_task.get("alone", {})
         comparisons = {arm: _comparison(rows, alone) for arm, rows in by_task.items() if arm != "alone"}

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from helmdeck_dspy.bench.e2e.arms import ARMS, AloneAgent
+from helmdeck_dspy.bench.e2e.arms import ARMS, LEVER_ARMS, AloneAgent
 from helmdeck_dspy.bench.e2e.checks import E2ETask, run_checks
 from helmdeck_dspy.bench.e2e.sandbox import Site, build_sandbox, server_sources, world_digest
 from helmdeck_dspy.errors import ArgumentError, ToolSourceError
@@ -142,9 +142,9 @@ def run_e2e(
     from helmdeck_dspy.planning.planner import Planner
     from helmdeck_dspy.planning.prompt import sampling_for
 
-    unknown = [a for a in arms if a not in ARMS]
+    unknown = [a for a in arms if a not in (*ARMS, *LEVER_ARMS)]
     if unknown:
-        raise ArgumentError(f"unknown arm {unknown[0]!r}; expected {', '.join(ARMS)}")
+        raise ArgumentError(f"unknown arm {unknown[0]!r}; expected {', '.join((*ARMS, *LEVER_ARMS))}")
     out_dir.mkdir(parents=True, exist_ok=True)
     results = out_dir / "results.jsonl"
     traces = out_dir / "traces" / f"{model.replace('/', '_')}.jsonl"
@@ -157,7 +157,8 @@ def run_e2e(
     def agent_for(arm: str) -> Callable[[Any], Any]:
         if arm == "alone":
             return lambda catalog: AloneAgent(lm, catalog, budget, sampling)
-        return lambda catalog: Planner.for_model(model, lm=lm, catalog=catalog, record_path=str(traces))
+        return lambda catalog: Planner.for_model(model, lm=lm, catalog=catalog, record_path=str(traces),
+                                                 **LEVER_ARMS.get(arm, {}))
 
     todo = [(arm, t) for chunk in _chunks(tasks) for arm in arms for t in chunk if (model, arm, t.id) not in done]
     for i, (arm, task) in enumerate(todo, 1):

@@ -24,6 +24,7 @@ from helmdeck_dspy.bench.e2e.checks import E2ETask, run_checks
 from helmdeck_dspy.bench.e2e.sandbox import Site, build_sandbox, server_sources, world_digest
 from helmdeck_dspy.errors import ArgumentError, ToolSourceError
 from helmdeck_dspy.io.jsonl import iter_jsonl
+from helmdeck_dspy.traces.record import append_line
 
 MAX_STEPS = 8
 TIME_CAP_S = 600.0
@@ -164,9 +165,7 @@ def run_e2e(
     for i, (arm, task) in enumerate(todo, 1):
         result = run_task(task, arm, agent_for(arm), setup=setup, model=model, lm=lm_spec, max_steps=max_steps,
                           time_cap_s=time_cap_s)
-        with results.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(result.model_dump(mode="json"), ensure_ascii=False) + "\n")
-            f.flush()
+        append_line(json.dumps(result.model_dump(mode="json"), ensure_ascii=False), results)  # one write: runs may share the file
         if progress is not None:
             progress(result, i, len(todo))
     return results

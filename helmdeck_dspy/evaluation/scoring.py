@@ -19,7 +19,6 @@ from typing import Any, NamedTuple
 from helmdeck_dspy.decoding.call_list import parse_call_list
 from helmdeck_dspy.decoding.parsing import ParseResult, parse_completion
 from helmdeck_dspy.evaluation.metric import PlanScore, score_plan
-from helmdeck_dspy.planning.arguments import WRAP_ARGS_KEY
 from helmdeck_dspy.planning.guards import MAP_NAMES_KEY, GuardedStep
 from helmdeck_dspy.planning.result import guard_plan
 from helmdeck_dspy.program.prompt_spec import answers_in_call_list
@@ -42,8 +41,7 @@ class GuardedCompletion(NamedTuple):
 def recorded_reading(run: dict[str, Any] | None) -> dict[str, bool]:
     """How a trace record's answer is read back, as its planner read it: as a JSON list of calls
     (``call_list``, the ``plain`` strategy) and with near-miss names mapped (``map_names``)."""
-    return {"call_list": answers_in_call_list(run), "map_names": bool((run or {}).get(MAP_NAMES_KEY)),
-            "wrap_args": bool((run or {}).get(WRAP_ARGS_KEY))}
+    return {"call_list": answers_in_call_list(run), "map_names": bool((run or {}).get(MAP_NAMES_KEY))}
 
 
 def guard_completion(
@@ -60,7 +58,6 @@ def guard_completion(
     chains: Mapping[str, frozenset[str]] | None = None,
     map_names: bool = False,
     call_list: bool = False,
-    wrap_args: bool = False,
 ) -> GuardedCompletion:
     """Decode a completion and guard its plan as the planner does for ``variant``.
 
@@ -79,7 +76,6 @@ def guard_completion(
             as a planner with the chain guard does (``planning.chains``).
         map_names: Map near-miss tool names to their catalog ids (``planning.guards.near_miss``).
         call_list: The answer was asked for as a JSON list of calls (the ``plain`` strategy).
-        wrap_args: Wrap flat arguments into the one required array (``planning.arguments.wrapped_flat``).
     """
     if call_list:
         parse = parse_call_list(content, finish_reason, reasoning_content)
@@ -88,8 +84,7 @@ def guard_completion(
                                  tool_ids=catalog_ids, refusal=refusal)
     if parse.plan is None:
         return GuardedCompletion(parse, None)
-    steps, _dropped, _more = guard_plan(parse.plan, variant, catalog_ids, pipeline_ids, schemas, chains, map_names,
-                                        wrap_args)
+    steps, _dropped, _more = guard_plan(parse.plan, variant, catalog_ids, pipeline_ids, schemas, chains, map_names)
     return GuardedCompletion(parse, steps)
 
 

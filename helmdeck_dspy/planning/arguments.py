@@ -20,8 +20,6 @@ import math
 import re
 from typing import Any
 
-WRAP_ARGS_KEY = "wrap_args"
-"""``run`` key of a trace record whose planner wrapped flat arguments (:func:`wrapped_flat`)."""
 COERCE_ARGS_KEY = "coerce_args"
 """``run`` key of a trace record whose planner checked and coerced args against the tool schemas:
 scoring the record again does the same."""
@@ -114,35 +112,14 @@ def _check_object(args: dict[str, Any], schema: dict[str, Any], prefix: str, not
     return out
 
 
-def wrapped_flat(args: dict[str, Any], schema: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
-    """``args`` written flat as one item of the schema's one required array of objects (the
-    memory server's ``add_observations`` takes ``{"observations": [{"entityName", "contents"}]}``;
-    a model writes ``{"entityName", "contents"}``), wrapped into it with a note; else None."""
-    props = schema.get("properties") or {}
-    required = [r for r in schema.get("required") or () if isinstance(r, str)]
-    if not args or set(args) & set(props) or len(required) != 1:
-        return None
-    target = props.get(required[0])
-    items = target.get("items") if isinstance(target, dict) and target.get("type") == "array" else None
-    if not isinstance(items, dict) or not isinstance(items.get("properties"), dict) or not set(args) <= set(items["properties"]):
-        return None
-    return {required[0]: [dict(args)]}, f"wrapped into {required[0]}"
-
-
-def check_arguments(args: dict[str, Any], schema: dict[str, Any] | None,
-                    wrap: bool = False) -> tuple[dict[str, Any], list[str]]:
+def check_arguments(args: dict[str, Any], schema: dict[str, Any] | None) -> tuple[dict[str, Any], list[str]]:
     """``args`` checked against ``schema``: the coerced arguments and the notes (see module docstring).
 
     A schema that does not list properties (or is not an object schema) leaves ``args`` as they are.
-    With ``wrap``, arguments written flat as one item of the one required array are first wrapped
-    into it (:func:`wrapped_flat`) rather than dropped.
     """
     if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict) or not isinstance(args, dict):
         return args, []
     notes: list[str] = []
-    if wrap and (wrapped := wrapped_flat(args, schema)) is not None:
-        args, note = wrapped
-        notes.append(note)
     return _check_object(args, schema, "", notes, 0), notes
 
 

@@ -23,7 +23,7 @@ from helmdeck_dspy.decoding.parsing import ParseResult
 from helmdeck_dspy.engines.lm_spec import make_lm, trace_source
 from helmdeck_dspy.errors import DeadlineExceeded, RecordWriteError
 from helmdeck_dspy.io.redaction import redact, scrub, secret_values
-from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY, WRAP_ARGS_KEY
+from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY
 from helmdeck_dspy.planning.chains import PIPELINE_CHAINS_KEY
 from helmdeck_dspy.planning.guards import MAP_NAMES_KEY
 from helmdeck_dspy.planning.history import HistoryStore
@@ -196,7 +196,6 @@ def _result(
             raw_completion=completion.content if completion is not None and parse.plan is None else None,
             usage=usage, schemas=planner.catalog.arg_schemas if shipped_checks(planner) else None,
             chains=chains_for(planner), map_names=shipped_checks(planner),
-            wrap_args=shipped_checks(planner) and planner.options.wrap_args,
         )
         result.error = redact(result.error, secrets)
         result = scrub(result, secrets)  # model output that repeats a credential (an echoing proxy)
@@ -217,7 +216,6 @@ def recorded_run(planner: PlannerParts, spec: PromptSpec | None = None) -> dict[
             **({COERCE_ARGS_KEY: True} if coerced else {}),
             **({PIPELINE_CHAINS_KEY: True} if chains_for(planner) else {}),
             **({MAP_NAMES_KEY: True} if shipped_checks(planner) else {}),
-            **({WRAP_ARGS_KEY: True} if shipped_checks(planner) and planner.options.wrap_args else {}),
             **({"constrained": stamp["wire"]} if "wire" in stamp else {}),
             **({"prompt": stamp} if stamp else {}),
             **({"demos": [d.id for d in spec.pool_demos]} if spec is not None and spec.pool_demos else {})}

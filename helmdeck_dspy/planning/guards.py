@@ -87,12 +87,11 @@ def _reason(step: PlanStep, catalog_ids: Collection[str], pipeline_ids: Collecti
 
 def guard_steps(
     steps: list[PlanStep], catalog_ids: Collection[str], pipeline_ids: Collection[str],
-    schemas: Mapping[str, dict[str, Any]] | None = None, map_names: bool = False, wrap_args: bool = False,
+    schemas: Mapping[str, dict[str, Any]] | None = None, map_names: bool = False,
 ) -> list[GuardedStep]:
     """Renumber and validate ``steps`` against the full catalog's ids; with ``schemas`` (tool id →
     argument schema), check and coerce each kept step's args (:func:`check_arguments`); with
-    ``map_names``, a near-miss name is mapped to its catalog id before anything is demoted; with
-    ``wrap_args``, flat arguments are wrapped into the one required array they are an item of."""
+    ``map_names``, a near-miss name is mapped to its catalog id before anything is demoted."""
     out = []
     for i, step in enumerate(steps, start=1):
         rationale = step.rationale.strip()
@@ -103,7 +102,7 @@ def guard_steps(
             reason = _reason(step, catalog_ids, pipeline_ids)
         if reason is None:
             tool = step.tool.strip()
-            args, notes = check_arguments(step.args, schemas.get(tool), wrap_args) if schemas else (step.args, [])
+            args, notes = check_arguments(step.args, schemas.get(tool)) if schemas else (step.args, [])
             out.append(GuardedStep(order=i, tool=tool, args=args, rationale=rationale, arg_notes=notes))
         else:
             said = f" — model said: {rationale}" if rationale else ""

@@ -49,9 +49,6 @@ class PlannerOptions(BaseModel):
             (True); off, an empty ``steps`` list is the only way to say no tool fits. None (the
             default): on for a plain list of tools, off for a catalog with pipelines, as measured
             live (docs/results/test-split.md).
-        wrap_args: Arguments written flat as one item of a tool's one required array of objects are
-            wrapped into it instead of dropped (``planning.arguments.wrapped_flat``). A lever of
-            the end-to-end study (docs/results/e2e.md): off until chosen on its dev half.
         preset: ``shipped`` (the default), or ``before-issue-22``: the planner before issue 22
             (helmdeck's instructions and demos whatever the catalog, no argument checks, no
             pipeline-chain guard), which only the benchmarks use as a comparison row.
@@ -85,7 +82,6 @@ class PlannerOptions(BaseModel):
     seed: int | None = Field(default=None, ge=0, le=2**31 - 1)
     answer_strategy: StrategyName | None = None
     fit_decision: bool | None = None
-    wrap_args: bool = False
     preset: Literal["shipped", "before-issue-22"] = "shipped"
     caller: str | None = None
     record_path: Path | None = None

@@ -63,21 +63,3 @@ def test_guards_apply_the_schema_of_the_step_tool_only():
     assert out[1].args == {"count": "3"} and out[1].arg_notes == []
     unguarded = guard_steps(steps, {"f", "g"}, set())
     assert unguarded[0].args == {"count": "3", "name": "n", "junk": 1}
-
-
-MEMORY_ADD = {"type": "object", "required": ["observations"], "properties": {"observations": {
-    "type": "array", "items": {"type": "object", "required": ["entityName", "contents"], "properties": {
-        "entityName": {"type": "string"}, "contents": {"type": "array", "items": {"type": "string"}}}}}}}
-
-
-def test_flat_arguments_of_the_one_required_array_are_wrapped_only_when_asked():
-    from helmdeck_dspy.planning.arguments import check_arguments
-
-    flat = {"entityName": "Ana", "contents": ["speaks Spanish"]}
-    assert check_arguments(flat, MEMORY_ADD) == ({}, ["dropped entityName", "dropped contents", "missing observations"])
-    args, notes = check_arguments(flat, MEMORY_ADD, wrap=True)
-    assert args == {"observations": [flat]} and notes == ["wrapped into observations"]
-    right = {"observations": [flat]}
-    assert check_arguments(right, MEMORY_ADD, wrap=True) == (right, [])  # already right: untouched
-    other = {"entityName": "Ana", "mood": "happy"}  # not all the item's fields: dropped as before
-    assert check_arguments(other, MEMORY_ADD, wrap=True)[0] == {}

@@ -29,11 +29,13 @@ from helmdeck_dspy.signatures.types import ExecutedStep
 
 ARMS = ("planner", "alone")
 """The arms every run has: the shipped planner and the model alone."""
-LEVER_ARMS: dict[str, dict[str, Any]] = {"planner-wrap": {"wrap_args": True}}
-"""Planner arms with a lever under test (chosen or not on the dev half), and their planner options."""
-RETIRED_ARMS = ("planner-next",)
-"""Arms whose results are kept but whose lever left the product: ``planner-next`` (a ``plain``
-re-plan asking for the next calls; a tie on dev, docs/results/e2e.md)."""
+LEVER_ARMS: dict[str, dict[str, Any]] = {}
+"""Planner arms with a lever under test (chosen or not on the dev half), and their planner options
+(none now: the two tried are retired)."""
+RETIRED_ARMS = ("planner-next", "planner-wrap")
+"""Arms whose results are kept but whose lever left the product (docs/results/e2e.md):
+``planner-next`` (a ``plain`` re-plan asking for the next calls) and ``planner-wrap`` (flat
+arguments wrapped into a tool's one required array), each a tie on dev."""
 RESULTS_LEAD = "Results of those calls:"
 
 

@@ -122,11 +122,12 @@ class RecordWriteError(RunError):
 
     def __init__(self, path: str, reason: str, result: object = None) -> None:
         self.path = path
+        self.reason = reason
         self.result = result
         super().__init__(f"{path}: cannot write the trace record: {reason}")
 
     def __reduce__(self):
-        return (type(self), (self.path, str(self).split(": cannot write the trace record: ", 1)[-1], self.result))
+        return (type(self), (self.path, self.reason, self.result))
 
 
 class ToolNameClashError(InputError):

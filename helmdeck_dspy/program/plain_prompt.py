@@ -18,10 +18,10 @@ ASK = ('Answer with only a JSON list of the function calls that answer the quest
        '{"name": "<function name>", "arguments": {...}}. Answer [] if none of the functions fits.')
 NEXT_ASK = ('Answer with only a JSON list of the next function calls, each as {"name": "<function name>", '
             '"arguments": {...}}. Answer [] if no more calls are needed.')
-"""The ask after calls have run, in the model-alone loop of the end-to-end study (a ``plain`` re-plan
-with it instead of :data:`ASK` tied on that study's dev half: docs/results/e2e.md)."""
+"""The ask after calls have run, in a conversation (:func:`results_message`)."""
 CONTEXT_LEAD = "Context:"
 PRIOR_LEAD = "Calls already made, with their results:"
+RESULTS_LEAD = "Results of those calls:"
 
 
 def plain_functions(catalog: RoutingGuide) -> str:
@@ -42,3 +42,15 @@ def plain_request(functions: str, intent: str, context: str | None = None, prior
     if prior:
         parts.append(f"{PRIOR_LEAD}\n{json.dumps(prior, ensure_ascii=False)}")
     return "\n\n".join([*parts, ASK])
+
+
+def calls_message(steps: list[dict[str, Any]]) -> str:
+    """The assistant turn that made ``steps`` (JSON objects with ``tool`` and ``args``), as a call list."""
+    return json.dumps([{"name": s.get("tool"), "arguments": s.get("args") or {}} for s in steps], ensure_ascii=False)
+
+
+def results_message(steps: list[dict[str, Any]]) -> str:
+    """The user turn that hands the model its calls' results (errors marked) and asks for the next calls."""
+    shown = [{"name": s.get("tool"), "arguments": s.get("args") or {}, "result": s.get("output", ""),
+              **({"error": True} if s.get("error") else {})} for s in steps]
+    return f"{RESULTS_LEAD}\n{json.dumps(shown, ensure_ascii=False)}\n\n{NEXT_ASK}"

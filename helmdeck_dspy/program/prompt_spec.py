@@ -60,6 +60,7 @@ class PromptSpec(BaseModel):
         schema_wire: How the schema travels (see :data:`~helmdeck_dspy.program.answer_schema.SchemaWire`).
         demo_tools: A program demo is shown only when every tool it names is among these.
         pool_demos: Demos chosen for this request from the program's compiled pool.
+        plain_turns: A ``plain`` re-plan is a conversation (``PlannerOptions.plain_turns``).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -78,6 +79,7 @@ class PromptSpec(BaseModel):
     schema_wire: SchemaWire = "json_schema"
     demo_tools: frozenset[str] | None = None
     pool_demos: tuple[PoolDemo, ...] = ()
+    plain_turns: bool = False
 
     def stamp(self) -> dict[str, Any]:
         """What a trace record keeps of the spec: the strategy, the wire, the demos and a hash of the rest."""

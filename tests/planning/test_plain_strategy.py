@@ -103,3 +103,44 @@ def test_a_plain_replan_shows_the_calls_made_with_failures_marked(tmp_path):
     text = request.messages[-1].text
     assert PRIOR_LEAD in text and '"error": true' in text and "outside the repository" in text
     assert text.endswith(ASK)
+
+
+def test_with_plain_turns_a_replan_continues_the_conversation(tmp_path):
+    import warnings
+
+    from helmdeck_dspy.catalog.models import RoutingGuide
+    from helmdeck_dspy.program.plain_prompt import NEXT_ASK, PRIOR_LEAD, RESULTS_LEAD
+    from helmdeck_dspy.signatures.types import ExecutedStep
+    from tests.planning.test_planner import replay_file
+
+    guide = RoutingGuide.model_validate({"packs": [{"name": "git_log", "description": "Shows the commit logs"}]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        planner = Planner.for_model(MODEL, lm=f"replay:{replay_file(tmp_path, '[]')}", catalog=guide,
+                                    answer_strategy="plain", plain_turns=True)
+    failed = ExecutedStep(order=1, tool="git_log", args={"repo_path": "x"}, output="outside the repository", error=True)
+    planner.plan("show the log of repo", prior_steps=[failed])
+    (request,) = planner.lm.engine.requests
+    roles = [m.role for m in request.messages]
+    first, made, results = (m.text for m in request.messages[-3:])
+    assert roles[-3:] == ["user", "assistant", "user"] and PRIOR_LEAD not in first
+    assert json.loads(made) == [{"name": "git_log", "arguments": {"repo_path": "x"}}]
+    assert results.startswith(RESULTS_LEAD) and results.endswith(NEXT_ASK)
+    assert '"error": true' in results and "outside the repository" in results
+
+
+def test_plain_cut_keeps_the_best_ranked_tools_that_fit_the_cap_in_catalog_order():
+    from helmdeck_dspy.planning.prompt import cut_plain
+    from helmdeck_dspy.program.plain_prompt import plain_functions
+
+    filler = [{"name": f"tool_{i}", "description": f"Unrelated thing number {i} " + "x" * 200,
+               "inputSchema": {"type": "object", "properties": {}}} for i in range(6)]
+    catalog = read_tools_catalog([*filler[:3], *TOOLS, *filler[3:]])
+    assert cut_plain(catalog, 0, INTENT) is catalog  # no cap
+    assert cut_plain(catalog, 10**6, INTENT) is catalog  # fits
+    cap = len(plain_functions(read_tools_catalog(TOOLS)).encode()) + 60
+    cut = cut_plain(catalog, cap, INTENT)
+    assert [p.name for p in cut.packs][0] == "get_weather" and len(plain_functions(cut).encode()) <= cap
+    assert len(cut.packs) < len(catalog.packs)
+    only = cut_plain(catalog, 10, INTENT)  # nothing fits: the best-ranked tool still shown
+    assert [p.name for p in only.packs] == ["get_weather"]

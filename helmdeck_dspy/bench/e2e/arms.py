@@ -15,7 +15,6 @@ unchanged), servers, sandboxes and approval policy.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from helmdeck_dspy.bench.bfcl.baseline import ask_messages
@@ -24,26 +23,21 @@ from helmdeck_dspy.decoding.call_list import decode_calls
 from helmdeck_dspy.decoding.reasoning import split_reasoning
 from helmdeck_dspy.planning.guards import GuardedStep
 from helmdeck_dspy.planning.result import PlanResult
-from helmdeck_dspy.program.plain_prompt import NEXT_ASK, plain_functions, plain_request
+from helmdeck_dspy.program.plain_prompt import plain_functions, plain_request, results_message
 from helmdeck_dspy.signatures.types import ExecutedStep
 
 ARMS = ("planner", "alone")
 """The arms every run has: the shipped planner and the model alone."""
-LEVER_ARMS: dict[str, dict[str, Any]] = {}
-"""Planner arms with a lever under test (chosen or not on the dev half), and their planner options
-(none now: the two tried are retired)."""
+LEVER_ARMS: dict[str, dict[str, Any]] = {
+    "planner-cut": {"plain_cut": True},
+    "planner-turns": {"plain_turns": True},
+    "planner-cut-turns": {"plain_cut": True, "plain_turns": True},
+}
+"""Planner arms with a lever under test (chosen or not on the dev half), and their planner options."""
 RETIRED_ARMS = ("planner-next", "planner-wrap")
 """Arms whose results are kept but whose lever left the product (docs/results/e2e.md):
 ``planner-next`` (a ``plain`` re-plan asking for the next calls) and ``planner-wrap`` (flat
 arguments wrapped into a tool's one required array), each a tie on dev."""
-RESULTS_LEAD = "Results of those calls:"
-
-
-def results_message(steps: list[ExecutedStep]) -> str:
-    """The user message that hands the model its calls' results (errors marked)."""
-    shown = [{"name": s.tool, "arguments": s.args, "result": s.output, **({"error": True} if s.error else {})}
-             for s in steps]
-    return f"{RESULTS_LEAD}\n{json.dumps(shown, ensure_ascii=False)}\n\n{NEXT_ASK}"
 
 
 class AloneAgent:
@@ -72,7 +66,7 @@ class AloneAgent:
         if not self.messages:
             self.messages.append({"role": "user", "content": plain_request(self.functions, intent, context)})
         else:
-            self.messages.append({"role": "user", "content": results_message(prior[self.seen:])})
+            self.messages.append({"role": "user", "content": results_message([s.model_dump() for s in prior[self.seen:]])})
         self.seen = len(prior)
         base = dict(prompt_variant_used="single_pick", model=self.budget.model, tier=self.budget.tier)
         try:

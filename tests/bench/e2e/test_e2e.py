@@ -8,7 +8,8 @@ import shutil
 
 import pytest
 
-from helmdeck_dspy.bench.e2e.arms import RESULTS_LEAD, AloneAgent
+from helmdeck_dspy.bench.e2e.arms import AloneAgent
+from helmdeck_dspy.program.plain_prompt import RESULTS_LEAD
 from helmdeck_dspy.bench.e2e.checks import Check, load_e2e_tasks
 from helmdeck_dspy.bench.e2e.gold import GOLD, verify_task
 from helmdeck_dspy.bench.e2e.report import build_table

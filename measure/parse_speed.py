@@ -149,6 +149,17 @@ def main() -> None:
             causes["right" if cause == rec.expect_cause else f"wrong:{rec.kind}->{cause}"] += 1
     print(f"\nhelmdeck_dspy failure causes on records with no plan: {dict(causes)}")
 
+    plan = json.dumps({"steps": [{"order": 1, "tool": "web.scrape", "args": {}, "rationale": "r"}],
+                       "complexity": "single-action", "more_steps_likely": False, "reasoning": "r"})
+    filler = "lorem ipsum dolor sit amet " * 40000
+    for label, text in (("a plan inside 2 MB of prose", filler + plan + filler), ("1 MB of '{'", "{" * 1_000_000)):
+        t0 = time.perf_counter()
+        parse_completion(text, "stop")
+        big = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        json.loads(plan)
+        print(f"{label}: {big * 1000:.0f} ms (json.loads of the bare plan: {(time.perf_counter() - t0) * 1e6:.0f} us)")
+
 
 if __name__ == "__main__":
     main()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -205,11 +204,8 @@ def test_native_tool_call_with_no_text():
 
 def test_one_megabyte_input():
     filler = "lorem ipsum dolor sit amet " * 40000  # ~1 MB
-    t0 = time.perf_counter()
-    r = parse_completion(filler + PLAN + filler, "stop")
-    elapsed = time.perf_counter() - t0
+    r = parse_completion(filler + PLAN + filler, "stop")  # its time: measure/parse_speed.py, last line
     assert r.value == PLAN_OBJ
-    assert elapsed < 5  # a sanity bound against pathological behaviour, not a benchmark
     r = parse_completion("{" * 1_000_000, "stop")
     assert r.outcome == "failed" and r.cause == "constrained_deadlock"
 

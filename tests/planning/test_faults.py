@@ -1,11 +1,12 @@
 """The fault matrix through the real client stack: Planner.plan → DSPy → LiteLLM (or DSPy's native
 lm15 client) → HTTP → a loopback fault server. Every fault must end in a typed failure cause,
-inside the attempt deadline, retried only when the cause is retryable."""
+retried only when the cause is retryable; a server that stalls ends its attempt by the deadline
+(its cause says so: the stalled reply would otherwise have come). No test compares wall-clock
+times: how long each fault takes is printed by ``measure/fault_deadlines.py``."""
 
 from __future__ import annotations
 
 import json
-import time
 import warnings
 
 import pytest
@@ -41,6 +42,9 @@ MODEL = "openai/fault-model"  # not in the budget table: the Tier C fallback row
 SONNET = "anthropic/claude-sonnet-4-6"  # tier A: full_steps
 INTENT = "rewrite my launch notes as a blog post for developers"
 TIMEOUT = 0.6
+"""The attempt deadline of the tests whose server stalls."""
+SLACK = 30.0
+"""The deadline of every other test: a loaded machine never turns its fault into a timeout."""
 PLAN = json.dumps({
     "steps": [{"order": 1, "tool": "blog.rewrite_for_audience", "args": {"audience": "developers"}, "rationale": "fits"}],
     "complexity": "single-action", "more_steps_likely": False, "reasoning": "one pack does it",
@@ -51,7 +55,7 @@ ENGINES = ["litellm", "auto"]  # LiteLLM, and DSPy's default selection (its nati
 @pytest.fixture(scope="module", autouse=True)
 def _warm_clients():
     """One ordinary call per engine first: the first call in a process imports LiteLLM and the
-    OpenAI SDK's resources (seconds), and the timing assertions measure calls, not imports."""
+    OpenAI SDK's resources (seconds), which a 0.6 s deadline would count."""
     with FaultServer([ok(PLAN)]) as server:
         for engine in ENGINES:
             result = make_planner(server.url, engine=engine, timeout_s=60).plan(INTENT)
@@ -59,7 +63,7 @@ def _warm_clients():
 
 
 def make_planner(url: str, *, engine: str = "litellm", model: str = MODEL, lm: str | None = None,
-                 max_attempts: int = 2, timeout_s: float = TIMEOUT, base_delay_s: float = 0.05,
+                 max_attempts: int = 2, timeout_s: float = SLACK, base_delay_s: float = 0.05,
                  max_delay_s: float = 0.5, fallback: FallbackChain | None = None, **kw) -> Planner:
     kw.setdefault("use_filter", False)
     with warnings.catch_warnings():
@@ -70,12 +74,6 @@ def make_planner(url: str, *, engine: str = "litellm", model: str = MODEL, lm: s
                               timeout_s=timeout_s),
             fallback=fallback, **kw,
         )
-
-
-def timed_plan(planner: Planner, intent: str = INTENT):
-    t0 = time.perf_counter()
-    result = planner.plan(intent)
-    return result, time.perf_counter() - t0
 
 
 # fault id → (script, expected cause, retried?)
@@ -97,6 +95,8 @@ FAULTS = {
     "stall_mid_body": ([stall_body()], "likely_timeout", True),
     "trickle_body": ([trickle(0.2, ok(PLAN))], "likely_timeout", True),
 }
+STALLS = {"first_byte_late", "stall_after_headers", "stall_mid_body", "trickle_body"}
+"""The faults whose reply comes too late: their attempts end by the deadline."""
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -104,8 +104,8 @@ FAULTS = {
 def test_fault_ends_in_typed_cause_within_deadline(fault, engine):
     script, cause, retried = FAULTS[fault]
     with FaultServer(script, deadline_s=20) as server:
-        planner = make_planner(server.url, engine=engine)
-        result, elapsed = timed_plan(planner)
+        planner = make_planner(server.url, engine=engine, timeout_s=TIMEOUT if fault in STALLS else SLACK)
+        result = planner.plan(INTENT)
         n_requests = len(server.requests)
     assert result.failure_cause == cause
     assert result.failure_cause in FAILURE_CAUSES and not result.ok and result.steps == []
@@ -113,9 +113,6 @@ def test_fault_ends_in_typed_cause_within_deadline(fault, engine):
     assert n_requests == expected_attempts, "DSPy/LiteLLM must not retry on their own"
     assert [a.cause for a in result.attempts] == [cause] * expected_attempts
     assert result.answered_by is None
-    # Each attempt ends within its deadline (plus scheduling slack); backoff is at most 0.5 s here.
-    assert all(a.elapsed_ms <= TIMEOUT * 1000 + 600 for a in result.attempts), result.attempts
-    assert elapsed < expected_attempts * (TIMEOUT + 0.6) + 1.0, elapsed
     if fault.startswith("http_"):  # the status the server sent, on every attempt
         assert {a.http_status for a in result.attempts} == {int(fault.split("_")[1])}
     else:  # no HTTP response at all (reset, timeout): no status, not a client-invented one
@@ -126,7 +123,7 @@ def test_fault_ends_in_typed_cause_within_deadline(fault, engine):
 @pytest.mark.parametrize("engine", ENGINES)
 def test_503_then_ok_is_retried_with_the_same_request(engine):
     with FaultServer([status(503), ok(PLAN)]) as server:
-        result, _ = timed_plan(make_planner(server.url, engine=engine, max_attempts=3))
+        result = make_planner(server.url, engine=engine, max_attempts=3).plan(INTENT)
     assert result.ok and [s.tool for s in result.steps] == ["blog.rewrite_for_audience"]
     assert [a.cause for a in result.attempts] == ["transport_error", None]
     assert result.attempts[0].http_status == 503 and result.attempts[0].retry_in_ms == 50
@@ -139,7 +136,7 @@ def test_503_then_ok_is_retried_with_the_same_request(engine):
 @pytest.mark.parametrize("engine", ENGINES)
 def test_attempts_stop_at_max_attempts(engine):
     with FaultServer([status(503)]) as server:
-        result, _ = timed_plan(make_planner(server.url, engine=engine, max_attempts=3, base_delay_s=0.1))
+        result = make_planner(server.url, engine=engine, max_attempts=3, base_delay_s=0.1).plan(INTENT)
     assert len(server.requests) == 3 and server.over_cap == 0
     assert len(result.attempts) == 3 and result.failure_cause == "transport_error"
     assert [a.retry_in_ms for a in result.attempts] == [100, 200, None]  # exponential
@@ -150,38 +147,43 @@ def test_attempts_stop_at_max_attempts(engine):
 @pytest.mark.parametrize("engine", ENGINES)
 def test_retry_after_is_honoured(engine):
     with FaultServer([status(429, retry_after=0.4), ok(PLAN)]) as server:
-        result, _ = timed_plan(make_planner(server.url, engine=engine, base_delay_s=0.01, max_delay_s=2.0))
+        result = make_planner(server.url, engine=engine, base_delay_s=0.01, max_delay_s=2.0).plan(INTENT)
     assert result.ok and result.attempts[0].cause == "rate_limited"
     assert result.attempts[0].retry_in_ms == 400
     assert server.gaps()[0] >= 0.38
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_retry_after_is_capped_by_max_delay(engine):
+def test_retry_after_is_capped_by_max_delay(engine, monkeypatch):
+    import functools
+
+    from helmdeck_dspy.planning import planner as planner_module
+
+    waits: list[float] = []
+    monkeypatch.setattr(planner_module, "run_plan", functools.partial(planner_module.run_plan, sleep=waits.append))
     with FaultServer([status(429, retry_after=30), ok(PLAN)]) as server:
-        result, elapsed = timed_plan(make_planner(server.url, engine=engine, base_delay_s=0.01, max_delay_s=0.2))
+        result = make_planner(server.url, engine=engine, base_delay_s=0.01, max_delay_s=0.2).plan(INTENT)
     assert result.ok and result.attempts[0].retry_in_ms == 200
-    assert elapsed < 2.0
+    assert waits == [0.2]  # the 30 s the server asked for, capped
 
 
 def test_timeout_goes_to_the_next_model_of_the_chain():
     with FaultServer([stall_headers()]) as primary, FaultServer([ok(PLAN)]) as backup:
         chain = FallbackChain(models=[FallbackModel(model="openai/backup-model", api_base=backup.url)])
-        planner = make_planner(primary.url, fallback=chain, max_attempts=2)
-        result, elapsed = timed_plan(planner)
+        planner = make_planner(primary.url, fallback=chain, max_attempts=2, timeout_s=TIMEOUT)
+        result = planner.plan(INTENT)
         assert len(primary.requests) == 2 and len(backup.requests) == 1
         assert backup.requests[0].body["model"] == "backup-model"
         assert backup.requests[0].headers["Authorization"] == f"Bearer {KEY}"
     assert result.ok and result.answered_by == "openai/backup-model" and result.model == "openai/backup-model"
     assert [(a.model, a.cause) for a in result.attempts] == [
         (MODEL, "likely_timeout"), (MODEL, "likely_timeout"), ("openai/backup-model", None)]
-    assert elapsed < 2 * (TIMEOUT + 0.4) + 1.0
 
 
 def test_rate_limit_after_retries_falls_back_and_all_models_failing_reports_the_last_cause():
     with FaultServer([status(429)]) as a, FaultServer([status(503)]) as b:
         chain = FallbackChain(models=[FallbackModel(model="openai/second", api_base=b.url)])
-        result, _ = timed_plan(make_planner(a.url, fallback=chain, base_delay_s=0.01))
+        result = make_planner(a.url, fallback=chain, base_delay_s=0.01).plan(INTENT)
         assert len(a.requests) == 2 and len(b.requests) == 2
     assert result.failure_cause == "transport_error" and result.answered_by is None
     assert [a.cause for a in result.attempts] == ["rate_limited", "rate_limited", "transport_error", "transport_error"]
@@ -191,7 +193,7 @@ def test_safety_filter_is_surfaced_not_sent_to_the_fallback():
     with FaultServer([content_filter()]) as a, FaultServer([ok(PLAN)]) as b:
         chain = FallbackChain(models=[FallbackModel(model="openai/second", api_base=b.url)],
                               on_length="single_pick_then_cap")
-        result, _ = timed_plan(make_planner(a.url, fallback=chain, max_attempts=3))
+        result = make_planner(a.url, fallback=chain, max_attempts=3).plan(INTENT)
         assert len(a.requests) == 1 and len(b.requests) == 0
     assert result.failure_cause == "safety_filtered" and len(result.attempts) == 1
 
@@ -202,7 +204,7 @@ def test_length_on_full_steps_replans_as_single_pick_then_with_a_larger_cap():
         chain = FallbackChain(on_length="single_pick_then_cap", cap_factor=2.0)
         planner = make_planner(server.url, model=SONNET, lm="openai/sonnet-stub", fallback=chain, max_attempts=3)
         assert planner.variant == "full_steps"
-        result, _ = timed_plan(planner)
+        result = planner.plan(INTENT)
         bodies = [r.body for r in server.requests]
     assert result.ok and result.prompt_variant_used == "single_pick"
     assert [(a.variant, a.cause, a.max_tokens) for a in result.attempts] == [
@@ -215,7 +217,7 @@ def test_length_on_full_steps_replans_as_single_pick_then_with_a_larger_cap():
 
 def test_length_without_a_length_action_is_returned_after_one_request():
     with FaultServer([length(PLAN[:40]), ok(PLAN)]) as server:
-        result, _ = timed_plan(make_planner(server.url, max_attempts=3))
+        result = make_planner(server.url, max_attempts=3).plan(INTENT)
         assert len(server.requests) == 1
     assert result.failure_cause == "length_truncated"
 
@@ -248,7 +250,7 @@ def test_a_given_lm_keeps_no_hidden_retries():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             planner = Planner.for_model(MODEL, lm=lm, use_filter=False, retry=RetryPolicy(max_attempts=1))
-        result, elapsed = timed_plan(planner)
-        assert len(server.requests) == 1
-    assert result.failure_cause == "transport_error" and elapsed < 1.0  # DSPy would have slept 1+2+4 s
+        result = planner.plan(INTENT)
+        assert len(server.requests) == 1  # DSPy would have sent 4, sleeping 1+2+4 s between them
+    assert result.failure_cause == "transport_error"
     assert lm.num_retries == 3  # the caller's object is left as it was

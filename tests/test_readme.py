@@ -4,9 +4,9 @@
 - Every relative link in README.md and docs/**/*.md names a file that exists inside the
   repository (nothing points at the shared data folder beside the checkout, or anywhere else
   outside it).
-- Every ```bash / ```sh / ```console and ```python block of README.md runs as shown, in order, in
-  one fresh temporary directory with this checkout's .venv/bin first on PATH, as a user who
-  follows the README top to bottom would run them. The examples use `sim:` LMs, so no model,
+- Every ```bash / ```sh / ```console and ```python block of README.md, and of each page of docs/,
+  runs as shown, in order, in one fresh temporary directory per page with this checkout's
+  .venv/bin first on PATH, as a user who follows the page top to bottom would run them. The examples use `sim:` LMs, so no model,
   key or network is needed. A block that needs something this machine may lack is marked with an
   HTML comment on the line before it:
 
@@ -52,12 +52,13 @@ class Block:
     lang: str
     code: str
     directive: str | None
+    doc: str = "README.md"
 
     def __str__(self) -> str:
-        return f"README.md:{self.line} ({self.lang})"
+        return f"{self.doc}:{self.line} ({self.lang})"
 
 
-def fenced_blocks(text: str) -> list[Block]:
+def fenced_blocks(text: str, doc: str = "README.md") -> list[Block]:
     """Every fenced block of ``text`` with the readme-check directive on the line before it."""
     blocks: list[Block] = []
     lines = text.splitlines()
@@ -77,7 +78,7 @@ def fenced_blocks(text: str) -> list[Block]:
         while prev >= 0 and not lines[prev].strip():
             prev -= 1
         d = DIRECTIVE.match(lines[prev].strip()) if prev >= 0 else None
-        blocks.append(Block(start + 1, lang, "\n".join(body) + "\n", d.group(1) if d else None))
+        blocks.append(Block(start + 1, lang, "\n".join(body) + "\n", d.group(1) if d else None, doc))
         i += 1
     return blocks
 
@@ -127,6 +128,8 @@ def doc_files() -> list[Path]:
 README_TEXT = README.read_text(encoding="utf-8")
 BLOCKS = fenced_blocks(README_TEXT)
 RUNNABLE = [b for b in BLOCKS if b.lang in RUN_LANGS]
+DOC_RUNNABLE = [b for p in doc_files()[1:] for b in fenced_blocks(p.read_text(encoding="utf-8"), str(p.relative_to(REPO)))
+                if b.lang in RUN_LANGS]
 
 
 # ----------------------------------------------------------------------------- size and links
@@ -214,12 +217,12 @@ def _console_commands(code: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("readme")
+def workdirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """One folder per page, made on first use and kept for the page's later blocks."""
+    return {}
 
 
-@pytest.fixture(scope="module")
-def user_env(workdir: Path) -> dict[str, str]:
+def _user_env(workdir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "PYTHONHOME"}}
     env["PATH"] = f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}"
     env["VIRTUAL_ENV"] = str(VENV_BIN.parent)
@@ -230,8 +233,12 @@ def user_env(workdir: Path) -> dict[str, str]:
 
 
 @pytest.mark.skipif(not (VENV_BIN / "python").exists(), reason="no .venv in this checkout (make creates it)")
-@pytest.mark.parametrize("block", RUNNABLE, ids=str)
-def test_readme_block_runs_as_shown(block: Block, workdir: Path, user_env: dict[str, str]) -> None:
+@pytest.mark.parametrize("block", RUNNABLE + DOC_RUNNABLE, ids=str)
+def test_block_runs_as_shown(block: Block, workdirs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> None:
+    if block.doc not in workdirs:
+        workdirs[block.doc] = tmp_path_factory.mktemp(Path(block.doc).stem)
+    workdir = workdirs[block.doc]
+    user_env = _user_env(workdir)
     reason = _skip_reason(block)
     if reason:
         pytest.skip(reason)

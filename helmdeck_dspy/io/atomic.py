@@ -152,12 +152,14 @@ def locked(path: str | Path, *, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
 def exclusive_output(target: str | Path) -> Iterator[Path]:
     """Hold ``TARGET.lock`` (beside ``target``) while the block writes ``target``: a second writer
     is refused at once, never queued, so two runs never interleave their records. The lock file is
-    removed when the block ends. Where ``fcntl`` does not exist (Windows) the block runs unlocked.
+    removed when the block ends. The target's folder is made when missing. Where ``fcntl`` does
+    not exist (Windows) the block runs unlocked.
 
     Raises:
         OutputLockedError: Another process holds the lock (exit 2, naming the lock file).
     """
     lock = Path(target).with_name(f"{Path(target).name}.lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX

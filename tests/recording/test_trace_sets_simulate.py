@@ -101,7 +101,7 @@ def test_resolve_profiles_all_and_paths(tmp_path):
 
 
 def test_cli_profile_all_covers_every_bundled_profile(tmp_path):
-    out = tmp_path / "all.jsonl"
+    out = tmp_path / "new" / "folder" / "all.jsonl"  # a folder that does not exist yet is made
     r = run("traces", "simulate", "--profile", "all", "--n", "2", "--out", str(out))
     assert r.exit_code == 0, r.output
     n_expected = len(list_profiles()) * 2 * 2

@@ -12,7 +12,14 @@ LM=local:qwen2.5-coder-0.5b
 section() { printf '\n\033[1m== %s\033[0m\n' "$1"; }
 
 section "Installing the local extra (log: .venv/local-install.log) and the model"
-$PY -m pip install --disable-pip-version-check -e '.[dev,local]' > .venv/local-install.log 2>&1 \
+# Built as docs/local-models.md says: GGML_NATIVE=OFF, portable CPU code (a native build crashed on a
+# VM that reports AMX). An llama-cpp-python already importable is kept.
+if ! $PY -c 'import llama_cpp' 2> /dev/null; then
+  CMAKE_ARGS="-DGGML_NATIVE=OFF" $PY -m pip install --disable-pip-version-check --no-cache-dir \
+    "llama-cpp-python[server]==0.3.36" > .venv/local-install.log 2>&1 \
+    || { tail -n 30 .venv/local-install.log; echo "install failed: see .venv/local-install.log"; exit 1; }
+fi
+$PY -m pip install --disable-pip-version-check -e '.[dev,local]' >> .venv/local-install.log 2>&1 \
   || { tail -n 30 .venv/local-install.log; echo "install failed: see .venv/local-install.log"; exit 1; }
 $CLI models install qwen2.5-coder-0.5b
 $CLI models list

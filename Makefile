@@ -21,8 +21,13 @@ demo: $(STAMP)
 demo-live: $(STAMP)
 	@bash scripts/demo_live.sh
 
+# The tests (in 2 worker processes, each test file in one), and mypy under its ratchet
+# (scripts/type_ratchet.py) alongside them: either failing fails.
 test: $(STAMP)
-	@$(PY) -m pytest -q
+	@$(PY) scripts/type_ratchet.py > $(VENV)/type-ratchet.log 2>&1 & ratchet=$$!; \
+	 $(PY) -m pytest -q -n 2 --dist loadfile; tests=$$?; \
+	 wait $$ratchet; types=$$?; cat $(VENV)/type-ratchet.log; \
+	 test $$tests -eq 0 -a $$types -eq 0
 
 # Parser speed against dspy's JSON adapter and json.loads; the other measurement scripts are in measure/.
 measure: $(STAMP)

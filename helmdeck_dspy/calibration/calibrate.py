@@ -30,7 +30,7 @@ from helmdeck_dspy.budgets import (
     BudgetTable,
     resolve_prompt_variant,
 )
-from helmdeck_dspy.domain import TIERS
+from helmdeck_dspy.domain import TIERS, Variant
 from helmdeck_dspy.errors import DataFileError, validation_message
 from helmdeck_dspy.evaluation.report import (
     SCHEMA_VERSION,
@@ -262,7 +262,9 @@ def calibrate(report: EvalReport, table: BudgetTable, *, min_n: int | None = Non
         if full is not None and single is not None and n_full >= need and n_single >= need:
             d, lo, hi = newcombe_diff(single.strict, single.n, full.strict, full.n)  # single - full
             margin = rules["prompt_variant"]["margin"]
-            better = "single_pick" if (d >= margin and lo > 0) else "full_steps" if (d <= -margin and hi < 0) else None
+            better: Variant | None = (
+                "single_pick" if (d >= margin and lo > 0) else "full_steps" if (d <= -margin and hi < 0) else None
+            )
             evidence = {"single_pick": {"n": single.n, "strict": single.strict}, "full_steps": {"n": full.n, "strict": full.strict},
                         "diff_single_minus_full": round(d, 4), "diff_ci": [round(lo, 4), round(hi, 4)]}
             if better is not None and better != running:

@@ -14,9 +14,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -34,7 +35,7 @@ class _CachingModel(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Any:
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         new = super().model_copy(update=update, deep=deep)
         for klass in type(self).__mro__:
             for name, attr in vars(klass).items():
@@ -117,7 +118,7 @@ class RankFeatures:
         if schema:
             parts += parameter_words(schema)
         if isinstance(entry, Pipeline):
-            parts += [entry.name, *m.supersedes]
+            parts += [entry.name, *entry.metadata.supersedes]
         text = " ".join(parts)
         self.document = tuple(tokenize(text))
         self.counts = Counter(self.document)

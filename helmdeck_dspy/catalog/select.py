@@ -93,8 +93,8 @@ def restrict_catalog(catalog: RoutingGuide, ordered_ids: list[str]) -> RoutingGu
     pipes = {p.id: p for p in catalog.pipelines}
     ordered_ids = list(dict.fromkeys(ordered_ids))
     return RoutingGuide(
-        packs=[packs[i] for i in ordered_ids if i in packs],
-        pipelines=[pipes[i] for i in ordered_ids if i in pipes],
+        packs=tuple(packs[i] for i in ordered_ids if i in packs),
+        pipelines=tuple(pipes[i] for i in ordered_ids if i in pipes),
     )
 
 

@@ -155,8 +155,10 @@ def compile_target(request: CompileRequest) -> CompileTarget:
     valset = dev[: settings.valset] if settings.valset else dev
     if opts.model is not None:
         setup = TierSetup.for_model(opts.model, request.variant, request.budgets)
-    else:
+    elif request.tier is not None:
         setup = TierSetup(request.tier, request.variant)
+    else:  # request.check() rules this out
+        raise InputError("give a tier or a model to compile for")
     lm_spec = f"sim:{setup.config.sim_profile}" if opts.lm == "sim:auto" else opts.lm
     teacher_spec = opts.teacher_lm if opts.teacher_lm and opts.teacher_lm != lm_spec else None
     program = MODULES[request.variant]()
@@ -295,14 +297,15 @@ def _inputs_sha(setup: TierSetup, program: Any, optimizer: str, lm_spec: str | N
                 seed: int, train: list[PlanTask], valset: list[PlanTask], model: str | None,
                 settings: dict[str, Any]) -> str:
     """A hash of everything a compile's result depends on (see the module docstring)."""
+    recorded: dict[str, Any] | None = settings
     if optimizer == "fit":  # fit has no settings, but the temperature changes the scores it measures (and a pool the program)
-        settings = {k: v for k, v in settings.items() if k in ("temperature", "knn_demos", "decline_slot", "decline_gate") and v is not None} or None
+        recorded = {k: v for k, v in settings.items() if k in ("temperature", "knn_demos", "decline_slot", "decline_gate") and v is not None} or None
     parts = {
         "tier": setup.tier, "variant": setup.variant, "optimizer": optimizer, "lm": lm_spec,
         "teacher_lm": teacher if optimizer != "fit" else None, "seed": seed,
         "train": tasks_sha256(train), "dev": tasks_sha256(valset), "budget": setup.budget.model_dump(mode="json"),
         "config": setup.config.model_dump(mode="json"), "catalog": setup.catalog.fingerprint,
         "program": program.dump_state(), "dspy": dspy.__version__, "tool": version("helmdeck-dspy"),
-        "model": model, "settings": settings,
+        "model": model, "settings": recorded,
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -172,7 +172,7 @@ def build_context(
 
 
 def evaluate(
-    paths: list[str | Path],
+    paths: Sequence[str | Path],
     *,
     catalog: RoutingGuide | None = None,
     tasks: list[PlanTask] | None = None,
@@ -259,7 +259,7 @@ def evaluate(
     return _report(state, guide, ctx, t0, workers)
 
 
-def _inputs(paths: list[str | Path]) -> list[tuple[Path, str, str]]:
+def _inputs(paths: Sequence[str | Path]) -> list[tuple[Path, str, str]]:
     """``(path, format, sha256)`` of each trace set, checked to exist, be readable and not be empty."""
     files = []
     for p in paths:

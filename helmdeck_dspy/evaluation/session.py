@@ -112,6 +112,7 @@ def run_eval(
     run = EvalRun(report=report, checkpoint=ckpt)
     if out_dir is not None:
         run.plots = write_outputs(report, Path(out_dir), force=force)
+    if ckpt is not None:  # set exactly when out_dir is
         clear_checkpoint(ckpt)
     if mlflow:
         out = Path(out_dir) if out_dir is not None else None

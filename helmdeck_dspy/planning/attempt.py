@@ -20,6 +20,7 @@ from helmdeck_dspy.catalog.models import RoutingGuide
 from helmdeck_dspy.catalog.ranking.embedding import encoder
 from helmdeck_dspy.catalog.select import select_catalog
 from helmdeck_dspy.decoding.parsing import ParseResult
+from helmdeck_dspy.domain import Variant
 from helmdeck_dspy.engines.lm_spec import make_lm, trace_source
 from helmdeck_dspy.errors import DeadlineExceeded, RecordWriteError
 from helmdeck_dspy.io.redaction import redact, scrub, secret_values
@@ -46,7 +47,7 @@ class PlannerParts(Protocol):
     """What an attempt reads of a planner."""
 
     budget: Budget
-    variant: str
+    variant: Variant
     program: Any
     lm: Any
     catalog: RoutingGuide

@@ -23,6 +23,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
+from helmdeck_dspy.domain import Variant
 from helmdeck_dspy.errors import ToolServerError
 from helmdeck_dspy.planning.guards import GuardedStep
 from helmdeck_dspy.planning.result import PlanResult
@@ -91,7 +92,7 @@ class LoopResult(BaseModel):
 class Replanner(Protocol):
     """What :func:`run_loop` needs of a planner."""
 
-    variant: str
+    variant: Variant
 
     def plan(
         self, intent: str, context: str | None = None, prior_steps: list[ExecutedStep] | None = None

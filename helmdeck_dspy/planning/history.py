@@ -25,7 +25,7 @@ import os
 import sqlite3
 import time
 import warnings
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from contextlib import closing
 from datetime import datetime, timezone
@@ -261,7 +261,7 @@ class HistoryStore:
         terms = set(intent_terms(intent, self.keyed))
         if not terms:
             return {}
-        votes: Counter[str] = Counter()
+        votes: defaultdict[str, float] = defaultdict(float)
         for row in self.rows(caller):
             other = set(row.intent_terms)
             sim = len(terms & other) / len(terms | other) if other else 0.0

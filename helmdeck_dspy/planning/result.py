@@ -134,7 +134,7 @@ def build_result(
 ) -> PlanResult:
     """Turn a parsed completion into a :class:`PlanResult` (guards, single-step rule, rendering)."""
     compaction = trim if trim is not None and trim.dropped else None
-    common = dict(
+    common: dict[str, Any] = dict(
         prompt_variant_used=variant, model=model, tier=tier, compaction=compaction,
         parse_outcome=parse.outcome, finish_reason=parse.finish_reason_raw, usage=usage or {},
     )

@@ -191,4 +191,7 @@ def test_cli_timeout_and_retries_bound_each_recorded_request(tmp_path, api_key):
         assert len(server.requests) == 2  # the first attempt and one retry, no more
     assert not out.exists()
     recs = [r for r in read_jsonl_traces(out.with_name("r.jsonl.partial.jsonl")) if r.call == "plan"]
-    assert len(recs) == 2 and all("0.5 s deadline" in r.error for r in recs)
+    # the attempt's deadline, or the HTTP client's own timeout of the same 0.5 s when it fires first
+    # (on a loaded machine it can)
+    assert len(recs) == 2 and all("0.5 s deadline" in r.error or "timed out" in r.error.lower() for r in recs), \
+        [r.error for r in recs]

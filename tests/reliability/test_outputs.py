@@ -217,11 +217,12 @@ def test_an_eval_report_is_replaced_as_one_set_even_when_interrupted(cli):
     assert b"Traceback" not in err
     now = snapshot(cli.cwd / "rep")
     reports = {k: v for k, v in now.items() if k in ("report.json", "report.md")}
-    # the old set or the new set, never a new report.json beside an old report.md
+    # the old set or the new set, never a new report.json beside an old report.md (the signal may
+    # land after the new set is in place: the run then still ends by it)
     if reports["report.json"] == old["report.json"]:
         assert reports["report.md"] == old["report.md"]
     else:
-        assert reports["report.md"] != old["report.md"] and proc.returncode == 0
+        assert b"big.jsonl" in reports["report.json"] and b"big.jsonl" in reports["report.md"]
     assert [p for p in cli.cwd.iterdir() if ".staging-" in p.name] == []
 
 

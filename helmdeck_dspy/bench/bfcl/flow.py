@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from helmdeck_dspy.bench.bfcl.report import BfclReport
 from helmdeck_dspy.bench.progress import Bars, SilentBars
@@ -115,9 +115,10 @@ def run_bfcl(
         recall = measure_recall(data, tiers, chosen, pool=pool, progress=step)
 
     accuracy = []
-    common = {"model": model or lm_spec, "lm_spec": lm_spec, "pool": pool, "api_base": api_base,
-              "max_tokens": max_tokens, "budgets": budgets, "record_path": record_path, "temperature": temperature,
-              "seed": seed}
+    common: dict[str, Any] = {
+        "model": model or lm_spec, "lm_spec": lm_spec, "pool": pool, "api_base": api_base, "max_tokens": max_tokens,
+        "budgets": budgets, "record_path": record_path, "temperature": temperature, "seed": seed,
+    }
     if lm_spec:
         with show.stage(f"planning ({lm_spec})", len(data.questions)) as step:
             accuracy.append(plan_questions(data, variant=variant, progress=step, **common))

@@ -54,7 +54,7 @@ class HeldOutSpec(BaseModel):
     lm: str
     teacher: str | None = None
     split: str = "test"
-    variants: list[str] = Field(default_factory=lambda: list(VARIANTS))
+    variants: list[str] = Field(default_factory=lambda: list[str](VARIANTS))
     baseline: str
     temperature: float | None = 0.0
     seed: int = 7

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from helmdeck_dspy.domain import Variant
 from helmdeck_dspy.planning.resilience.classify import ErrorInfo, should_retry
 from helmdeck_dspy.planning.resilience.policy import (
     FallbackChain,
@@ -24,6 +25,7 @@ from helmdeck_dspy.planning.resilience.policy import (
     RetryPolicy,
 )
 from helmdeck_dspy.planning.result import Attempt, PlanResult
+from helmdeck_dspy.signatures.types import ExecutedStep
 
 
 class ModelBudget(Protocol):
@@ -36,11 +38,16 @@ class ModelBudget(Protocol):
 class Attempter(Protocol):
     """What :func:`run_plan` needs of a planner."""
 
-    budget: ModelBudget
-    variant: str
+    variant: Variant
+
+    @property
+    def budget(self) -> ModelBudget:
+        """The budget row the planner runs under."""
+        ...
 
     def attempt(
-        self, *args: Any, timeout_s: float | None = None, **call: Any
+        self, intent: str, context: str | None = None, prior_steps: list[ExecutedStep] | None = None, *,
+        task_id: str | None = None, timeout_s: float | None = None,
     ) -> tuple[PlanResult, Attempt, ErrorInfo | None]:
         """One try within ``timeout_s``: the result, its attempt row, and for a transport failure its ErrorInfo."""
         ...

@@ -1,0 +1,162 @@
+"""mypy over the package, held to a ratchet: the error count, the ``type: ignore`` comments and the
+per-module ``ignore_errors`` overrides may only go down, and the modules that define the public
+API (``helmdeck_dspy.__all__``) have no error at all. The same run checks a user's code against
+the package (:data:`USER_CODE`): mypy sees the public names as their classes and functions, not
+``Any`` (one mypy run, as two would each analyse the whole package).
+
+The counts are kept in ``scripts/type_ratchet.json``. When a count falls the script says so and
+``--lower`` writes the new counts (commit them: the ratchet never goes back up).
+
+The package maps ``helmdeck_dspy.signatures`` onto the top-level ``signatures/`` folder
+(``pyproject.toml``'s ``package-dir``), which mypy cannot follow from the source tree: the check
+runs on a shadow tree of symlinks that puts the folder where the import names it.
+
+    .venv/bin/python scripts/type_ratchet.py [--lower]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import tomllib
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+COUNTS = ROOT / "scripts" / "type_ratchet.json"
+ERROR = re.compile(r"^(?P<path>[^:\s]+\.py):\d+: error:")
+IGNORE = re.compile(r"#\s*type:\s*ignore")
+USER = "user_code.py"
+USER_CODE = '''\
+from helmdeck_dspy import Planner, __version__, load_traces, run_eval
+from helmdeck_dspy.planning.planner import Planner as PlannerClass
+
+reveal_type(Planner)
+reveal_type(__version__)
+reveal_type(run_eval)
+reveal_type(load_traces)
+planner_class: type[PlannerClass] = Planner
+not_an_int: int = Planner  # an error only when Planner is the class: Any would pass
+'''
+USER_EXPECTS = (
+    ('note: Revealed type is "def', '-> helmdeck_dspy.planning.planner.Planner"'),
+    ('note: Revealed type is "str"', ""),
+    ('note: Revealed type is "def', "-> helmdeck_dspy.evaluation.session.EvalRun"),
+    ('note: Revealed type is "def', "-> typing.Iterator[helmdeck_dspy.traces.record.TraceRecord]"),
+    ('error: Incompatible types in assignment (expression has type "type[Planner]", variable has type "int")', ""),
+)
+"""What mypy must say of :data:`USER_CODE`, line by line: each line starts with the first part
+and holds the second."""
+
+
+def shadow_tree(tmp: Path) -> None:
+    """``tmp/helmdeck_dspy``: the package's entries and ``signatures/``, as symlinks."""
+    pkg = tmp / "helmdeck_dspy"
+    pkg.mkdir()
+    for entry in (ROOT / "helmdeck_dspy").iterdir():
+        if entry.name not in ("signatures", "__pycache__"):
+            (pkg / entry.name).symlink_to(entry)
+    (pkg / "signatures").symlink_to(ROOT / "signatures")
+
+
+def run_mypy() -> tuple[list[str], list[str]]:
+    """mypy's error lines on the package, their paths relative to the project (``signatures/...``
+    for that folder), and what it said of :data:`USER_CODE`."""
+    with tempfile.TemporaryDirectory(prefix="helmdeck-mypy-") as tmp:
+        shadow_tree(Path(tmp))
+        (Path(tmp) / USER).write_text(USER_CODE, encoding="utf-8")
+        cmd = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
+               "--cache-dir", str(ROOT / ".mypy_cache"), "--no-error-summary", "--hide-error-context",
+               "--no-pretty", "helmdeck_dspy", USER]
+        proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, env={**os.environ, "MYPYPATH": tmp})
+        if proc.returncode not in (0, 1):  # 2: mypy itself failed
+            raise SystemExit(f"mypy did not run: {proc.stderr.strip() or proc.stdout.strip()}")
+    out = []
+    user = [line.split(": ", 1)[1] for line in proc.stdout.splitlines() if line.startswith(f"{USER}:")]
+    for line in proc.stdout.splitlines():
+        m = ERROR.match(line)
+        if m and m["path"] == USER:
+            continue
+        if m:
+            path = m["path"].removeprefix("helmdeck_dspy/signatures/")
+            out.append(line if path == m["path"] else "signatures/" + line.removeprefix("helmdeck_dspy/signatures/"))
+    return out, user
+
+
+def user_code_problems(said: list[str]) -> list[str]:
+    """Where what mypy said of :data:`USER_CODE` differs from :data:`USER_EXPECTS`."""
+    said = [line.split("  [")[0] for line in said]
+    if len(said) != len(USER_EXPECTS):
+        return [f"expected {len(USER_EXPECTS)} lines, mypy said {len(said)}:", *said]
+    return [f"{line!r} is not {start}...{holds}" for line, (start, holds) in zip(said, USER_EXPECTS)
+            if not (line.startswith(start) and holds in line)]
+
+
+def public_modules() -> set[str]:
+    """The files that define a name in ``helmdeck_dspy.__all__``."""
+    sys.path.insert(0, str(ROOT))
+    import helmdeck_dspy
+
+    mods = {getattr(getattr(helmdeck_dspy, n), "__module__", None) for n in helmdeck_dspy.__all__}
+    files = set()
+    for mod in filter(None, mods):
+        rel = mod.replace(".", "/")
+        files.add(rel.replace("helmdeck_dspy/signatures", "signatures") + ".py")
+    return files
+
+
+def ignore_comments() -> int:
+    return sum(len(IGNORE.findall(p.read_text(encoding="utf-8")))
+               for folder in ("helmdeck_dspy", "signatures") for p in (ROOT / folder).rglob("*.py"))
+
+
+def module_ignores() -> int:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8")).get("tool", {}).get("mypy", {})
+    return sum(1 for o in config.get("overrides", []) if o.get("ignore_errors"))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="mypy with a ratchet")
+    parser.add_argument("--lower", action="store_true", help="write the counts when they fell")
+    args = parser.parse_args()
+    errors, said = run_mypy()
+    now = {"errors": len(errors), "type_ignores": ignore_comments(), "module_ignores": module_ignores()}
+    kept = json.loads(COUNTS.read_text(encoding="utf-8")) if COUNTS.exists() else dict(now)
+    by_file = Counter(line.split(":", 1)[0] for line in errors)
+    public = sorted(f for f in public_modules() if by_file.get(f))
+    risen = [k for k in now if now[k] > kept.get(k, 0)]
+    print("mypy ratchet: " + ", ".join(f"{k} {now[k]} (kept {kept.get(k, 0)})" for k in now))
+    failed = False
+    wrong = user_code_problems(said)
+    if wrong:
+        failed = True
+        print("a user's code does not see the public names' types:")
+        print("\n".join("  " + w for w in wrong))
+    if public:
+        failed = True
+        print("errors in the public API's modules (they must have none):")
+        for line in errors:
+            if line.split(":", 1)[0] in public:
+                print("  " + line)
+    if risen:
+        failed = True
+        print(f"the ratchet rose ({', '.join(risen)}); the errors by file:")
+        for path, n in by_file.most_common():
+            print(f"  {n:4d} {path}")
+    fell = [k for k in now if now[k] < kept.get(k, 0)]
+    if fell and not failed:
+        if args.lower:
+            COUNTS.write_text(json.dumps(now, indent=2) + "\n", encoding="utf-8")
+            print(f"lowered {', '.join(fell)} in {COUNTS.relative_to(ROOT)}: commit it")
+        else:
+            print(f"{', '.join(fell)} fell: run with --lower and commit {COUNTS.relative_to(ROOT)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -20,6 +20,12 @@ import math
 import re
 from typing import Any
 
+PLACEHOLDERS_KEY = "fill_placeholders"
+"""``run`` key of a trace record whose planner filled placeholder paths from the request
+(:func:`fill_placeholders`, a lever under test)."""
+_PLACEHOLDER = re.compile(r"^/?(?:your/)?path/to/(?P<tail>[^\s]+)$", re.I)
+_PATH_TOKEN = re.compile(r"[\w./~-]+")
+
 COERCE_ARGS_KEY = "coerce_args"
 """``run`` key of a trace record whose planner checked and coerced args against the tool schemas:
 scoring the record again does the same."""
@@ -126,3 +132,29 @@ def check_arguments(args: dict[str, Any], schema: dict[str, Any] | None) -> tupl
 def argument_problems(notes: list[str]) -> list[str]:
     """The notes that say the arguments are still wrong after coercion (missing, enum, type)."""
     return [n for n in notes if n.startswith(("missing ", "enum ", "type "))]
+
+
+def fill_placeholders(args: dict[str, Any], intent: str) -> tuple[dict[str, Any], list[str]]:
+    """``args`` with documentation placeholders (``path/to/repo``, ``/path/to/notes.txt``) replaced
+    by the one path the request names that ends the same way (``repo``, ``files/notes.txt``); a
+    placeholder the request gives no single such path for is left as it is. Returns the arguments
+    and a note per filled value (``filled repo_path``)."""
+    tokens = {t.rstrip(".,;:!?") for t in _PATH_TOKEN.findall(intent)}
+    notes: list[str] = []
+
+    def fill(value: Any, path: str) -> Any:
+        if isinstance(value, dict):
+            return {k: fill(v, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [fill(v, path) for v in value]
+        m = _PLACEHOLDER.match(value) if isinstance(value, str) else None
+        if m is None:
+            return value
+        tail = m["tail"].rstrip("/")
+        named = {t for t in tokens if t == tail or t.endswith("/" + tail)}
+        if len(named) != 1:
+            return value
+        notes.append(f"filled {path}")
+        return named.pop()
+
+    return fill(args, ""), notes

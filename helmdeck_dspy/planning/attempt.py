@@ -24,7 +24,7 @@ from helmdeck_dspy.domain import Variant
 from helmdeck_dspy.engines.lm_spec import make_lm, trace_source
 from helmdeck_dspy.errors import DeadlineExceeded, RecordWriteError
 from helmdeck_dspy.io.redaction import redact, scrub, secret_values
-from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY
+from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY, PLACEHOLDERS_KEY
 from helmdeck_dspy.planning.chains import PIPELINE_CHAINS_KEY
 from helmdeck_dspy.planning.guards import MAP_NAMES_KEY
 from helmdeck_dspy.planning.history import HistoryStore
@@ -198,6 +198,7 @@ def _result(
             raw_completion=completion.content if completion is not None and parse.plan is None else None,
             usage=usage, schemas=planner.catalog.arg_schemas if shipped_checks(planner) else None,
             chains=chains_for(planner), map_names=shipped_checks(planner),
+            fill_placeholders=planner.options.fill_placeholders,
         )
         result.error = redact(result.error, secrets)
         result = scrub(result, secrets)  # model output that repeats a credential (an echoing proxy)
@@ -218,6 +219,7 @@ def recorded_run(planner: PlannerParts, spec: PromptSpec | None = None) -> dict[
             **({COERCE_ARGS_KEY: True} if coerced else {}),
             **({PIPELINE_CHAINS_KEY: True} if chains_for(planner) else {}),
             **({MAP_NAMES_KEY: True} if shipped_checks(planner) else {}),
+            **({PLACEHOLDERS_KEY: True} if planner.options.fill_placeholders else {}),
             **({"constrained": stamp["wire"]} if "wire" in stamp else {}),
             **({"prompt": stamp} if stamp else {}),
             **({"demos": [d.id for d in spec.pool_demos]} if spec is not None and spec.pool_demos else {})}

@@ -28,7 +28,7 @@ from helmdeck_dspy.domain import (
     Complexity,
     complexity_for,
 )
-from helmdeck_dspy.planning.arguments import check_arguments
+from helmdeck_dspy.planning.arguments import check_arguments, fill_placeholders
 from helmdeck_dspy.signatures.types import PlanStep
 
 REASON_NO_TOOL = "step had no tool id"
@@ -87,11 +87,12 @@ def _reason(step: PlanStep, catalog_ids: Collection[str], pipeline_ids: Collecti
 
 def guard_steps(
     steps: list[PlanStep], catalog_ids: Collection[str], pipeline_ids: Collection[str],
-    schemas: Mapping[str, dict[str, Any]] | None = None, map_names: bool = False,
+    schemas: Mapping[str, dict[str, Any]] | None = None, map_names: bool = False, fill_from: str | None = None,
 ) -> list[GuardedStep]:
     """Renumber and validate ``steps`` against the full catalog's ids; with ``schemas`` (tool id →
     argument schema), check and coerce each kept step's args (:func:`check_arguments`); with
-    ``map_names``, a near-miss name is mapped to its catalog id before anything is demoted."""
+    ``map_names``, a near-miss name is mapped to its catalog id before anything is demoted; with
+    ``fill_from`` (the request), placeholder paths are filled from it (:func:`fill_placeholders`)."""
     out = []
     for i, step in enumerate(steps, start=1):
         rationale = step.rationale.strip()
@@ -103,6 +104,9 @@ def guard_steps(
         if reason is None:
             tool = step.tool.strip()
             args, notes = check_arguments(step.args, schemas.get(tool)) if schemas else (step.args, [])
+            if fill_from is not None:
+                args, filled = fill_placeholders(args, fill_from)
+                notes = [*notes, *filled]
             out.append(GuardedStep(order=i, tool=tool, args=args, rationale=rationale, arg_notes=notes))
         else:
             said = f" — model said: {rationale}" if rationale else ""

@@ -99,7 +99,7 @@ class PlanResult(BaseModel):
 def guard_plan(
     plan: PlanOutput, variant: str, catalog_ids: Collection[str], pipeline_ids: Collection[str],
     schemas: Mapping[str, dict[str, Any]] | None = None, chains: Mapping[str, frozenset[str]] | None = None,
-    map_names: bool = False,
+    map_names: bool = False, fill_from: str | None = None,
 ) -> tuple[list[GuardedStep], list[PlanStep], bool]:
     """The guard stage shared by the planner and the evaluator: with ``chains``, a pipeline's
     spelled-out packs become a run of it (:func:`~helmdeck_dspy.planning.chains.collapse_chains`);
@@ -111,7 +111,7 @@ def guard_plan(
     dropped: list[PlanStep] = []
     if variant == "single_pick" and len(steps) > 1:
         steps, dropped = steps[:1], steps[1:]
-    guarded = guard_steps(steps, catalog_ids, pipeline_ids, schemas, map_names)
+    guarded = guard_steps(steps, catalog_ids, pipeline_ids, schemas, map_names, fill_from)
     more = variant == "single_pick" and (bool(plan.more_steps_likely) or bool(dropped))
     return guarded, dropped, more
 
@@ -131,8 +131,10 @@ def build_result(
     schemas: Mapping[str, dict[str, Any]] | None = None,
     chains: Mapping[str, frozenset[str]] | None = None,
     map_names: bool = False,
+    fill_placeholders: bool = False,
 ) -> PlanResult:
-    """Turn a parsed completion into a :class:`PlanResult` (guards, single-step rule, rendering)."""
+    """Turn a parsed completion into a :class:`PlanResult` (guards, single-step rule, rendering);
+    ``fill_placeholders`` fills placeholder paths from ``intent`` (a lever under test)."""
     compaction = trim if trim is not None and trim.dropped else None
     common: dict[str, Any] = dict(
         prompt_variant_used=variant, model=model, tier=tier, compaction=compaction,
@@ -140,7 +142,8 @@ def build_result(
     )
     if parse.plan is None:
         return PlanResult(failure_cause=parse.cause, error=parse.error, raw_completion=raw_completion, **common)
-    guarded, dropped, more = guard_plan(parse.plan, variant, catalog_ids, pipeline_ids, schemas, chains, map_names)
+    guarded, dropped, more = guard_plan(parse.plan, variant, catalog_ids, pipeline_ids, schemas, chains, map_names,
+                                      intent if fill_placeholders else None)
     return PlanResult(
         steps=guarded,
         complexity=derive_complexity(guarded),

@@ -63,3 +63,35 @@ def test_guards_apply_the_schema_of_the_step_tool_only():
     assert out[1].args == {"count": "3"} and out[1].arg_notes == []
     unguarded = guard_steps(steps, {"f", "g"}, set())
     assert unguarded[0].args == {"count": "3", "name": "n", "junk": 1}
+
+
+def test_placeholder_paths_are_filled_from_the_one_path_the_request_names():
+    from helmdeck_dspy.planning.arguments import fill_placeholders
+
+    intent = "Commit files/notes.txt in the git repository at repo."
+    args, notes = fill_placeholders({"repo_path": "path/to/repo", "files": ["/path/to/notes.txt"], "n": 3}, intent)
+    assert args == {"repo_path": "repo", "files": ["files/notes.txt"], "n": 3}
+    assert notes == ["filled repo_path", "filled files"]
+    kept = {"repo_path": "/path/to/repo", "path": "/path/to/file.txt"}
+    assert fill_placeholders(kept, "Show the log.") == (kept, [])  # the request names no such path
+    assert fill_placeholders({"p": "path/to/a.txt"}, "copy x/a.txt to y/a.txt") == ({"p": "path/to/a.txt"}, [])  # two
+
+
+def test_the_planner_fills_placeholders_only_with_the_lever_on(tmp_path):
+    import json
+    import warnings
+
+    from helmdeck_dspy.catalog.models import RoutingGuide
+    from helmdeck_dspy.planning.planner import Planner
+    from tests.planning.test_planner import replay_file
+
+    guide = RoutingGuide.model_validate({"packs": [{"name": "git_log", "description": "Shows the commit logs"}]})
+    answer = json.dumps([{"name": "git_log", "arguments": {"repo_path": "path/to/repo"}}])
+    got = {}
+    for on in (False, True):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            planner = Planner.for_model("local/qwen2.5-coder-1.5b-instruct", lm=f"replay:{replay_file(tmp_path, answer)}",
+                                        catalog=guide, answer_strategy="plain", fill_placeholders=on)
+        got[on] = planner.plan("show the log of the git repository at repo").steps[0].args["repo_path"]
+    assert got == {False: "path/to/repo", True: "repo"}

@@ -32,6 +32,7 @@ LEVER_ARMS: dict[str, dict[str, Any]] = {
     "planner-cut": {"plain_cut": True},
     "planner-turns": {"plain_turns": True},
     "planner-cut-turns": {"plain_cut": True, "plain_turns": True},
+    "planner-fill": {"fill_placeholders": True},
 }
 """Planner arms with a lever under test (chosen or not on the dev half), and their planner options."""
 RETIRED_ARMS = ("planner-next", "planner-wrap")

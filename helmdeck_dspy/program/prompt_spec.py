@@ -82,8 +82,9 @@ class PromptSpec(BaseModel):
     plain_turns: bool = False
 
     def stamp(self) -> dict[str, Any]:
-        """What a trace record keeps of the spec: the strategy, the wire, the demos and a hash of the rest."""
-        body = self.model_dump(mode="json", exclude={"pool_demos"})
+        """What a trace record keeps of the spec: the strategy, the wire, the demos and a hash of the rest
+        (a lever left off is not hashed, so specs hash as they did before it existed)."""
+        body = self.model_dump(mode="json", exclude={"pool_demos", *(() if self.plain_turns else ("plain_turns",))})
         body["demo_tools"] = sorted(self.demo_tools) if self.demo_tools is not None else None
         digest = hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
         return {"strategy": self.strategy, **({"wire": self.schema_wire} if self.answer_schema is not None else {}),

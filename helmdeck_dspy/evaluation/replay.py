@@ -148,7 +148,7 @@ def replay_record(rec: TraceRecord, ctx: ReplayContext) -> RecordOutcome:
     guarded = guard_completion(rec.content, rec.finish_reason, rec.reasoning_content, variant=variant,
                                catalog_ids=ctx.catalog_ids, pipeline_ids=ctx.pipeline_ids,
                                tool_calls=rec.tool_calls, refusal=rec.refusal,
-                               chains=recorded_chains(rec.run, ctx.pipeline_chains), **recorded_reading(rec.run))
+                               chains=recorded_chains(rec.run, ctx.pipeline_chains), **recorded_reading(rec.run, rec.intent))
     parse, steps = guarded.parse, guarded.steps
     leak = parse.cause == "reasoning_only" or (parse.saw_reasoning and parse.visible_chars < LEAK_VISIBLE_CHARS)
     out = RecordOutcome(

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 from helmdeck_dspy.decoding.call_list import parse_call_list
 from helmdeck_dspy.decoding.parsing import ParseResult, parse_completion
 from helmdeck_dspy.evaluation.metric import PlanScore, score_plan
+from helmdeck_dspy.planning.arguments import PLACEHOLDERS_KEY
 from helmdeck_dspy.planning.guards import MAP_NAMES_KEY, GuardedStep
 from helmdeck_dspy.planning.result import guard_plan
 from helmdeck_dspy.program.prompt_spec import answers_in_call_list
@@ -38,10 +39,12 @@ class GuardedCompletion(NamedTuple):
     steps: list[GuardedStep] | None
 
 
-def recorded_reading(run: dict[str, Any] | None) -> dict[str, bool]:
+def recorded_reading(run: dict[str, Any] | None, intent: str | None = None) -> dict[str, Any]:
     """How a trace record's answer is read back, as its planner read it: as a JSON list of calls
-    (``call_list``, the ``plain`` strategy) and with near-miss names mapped (``map_names``)."""
-    return {"call_list": answers_in_call_list(run), "map_names": bool((run or {}).get(MAP_NAMES_KEY))}
+    (``call_list``, the ``plain`` strategy), with near-miss names mapped (``map_names``) and with
+    placeholder paths filled from the record's ``intent`` (``fill_from``)."""
+    return {"call_list": answers_in_call_list(run), "map_names": bool((run or {}).get(MAP_NAMES_KEY)),
+            "fill_from": intent if (run or {}).get(PLACEHOLDERS_KEY) else None}
 
 
 def guard_completion(
@@ -58,6 +61,7 @@ def guard_completion(
     chains: Mapping[str, frozenset[str]] | None = None,
     map_names: bool = False,
     call_list: bool = False,
+    fill_from: str | None = None,
 ) -> GuardedCompletion:
     """Decode a completion and guard its plan as the planner does for ``variant``.
 
@@ -76,6 +80,7 @@ def guard_completion(
             as a planner with the chain guard does (``planning.chains``).
         map_names: Map near-miss tool names to their catalog ids (``planning.guards.near_miss``).
         call_list: The answer was asked for as a JSON list of calls (the ``plain`` strategy).
+        fill_from: The request, when placeholder paths are filled from it (``planning.arguments``).
     """
     if call_list:
         parse = parse_call_list(content, finish_reason, reasoning_content)
@@ -84,7 +89,8 @@ def guard_completion(
                                  tool_ids=catalog_ids, refusal=refusal)
     if parse.plan is None:
         return GuardedCompletion(parse, None)
-    steps, _dropped, _more = guard_plan(parse.plan, variant, catalog_ids, pipeline_ids, schemas, chains, map_names)
+    steps, _dropped, _more = guard_plan(parse.plan, variant, catalog_ids, pipeline_ids, schemas, chains, map_names,
+                                        fill_from)
     return GuardedCompletion(parse, steps)
 
 

@@ -82,16 +82,24 @@ def test_the_planner_fills_placeholders_only_with_the_lever_on(tmp_path):
     import warnings
 
     from helmdeck_dspy.catalog.models import RoutingGuide
+    from helmdeck_dspy.evaluation.scoring import guard_completion, recorded_reading
     from helmdeck_dspy.planning.planner import Planner
+    from helmdeck_dspy.traces.io import read_jsonl_traces
     from tests.planning.test_planner import replay_file
 
     guide = RoutingGuide.model_validate({"packs": [{"name": "git_log", "description": "Shows the commit logs"}]})
     answer = json.dumps([{"name": "git_log", "arguments": {"repo_path": "path/to/repo"}}])
-    got = {}
+    got, rescored = {}, {}
     for on in (False, True):
+        record = tmp_path / f"rec-{on}.jsonl"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             planner = Planner.for_model("local/qwen2.5-coder-1.5b-instruct", lm=f"replay:{replay_file(tmp_path, answer)}",
-                                        catalog=guide, answer_strategy="plain", fill_placeholders=on)
+                                        catalog=guide, answer_strategy="plain", fill_placeholders=on,
+                                        record_path=record)
         got[on] = planner.plan("show the log of the git repository at repo").steps[0].args["repo_path"]
-    assert got == {False: "path/to/repo", True: "repo"}
+        (rec,) = read_jsonl_traces(record)
+        guarded = guard_completion(rec.content, rec.finish_reason, None, variant="full_steps",
+                                   catalog_ids=guide.id_set, pipeline_ids=set(), **recorded_reading(rec.run, rec.intent))
+        rescored[on] = guarded.steps[0].args["repo_path"]  # the record reads back as the planner read it
+    assert got == rescored == {False: "path/to/repo", True: "repo"}

@@ -138,7 +138,7 @@ def decode_record(rec: TraceRecord, catalog: RoutingGuide, post: dict[str, Any] 
     guarded = guard_completion(rec.content, rec.finish_reason, rec.reasoning_content, variant=variant,
                                catalog_ids=catalog.id_set, pipeline_ids=catalog.pipeline_ids,
                                tool_calls=rec.tool_calls, schemas=catalog.arg_schemas if run.get(COERCE_ARGS_KEY) else None,
-                               chains=recorded_chains(run, catalog.pipeline_chains), **recorded_reading(run))
+                               chains=recorded_chains(run, catalog.pipeline_chains), **recorded_reading(run, rec.intent))
     if guarded.steps is None:
         return DecodedRecord(variant, [], "failed", guarded.parse.cause or "no_json")
     return DecodedRecord(variant, calls_from_steps(guarded.steps), guarded.parse.outcome)

@@ -22,7 +22,7 @@ from typing import Any
 
 PLACEHOLDERS_KEY = "fill_placeholders"
 """``run`` key of a trace record whose planner filled placeholder paths from the request
-(:func:`fill_placeholders`, a lever under test)."""
+(:func:`fill_placeholders`): scoring the record again does the same."""
 _PLACEHOLDER = re.compile(r"^/?(?:your/)?path/to/(?P<tail>[^\s]+)$", re.I)
 _PATH_TOKEN = re.compile(r"[\w./~-]+")
 

@@ -116,6 +116,12 @@ def prompt_for(planner: PlannerParts, selected: RoutingGuide | None, intent: str
     )
 
 
+def fills_placeholders(planner: PlannerParts) -> bool:
+    """Whether the guards fill placeholder paths from the request (the option, except under the
+    preset that reproduces the planner before the argument checks)."""
+    return planner.options.fill_placeholders and shipped_checks(planner)
+
+
 def chains_for(planner: PlannerParts) -> dict[str, frozenset[str]] | None:
     """The pipeline chains the guards collapse (:mod:`~helmdeck_dspy.planning.chains`): the whole
     catalog's, unless the preset reproduces the planner before them."""
@@ -198,7 +204,7 @@ def _result(
             raw_completion=completion.content if completion is not None and parse.plan is None else None,
             usage=usage, schemas=planner.catalog.arg_schemas if shipped_checks(planner) else None,
             chains=chains_for(planner), map_names=shipped_checks(planner),
-            fill_placeholders=planner.options.fill_placeholders,
+            fill_placeholders=fills_placeholders(planner),
         )
         result.error = redact(result.error, secrets)
         result = scrub(result, secrets)  # model output that repeats a credential (an echoing proxy)
@@ -219,7 +225,7 @@ def recorded_run(planner: PlannerParts, spec: PromptSpec | None = None) -> dict[
             **({COERCE_ARGS_KEY: True} if coerced else {}),
             **({PIPELINE_CHAINS_KEY: True} if chains_for(planner) else {}),
             **({MAP_NAMES_KEY: True} if shipped_checks(planner) else {}),
-            **({PLACEHOLDERS_KEY: True} if planner.options.fill_placeholders else {}),
+            **({PLACEHOLDERS_KEY: True} if fills_placeholders(planner) else {}),
             **({"constrained": stamp["wire"]} if "wire" in stamp else {}),
             **({"prompt": stamp} if stamp else {}),
             **({"demos": [d.id for d in spec.pool_demos]} if spec is not None and spec.pool_demos else {})}

@@ -55,9 +55,9 @@ class PlannerOptions(BaseModel):
         plain_turns: Lever under test (issue 39, off): a ``plain`` re-plan continues the
             conversation (the calls made as the assistant's turn, their results and the ask for the
             next calls as the user's) instead of one message listing the calls already made.
-        fill_placeholders: Lever under test (issue 39, off): a documentation placeholder path in
-            an argument (``path/to/repo``) is replaced by the one path the request names that ends
-            the same way (``repo``).
+        fill_placeholders: A documentation placeholder path in an argument (``path/to/repo``) is
+            replaced by the one path the request names that ends the same way (``repo``). On by
+            default: chosen on the end-to-end study's dev half (docs/results/e2e.md).
         preset: ``shipped`` (the default), or ``before-issue-22``: the planner before issue 22
             (helmdeck's instructions and demos whatever the catalog, no argument checks, no
             pipeline-chain guard), which only the benchmarks use as a comparison row.
@@ -93,7 +93,7 @@ class PlannerOptions(BaseModel):
     fit_decision: bool | None = None
     plain_cut: bool = False
     plain_turns: bool = False
-    fill_placeholders: bool = False
+    fill_placeholders: bool = True
     preset: Literal["shipped", "before-issue-22"] = "shipped"
     caller: str | None = None
     record_path: Path | None = None

@@ -134,7 +134,7 @@ def build_result(
     fill_placeholders: bool = False,
 ) -> PlanResult:
     """Turn a parsed completion into a :class:`PlanResult` (guards, single-step rule, rendering);
-    ``fill_placeholders`` fills placeholder paths from ``intent`` (a lever under test)."""
+    ``fill_placeholders`` fills placeholder paths from ``intent``."""
     compaction = trim if trim is not None and trim.dropped else None
     common: dict[str, Any] = dict(
         prompt_variant_used=variant, model=model, tier=tier, compaction=compaction,

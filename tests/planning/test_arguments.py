@@ -77,7 +77,7 @@ def test_placeholder_paths_are_filled_from_the_one_path_the_request_names():
     assert fill_placeholders({"p": "path/to/a.txt"}, "copy x/a.txt to y/a.txt") == ({"p": "path/to/a.txt"}, [])  # two
 
 
-def test_the_planner_fills_placeholders_only_with_the_lever_on(tmp_path):
+def test_the_planner_fills_placeholders_only_with_the_option_on(tmp_path):
     import json
     import warnings
 

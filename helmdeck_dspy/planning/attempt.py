@@ -111,8 +111,7 @@ def prompt_for(planner: PlannerParts, selected: RoutingGuide | None, intent: str
         whole=planner.catalog, selected=selected, intent=intent, program=planner.program,
         strategy=options.answer_strategy, fit_decision=options.fit_decision, max_tokens=options.max_tokens,
         temperature=options.temperature, seed=options.seed, lm_kwargs=getattr(planner.lm, "kwargs", None),
-        fit_catalog=shipped_checks(planner), exclude_demo=task_id, plain_cut=options.plain_cut,
-        plain_turns=options.plain_turns,
+        fit_catalog=shipped_checks(planner), exclude_demo=task_id,
     )
 
 

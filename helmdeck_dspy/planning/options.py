@@ -49,12 +49,6 @@ class PlannerOptions(BaseModel):
             (True); off, an empty ``steps`` list is the only way to say no tool fits. None (the
             default): on for a plain list of tools, off for a catalog with pipelines, as measured
             live (docs/results/test-split.md).
-        plain_cut: Lever under test (issue 39, off): under the ``plain`` strategy, the budget's byte cap
-            bounds the JSON functions the prompt shows (ranked against the request and cut in rank
-            order), not only the compacted catalog the selection measures.
-        plain_turns: Lever under test (issue 39, off): a ``plain`` re-plan continues the
-            conversation (the calls made as the assistant's turn, their results and the ask for the
-            next calls as the user's) instead of one message listing the calls already made.
         fill_placeholders: A documentation placeholder path in an argument (``path/to/repo``) is
             replaced by the one path the request names that ends the same way (``repo``). On by
             default: chosen on the end-to-end study's dev half (docs/results/e2e.md).
@@ -91,8 +85,6 @@ class PlannerOptions(BaseModel):
     seed: int | None = Field(default=None, ge=0, le=2**31 - 1)
     answer_strategy: StrategyName | None = None
     fit_decision: bool | None = None
-    plain_cut: bool = False
-    plain_turns: bool = False
     fill_placeholders: bool = True
     preset: Literal["shipped", "before-issue-22"] = "shipped"
     caller: str | None = None

@@ -33,7 +33,7 @@ from typing import Any
 
 from helmdeck_dspy.budgets import Budget
 from helmdeck_dspy.catalog.models import RoutingGuide
-from helmdeck_dspy.domain import DEFAULT_RANKER, PIPELINE_RUN_TOOL
+from helmdeck_dspy.domain import PIPELINE_RUN_TOOL
 from helmdeck_dspy.catalog.select import restrict_catalog
 from helmdeck_dspy.program.answer_schema import schema_wire
 from helmdeck_dspy.program.demo_pool import DemoPool, best_match
@@ -74,23 +74,6 @@ def strategy_for(option: StrategyName | None, budget: Budget, endpoint: str, too
     return next((name for prefix, name in ENDPOINT_STRATEGIES if endpoint.startswith(prefix)), "free")
 
 
-def cut_plain(catalog: RoutingGuide, max_bytes: int, intent: str) -> RoutingGuide:
-    """``catalog`` cut so its JSON functions fit ``max_bytes`` (no cap: ``<= 0``): entries ranked
-    against ``intent`` (BM25) are kept in rank order while they fit (the first always), then shown
-    in catalog order."""
-    if max_bytes <= 0 or len(plain_functions(catalog).encode()) <= max_bytes:
-        return catalog
-    from helmdeck_dspy.catalog.ranking import RANKERS
-
-    kept: list[str] = []
-    for ranked in RANKERS[DEFAULT_RANKER](catalog, intent):
-        trial = [*kept, ranked.id]
-        if kept and len(plain_functions(restrict_catalog(catalog, trial)).encode()) > max_bytes:
-            continue
-        kept = trial
-    return restrict_catalog(catalog, [i for i in catalog.ids() if i in set(kept)])
-
-
 def compiled_pool(program: Any, catalog: RoutingGuide, whole: RoutingGuide | None = None) -> DemoPool | None:
     """The demo pool compiled into ``program`` (``compile --knn-demos``), keeping only the demos whose
     tools and pipelines are all in ``catalog`` (the selection): a pool is catalog-specific. With
@@ -113,7 +96,6 @@ def resolve_prompt(
     intent: str = "", program: Any = None, strategy: StrategyName | None = None, fit_decision: bool | None = None,
     max_tokens: int | None = None, temperature: float | None = None, seed: int | None = None,
     lm_kwargs: dict[str, Any] | None = None, fit_catalog: bool = True, exclude_demo: str | None = None,
-    plain_cut: bool = False, plain_turns: bool = False,
 ) -> PromptSpec:
     """The spec of one plan call (see the module docstring for the precedence).
 
@@ -130,17 +112,14 @@ def resolve_prompt(
         lm_kwargs: The LM's own settings (sampling it was built with is kept).
         fit_catalog: Fit instructions and demos to the catalog (off only in the ``before-issue-22`` preset).
         exclude_demo: A pool demo never shown (the task being answered).
-        plain_cut / plain_turns: The ``plain`` levers under test (``PlannerOptions``).
     """
     name = strategy_for(strategy, budget, endpoint, tools_only=not whole.pipelines)
     cap = max_tokens or budget.output_tokens
     if name == "plain":
         kept = selected.id_set if selected is not None else whole.id_set
         shown = restrict_catalog(whole, [i for i in whole.ids() if i in kept])  # whole entries, catalog order
-        if plain_cut and selected is not None:
-            shown = cut_plain(shown, budget.max_catalog_bytes, intent)
         return PromptSpec(variant=variant, strategy=name, catalog=plain_functions(shown),
-                          max_tokens=cap, plain_turns=plain_turns,
+                          max_tokens=cap,
                           **sampling_for(budget, endpoint, temperature, seed, lm_kwargs))
     fits = (not whole.pipelines) if fit_decision is None else fit_decision
     shape = STRATEGIES[name].shape(selected, variant, strict_json=budget.json_object_format,

@@ -46,7 +46,7 @@ from helmdeck_dspy.program.answer_schema import (
     has_fit_decision,
 )
 from helmdeck_dspy.program.demo_pool import pipeline_line, signature_line
-from helmdeck_dspy.program.plain_prompt import calls_message, plain_request, results_message
+from helmdeck_dspy.program.plain_prompt import plain_request
 from helmdeck_dspy.program.prompt_spec import CALL_LIST_STRATEGIES, PromptSpec
 from helmdeck_dspy.program.sections import (
     ANSWER_FORMAT_MARK,
@@ -236,11 +236,8 @@ class PlanAdapter(dspy.Adapter):
         catalog = inputs.get("catalog") or ""
         if self.spec.strategy == "plain":  # the model-alone request: no system message, instructions or demos
             prior = _prior_json(inputs.get("prior_steps"))
-            turns = self.spec.plain_turns and prior
-            request = plain_request(catalog, inputs["user_intent"], inputs.get("context"), None if turns else prior)
-            return [{"role": "system", "content": ""}, {"role": "user", "content": request},
-                    *([{"role": "assistant", "content": calls_message(prior)},
-                       {"role": "user", "content": results_message(prior)}] if turns else [])]
+            return [{"role": "system", "content": ""},
+                    {"role": "user", "content": plain_request(catalog, inputs["user_intent"], inputs.get("context"), prior)}]
         user = self.request_text(inputs["user_intent"], inputs.get("context"), inputs.get("prior_steps"))
         if not self.spec.catalog_in_system:
             user = f"{CATALOG_HEADER}\n{catalog}\n\n{user}"

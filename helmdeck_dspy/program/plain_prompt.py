@@ -18,7 +18,9 @@ ASK = ('Answer with only a JSON list of the function calls that answer the quest
        '{"name": "<function name>", "arguments": {...}}. Answer [] if none of the functions fits.')
 NEXT_ASK = ('Answer with only a JSON list of the next function calls, each as {"name": "<function name>", '
             '"arguments": {...}}. Answer [] if no more calls are needed.')
-"""The ask after calls have run, in a conversation (:func:`results_message`)."""
+"""The ask after calls have run, in the model-alone loop's conversation (:func:`results_message`; a
+``plain`` re-plan with it tied on the end-to-end study's dev half, and so did one that continued
+the conversation: docs/results/e2e.md)."""
 CONTEXT_LEAD = "Context:"
 PRIOR_LEAD = "Calls already made, with their results:"
 RESULTS_LEAD = "Results of those calls:"
@@ -42,11 +44,6 @@ def plain_request(functions: str, intent: str, context: str | None = None, prior
     if prior:
         parts.append(f"{PRIOR_LEAD}\n{json.dumps(prior, ensure_ascii=False)}")
     return "\n\n".join([*parts, ASK])
-
-
-def calls_message(steps: list[dict[str, Any]]) -> str:
-    """The assistant turn that made ``steps`` (JSON objects with ``tool`` and ``args``), as a call list."""
-    return json.dumps([{"name": s.get("tool"), "arguments": s.get("args") or {}} for s in steps], ensure_ascii=False)
 
 
 def results_message(steps: list[dict[str, Any]]) -> str:

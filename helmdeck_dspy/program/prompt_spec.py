@@ -60,7 +60,6 @@ class PromptSpec(BaseModel):
         schema_wire: How the schema travels (see :data:`~helmdeck_dspy.program.answer_schema.SchemaWire`).
         demo_tools: A program demo is shown only when every tool it names is among these.
         pool_demos: Demos chosen for this request from the program's compiled pool.
-        plain_turns: A ``plain`` re-plan is a conversation (``PlannerOptions.plain_turns``).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -79,12 +78,10 @@ class PromptSpec(BaseModel):
     schema_wire: SchemaWire = "json_schema"
     demo_tools: frozenset[str] | None = None
     pool_demos: tuple[PoolDemo, ...] = ()
-    plain_turns: bool = False
 
     def stamp(self) -> dict[str, Any]:
-        """What a trace record keeps of the spec: the strategy, the wire, the demos and a hash of the rest
-        (a lever left off is not hashed, so specs hash as they did before it existed)."""
-        body = self.model_dump(mode="json", exclude={"pool_demos", *(() if self.plain_turns else ("plain_turns",))})
+        """What a trace record keeps of the spec: the strategy, the wire, the demos and a hash of the rest."""
+        body = self.model_dump(mode="json", exclude={"pool_demos"})
         body["demo_tools"] = sorted(self.demo_tools) if self.demo_tools is not None else None
         digest = hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
         return {"strategy": self.strategy, **({"wire": self.schema_wire} if self.answer_schema is not None else {}),

@@ -28,17 +28,16 @@ from helmdeck_dspy.signatures.types import ExecutedStep
 
 ARMS = ("planner", "alone")
 """The arms every run has: the shipped planner and the model alone."""
-LEVER_ARMS: dict[str, dict[str, Any]] = {
-    "planner-cut": {"plain_cut": True},
-    "planner-turns": {"plain_turns": True},
-    "planner-cut-turns": {"plain_cut": True, "plain_turns": True},
-    "planner-fill": {"fill_placeholders": True},
-}
-"""Planner arms with a lever under test (chosen or not on the dev half), and their planner options."""
-RETIRED_ARMS = ("planner-next", "planner-wrap")
+LEVER_ARMS: dict[str, dict[str, Any]] = {"planner-fill": {"fill_placeholders": True}}
+"""Planner arms with a lever under test, and their planner options: ``planner-fill`` (placeholder
+paths filled from the request) was chosen on the dev half and is now the planner's default too."""
+RETIRED_ARMS = ("planner-next", "planner-wrap", "planner-cut", "planner-turns", "planner-cut-turns")
 """Arms whose results are kept but whose lever left the product (docs/results/e2e.md):
 ``planner-next`` (a ``plain`` re-plan asking for the next calls) and ``planner-wrap`` (flat
-arguments wrapped into a tool's one required array), each a tie on dev."""
+arguments wrapped into a tool's one required array), each a tie on dev; ``planner-turns`` (a
+``plain`` re-plan continuing the conversation), one task up on dev, short of the rule;
+``planner-cut`` and ``planner-cut-turns`` (the byte cap applied to the ``plain`` prompt's
+functions), stopped part way on dev."""
 
 
 class AloneAgent:

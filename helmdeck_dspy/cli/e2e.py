@@ -67,7 +67,9 @@ def e2e_cmd(model: str | None, lm_spec: str | None, api_base: str | None, out_di
         raise click.UsageError(f"no results in {out}")
     table = write_table(results, out)
     for name, m in table["models"].items():
-        p = m["paired"]
-        click.echo(f"{name}: planner {p['planner']}/{p['n']}, alone {p['alone']}/{p['n']}, "
-                   f"difference {100 * p['diff']:+.1f} points [{100 * p['ci'][0]:+.1f}, {100 * p['ci'][1]:+.1f}]")
+        for arm, c in m["comparisons"].items():  # every planner arm the results hold, paired with the model alone
+            p = c["paired"]
+            if p["n"]:
+                click.echo(f"{name}: {arm} {p['planner']}/{p['n']}, alone {p['alone']}/{p['n']}, difference "
+                           f"{100 * p['diff']:+.1f} points [{100 * p['ci'][0]:+.1f}, {100 * p['ci'][1]:+.1f}]")
     click.echo(f"wrote {out / 'table.md'}, {out / 'table.json'}, {out / 'success-by-type.png'}")

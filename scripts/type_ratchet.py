@@ -76,16 +76,11 @@ def run_mypy() -> tuple[list[str], list[str]]:
         proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, env={**os.environ, "MYPYPATH": tmp})
         if proc.returncode not in (0, 1):  # 2: mypy itself failed
             raise SystemExit(f"mypy did not run: {proc.stderr.strip() or proc.stdout.strip()}")
-    out = []
-    user = [line.split(": ", 1)[1] for line in proc.stdout.splitlines() if line.startswith(f"{USER}:")]
-    for line in proc.stdout.splitlines():
-        m = ERROR.match(line)
-        if m and m["path"] == USER:
-            continue
-        if m:
-            path = m["path"].removeprefix("helmdeck_dspy/signatures/")
-            out.append(line if path == m["path"] else "signatures/" + line.removeprefix("helmdeck_dspy/signatures/"))
-    return out, user
+    lines = proc.stdout.splitlines()
+    user = [line.split(": ", 1)[1] for line in lines if line.startswith(f"{USER}:")]
+    package = [line for line in lines if (m := ERROR.match(line)) is not None and m["path"] != USER]
+    shadowed = "helmdeck_dspy/signatures/"
+    return [("signatures/" + line[len(shadowed):]) if line.startswith(shadowed) else line for line in package], user
 
 
 def user_code_problems(said: list[str]) -> list[str]:

@@ -12,6 +12,11 @@ does, at the top level of the arguments and inside nested objects and arrays the
 
 Each change and each problem is a short note (``coerced side1``, ``dropped colour``, ``missing
 radius``, ``enum unit``, ``type name``); the notes go on the guarded step.
+
+:func:`fill_placeholders` (on in planners by default, ``PlannerOptions.fill_placeholders``)
+replaces a documentation placeholder path (``path/to/repo``) by the one path the request names
+that ends the same way (``filled repo_path``): chosen on the end-to-end study's dev half,
+docs/results/e2e.md.
 """
 
 from __future__ import annotations

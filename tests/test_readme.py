@@ -217,7 +217,7 @@ def _console_commands(code: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def workdirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def workdirs() -> dict[str, Path]:
     """One folder per page, made on first use and kept for the page's later blocks."""
     return {}
 

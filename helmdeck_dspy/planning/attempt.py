@@ -18,7 +18,8 @@ from helmdeck_dspy.budgets import Budget
 from helmdeck_dspy.catalog.compact import Trim, compact_catalog
 from helmdeck_dspy.catalog.models import RoutingGuide
 from helmdeck_dspy.catalog.ranking.embedding import encoder
-from helmdeck_dspy.catalog.select import select_catalog
+from helmdeck_dspy.catalog.ranking import RANKERS
+from helmdeck_dspy.catalog.select import restrict_catalog, select_catalog
 from helmdeck_dspy.decoding.parsing import ParseResult
 from helmdeck_dspy.domain import Variant
 from helmdeck_dspy.engines.lm_spec import make_lm, trace_source
@@ -37,6 +38,7 @@ from helmdeck_dspy.planning.resilience.classify import (
 )
 from helmdeck_dspy.planning.resilience.deadline import call_with_deadline, warm_up
 from helmdeck_dspy.planning.result import Attempt, PlanResult, build_result
+from helmdeck_dspy.program.plain_prompt import plain_functions
 from helmdeck_dspy.program.prompt_spec import SPEC_KEY, PromptSpec
 from helmdeck_dspy.program.store import ProgramRef
 from helmdeck_dspy.recording.exchanges import record_exchanges
@@ -115,6 +117,19 @@ def prompt_for(planner: PlannerParts, selected: RoutingGuide | None, intent: str
     )
 
 
+def recheck_spec(planner: PlannerParts, spec: PromptSpec, intent: str, last: ParseResult | None,
+                 prior_steps: list[ExecutedStep] | None) -> PromptSpec | None:
+    """The narrowed ask after a declined first ``plain`` plan (``PlannerOptions.recheck_top``): the
+    same request over the top tools the ranker gives for ``intent``, in rank order; else None."""
+    top = planner.options.recheck_top
+    declined = last is not None and last.plan is not None and not last.plan.steps
+    if not top or not declined or prior_steps or spec.strategy != "plain" or len(planner.catalog.packs) <= top:
+        return None
+    ranked = RANKERS[planner.options.ranker](planner.catalog, intent, None)
+    shown = restrict_catalog(planner.catalog, [r.id for r in ranked[:top]])
+    return spec.model_copy(update={"catalog": plain_functions(shown)})
+
+
 def fills_placeholders(planner: PlannerParts) -> bool:
     """Whether the guards fill placeholder paths from the request (the option, except under the
     preset that reproduces the planner before the argument checks)."""
@@ -167,9 +182,17 @@ def _call_program(
         exchange.calls = calls
         selected, exchange.trim = select_for(planner, intent)
         spec = exchange.spec = prompt_for(planner, selected, intent, exchange.task_id)
-        try:
+
+        def ask(spec: PromptSpec) -> None:
             with dspy.context(**{SPEC_KEY: spec}):  # the request's own spec: never set on the shared program
                 planner.program(user_intent=intent, catalog=spec.catalog, context=context, prior_steps=prior_steps)
+
+        try:
+            ask(spec)
+            narrowed = recheck_spec(planner, spec, intent, calls[-1].parse if calls else None, prior_steps)
+            if narrowed is not None:  # asked once more, never twice
+                exchange.spec = narrowed
+                ask(narrowed)
         except PlanParseError as exc:
             return exc.result, None
         except Exception as exc:  # noqa: BLE001 - transport failures become a failure cause
@@ -225,6 +248,7 @@ def recorded_run(planner: PlannerParts, spec: PromptSpec | None = None) -> dict[
             **({PIPELINE_CHAINS_KEY: True} if chains_for(planner) else {}),
             **({MAP_NAMES_KEY: True} if shipped_checks(planner) else {}),
             **({PLACEHOLDERS_KEY: True} if fills_placeholders(planner) else {}),
+            **({"recheck_top": planner.options.recheck_top} if planner.options.recheck_top else {}),
             **({"constrained": stamp["wire"]} if "wire" in stamp else {}),
             **({"prompt": stamp} if stamp else {}),
             **({"demos": [d.id for d in spec.pool_demos]} if spec is not None and spec.pool_demos else {})}

@@ -52,6 +52,9 @@ class PlannerOptions(BaseModel):
         fill_placeholders: A documentation placeholder path in an argument (``path/to/repo``) is
             replaced by the one path the request names that ends the same way (``repo``). On by
             default: chosen on the end-to-end study's dev half (docs/results/e2e.md).
+        recheck_top: Under the ``plain`` strategy, a first plan with no calls over more than this
+            many tools is asked once more over the top this-many the ranker gives for the request
+            (0, the default: off). A lever under test (docs/results/e2e.md).
         preset: ``shipped`` (the default), or ``before-issue-22``: the planner before issue 22
             (helmdeck's instructions and demos whatever the catalog, no argument checks, no
             pipeline-chain guard), which only the benchmarks use as a comparison row.
@@ -86,6 +89,7 @@ class PlannerOptions(BaseModel):
     answer_strategy: StrategyName | None = None
     fit_decision: bool | None = None
     fill_placeholders: bool = True
+    recheck_top: int = Field(default=0, ge=0)
     preset: Literal["shipped", "before-issue-22"] = "shipped"
     caller: str | None = None
     record_path: Path | None = None

@@ -103,3 +103,37 @@ def test_a_plain_replan_shows_the_calls_made_with_failures_marked(tmp_path):
     text = request.messages[-1].text
     assert PRIOR_LEAD in text and '"error": true' in text and "outside the repository" in text
     assert text.endswith(ASK)
+
+
+def _many_tools(n):
+    return [{"name": f"tool_{i:02d}", "description": f"Does thing number {i}.",
+             "inputSchema": {"type": "object", "properties": {}}} for i in range(n)]
+
+
+@pytest.mark.parametrize(("top", "answers", "asked"), [
+    (3, ["[]", '[{"name": "get_weather", "arguments": {"city": "Oslo"}}]'], 2),  # declined: asked again over the top 3
+    (0, ["[]"], 1),  # off: the decline stands
+    (3, ['[{"name": "get_weather", "arguments": {"city": "Oslo"}}]'], 1),  # a call: nothing to recheck
+    (40, ["[]"], 1),  # no more tools than the top: the same list would be asked again
+    (3, ["[]", "[]"], 2),  # declined twice: asked once more, never twice
+])
+def test_a_declined_plain_plan_is_asked_once_more_over_the_top_ranked_tools(tmp_path, top, answers, asked):
+    catalog = read_tools_catalog([*TOOLS, *_many_tools(10)])
+    record = tmp_path / "rec.jsonl"
+    with FaultServer([ok(a) for a in answers]) as server:
+        lm = make_lm("llamacpp/m", api_base=server.url, cache=False, num_retries=0)
+        planner = Planner.for_model(MODEL, lm=lm, catalog=catalog, history=None, use_filter=False, cache=False,
+                                    answer_strategy="plain", recheck_top=top, record_path=record)
+        result = planner.plan(INTENT)
+        bodies = [r.body for r in server.requests]
+    assert len(bodies) == asked
+    shown = [[f["name"] for f in json.loads(b["messages"][0]["content"].split("\n\nQuestion:")[0].removeprefix("Functions:\n"))]
+             for b in bodies]
+    assert len(shown[0]) == 12
+    if asked == 2:
+        assert shown[1][0] == "get_weather" and len(shown[1]) == 3  # the ranker's best first
+        assert bodies[1]["messages"][0]["content"].endswith(bodies[0]["messages"][0]["content"].split("\n\nQuestion:")[1])
+    answered = json.loads(answers[-1])
+    assert [s.tool for s in result.steps] == [c["name"] for c in answered]
+    records = list(read_jsonl_traces(record))
+    assert len(records) == asked and all(r.run.get("recheck_top") == (top or None) for r in records)

@@ -28,9 +28,11 @@ from helmdeck_dspy.signatures.types import ExecutedStep
 
 ARMS = ("planner", "alone")
 """The arms every run has: the shipped planner and the model alone."""
-LEVER_ARMS: dict[str, dict[str, Any]] = {"planner-fill": {"fill_placeholders": True}}
+LEVER_ARMS: dict[str, dict[str, Any]] = {"planner-fill": {"fill_placeholders": True},
+                                         "planner-recheck": {"recheck_top": 10}}
 """Planner arms with a lever under test, and their planner options: ``planner-fill`` (placeholder
-paths filled from the request) was chosen on the dev half and is now the planner's default too."""
+paths filled from the request) was chosen on the dev half and is now the planner's default too;
+``planner-recheck`` asks a declined first plan once more over the 10 tools ranked first."""
 RETIRED_ARMS = ("planner-next", "planner-wrap", "planner-cut", "planner-turns", "planner-cut-turns")
 """Arms whose results are kept but whose lever left the product (docs/results/e2e.md):
 ``planner-next`` (a ``plain`` re-plan asking for the next calls) and ``planner-wrap`` (flat

@@ -10,12 +10,14 @@ and pydantic.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from helmdeck_dspy.domain import VARIANTS, Tier, Variant, default_variant
 from helmdeck_dspy.errors import BudgetTableError, validation_message
@@ -85,6 +87,36 @@ class BudgetFields(BaseModel):
     interval_low: float | None = None
     interval_high: float | None = None
     calibrated_at: str | None = None
+    decided_by: dict[str, tuple[str, ...]] = Field(
+        default_factory=dict,
+        description="Plan fields a study chose, each with the study folders whose table.json is the evidence.",
+    )
+
+    @field_validator("decided_by")
+    @classmethod
+    def _decides_plan_fields(cls, value: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+        unknown = sorted(set(value) - set(PLAN_FIELDS))
+        if unknown:
+            raise ValueError(f"decided_by names {unknown[0]!r}, not a field that shapes a plan call")
+        if any(not folders for folders in value.values()):
+            raise ValueError("decided_by: every field needs at least one study folder")
+        return value
+
+    def plan_row(self) -> dict[str, Any]:
+        """The fields that shape a plan call, by name (what a study records it ran under)."""
+        return {name: getattr(self, name) for name in PLAN_FIELDS}
+
+
+PLAN_FIELDS = ("tier", "input_tokens", "output_tokens", "max_catalog_bytes", "max_catalog_entries",
+               "compact_arg_schemas", "allows_llm_filter", "filter_model", "is_hybrid_reasoning", "wants_strict_json",
+               "supports_prefix_cache", "answer_strategy", "tool_list_strategy", "temperature", "prompt_variant")
+"""The budget fields a plan call depends on; the rest (cost, calibration figures, provenance) do not."""
+
+
+def row_sha(plan_row: dict[str, Any]) -> str:
+    """A short hash of a :meth:`BudgetFields.plan_row` (sorted keys, compact JSON)."""
+    text = json.dumps(plan_row, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 class BudgetRow(BudgetFields):

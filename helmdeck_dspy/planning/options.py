@@ -33,6 +33,9 @@ class PlannerOptions(BaseModel):
     lexical ranking of the compacted catalog (measure/selection_recall.py).
     ``ranker="lexical", rank_source="compacted"`` restores helmdeck's behaviour.
 
+    A default a study chose names it in ``decided_by`` (the field's JSON Schema extra), as budget
+    rows do (``tests/test_decided_by.py`` checks the link).
+
     Attributes:
         ranker: Catalog ranker (``bm25``, ``lexical``, ``embedding``).
         rank_source: Rank the ``full`` entries or the ``compacted`` catalog.
@@ -87,8 +90,9 @@ class PlannerOptions(BaseModel):
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     seed: int | None = Field(default=None, ge=0, le=2**31 - 1)
     answer_strategy: StrategyName | None = None
-    fit_decision: bool | None = None
-    fill_placeholders: bool = True
+    fit_decision: bool | None = Field(default=None, json_schema_extra={"decided_by": [
+        "experiments/test-split/qwen2.5-coder-0.5b", "experiments/test-split/qwen2.5-coder-1.5b"]})
+    fill_placeholders: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/study"]})
     recheck_top: int = Field(default=0, ge=0)
     preset: Literal["shipped", "before-issue-22"] = "shipped"
     caller: str | None = None

@@ -60,6 +60,8 @@ def run_lever_spec(
     from helmdeck_dspy.bench.bfcl.lever_report import write_levers
     from helmdeck_dspy.bench.bfcl.lever_table import score_levers
     from helmdeck_dspy.bench.bfcl.levers import load_questions, pending_pairs, run_levers
+    from helmdeck_dspy.bench.provenance import note_row
+    from helmdeck_dspy.budgets import budget_for
 
     spec = spec if isinstance(spec, LeverSpec) else load_lever_spec(spec)
     check_configs(spec, only)
@@ -68,6 +70,8 @@ def run_lever_spec(
     made: dict[str, int] = {}
     if not score_only:
         todo = pending_pairs(spec, load_questions(spec), chosen)
+        if todo:
+            note_row(spec.folder, budget_for(spec.model))
         tell(f"levers: {len(todo)} calls to make ({spec.lm})")
         with (bars or SilentBars()).stage("levers", len(todo)) as step:
             made = run_levers(spec, only=chosen, progress=lambda _config, _question: step(1))

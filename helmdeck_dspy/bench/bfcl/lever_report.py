@@ -8,6 +8,7 @@ from typing import Any
 
 from helmdeck_dspy.bench.bfcl.lever_table import LeverRow, Rate
 from helmdeck_dspy.bench.bfcl.levers import LeverSpec
+from helmdeck_dspy.bench.provenance import recorded_rows
 from helmdeck_dspy.io.atomic import atomic_write_text
 
 HEADER = ("| config | scope | n | exact calls | tool-name accuracy | argument accuracy | irrelevance | strict parse "
@@ -119,7 +120,7 @@ def write_levers(spec: LeverSpec, rows: list[LeverRow]) -> list[Path]:
     md, js = folder / "table.md", folder / "table.json"
     atomic_write_text(md, render_markdown(spec, rows))
     payload: dict[str, Any] = {"model": spec.model, "lm": spec.lm, "baseline": spec.baseline,
-                               "rows": [r.model_dump(mode="json") for r in rows]}
+                               "rows": [r.model_dump(mode="json") for r in rows], "budget_rows": recorded_rows(folder)}
     atomic_write_text(js, json.dumps(payload, indent=1) + "\n")
     written = [md, js, plot_rows(rows, folder / "exact.png")]
     if any(r.plan_score is not None for r in rows):  # gold tasks: the metric the compiler optimises

@@ -12,6 +12,7 @@ from typing import Any
 
 from helmdeck_dspy.bench.e2e.arms import ARMS, LEVER_ARMS, RETIRED_ARMS
 from helmdeck_dspy.bench.e2e.checks import task_split
+from helmdeck_dspy.bench.provenance import recorded_rows
 from helmdeck_dspy.evaluation.stats import newcombe_paired_diff, wilson
 from helmdeck_dspy.io.atomic import atomic_write_text
 from helmdeck_dspy.io.jsonl import iter_jsonl
@@ -119,7 +120,7 @@ def table_markdown(table: dict[str, Any]) -> str:
 
 def write_table(results: Path, out_dir: Path) -> dict[str, Any]:
     """Write ``table.json``, ``table.md`` and ``success-by-type.png`` beside the results."""
-    table = build_table(results)
+    table = {**build_table(results), "budget_rows": recorded_rows(out_dir)}
     atomic_write_text(out_dir / "table.json", json.dumps(table, indent=1) + "\n")
     atomic_write_text(out_dir / "table.md", table_markdown(table))
     _figure(table, out_dir / "success-by-type.png")

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from helmdeck_dspy.bench.e2e.arms import ARMS, LEVER_ARMS, AloneAgent
 from helmdeck_dspy.bench.e2e.checks import E2ETask, run_checks
 from helmdeck_dspy.bench.e2e.sandbox import Site, build_sandbox, server_sources, world_digest
+from helmdeck_dspy.bench.provenance import note_row
 from helmdeck_dspy.errors import ArgumentError, ToolSourceError
 from helmdeck_dspy.io.jsonl import iter_jsonl
 from helmdeck_dspy.traces.record import append_line
@@ -162,6 +163,8 @@ def run_e2e(
                                                  **LEVER_ARMS.get(arm, {}))
 
     todo = [(arm, t) for chunk in _chunks(tasks) for arm in arms for t in chunk if (model, arm, t.id) not in done]
+    if todo:
+        note_row(out_dir, budget)
     for i, (arm, task) in enumerate(todo, 1):
         result = run_task(task, arm, agent_for(arm), setup=setup, model=model, lm=lm_spec, max_steps=max_steps,
                           time_cap_s=time_cap_s)

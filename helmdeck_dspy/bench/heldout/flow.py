@@ -85,6 +85,8 @@ def run_heldout(
     from helmdeck_dspy.bench.heldout.ship import record_test_scores
     from helmdeck_dspy.bench.heldout.ship import ship as ship_winners
     from helmdeck_dspy.bench.heldout.table import score_spec
+    from helmdeck_dspy.bench.provenance import note_row
+    from helmdeck_dspy.budgets import budget_for
     from helmdeck_dspy.io.atomic import atomic_write_text
     from helmdeck_dspy.tasks import load_tasks
 
@@ -93,6 +95,8 @@ def run_heldout(
     tell = notify or (lambda _msg: None)
     show = bars or SilentBars()
     steps = [] if score_only else pending_steps(spec, list(only) if only else None, list(variants) if variants else None)
+    if steps:
+        note_row(spec.folder, budget_for(spec.model))
     for i, (kind, config_id, variant) in enumerate(steps, 1):
         config = spec.get(config_id)
         tell(f"[{i}/{len(steps)}] {kind} ({config_id}) {config.label}: {variant}")

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from helmdeck_dspy.bench.heldout.spec import HeldOutConfig, HeldOutSpec
+from helmdeck_dspy.bench.provenance import recorded_rows
 from helmdeck_dspy.budgets import load_budget_table
 from helmdeck_dspy.catalog.models import load_catalog
 from helmdeck_dspy.engines.lm_spec import trace_source
@@ -223,4 +224,5 @@ def table_json(spec: HeldOutSpec, rows: list[RowScore]) -> dict[str, Any]:
     """The table as JSON (what ``table.json`` holds)."""
     return {"model": spec.model, "lm": spec.lm, "teacher": spec.teacher, "split": spec.split,
             "baseline": spec.baseline, "temperature": spec.temperature, "seed": spec.seed, "valset": spec.valset,
-            "rows": [r.model_dump(mode="json") | {"beats_baseline": r.beats_baseline} for r in rows]}
+            "rows": [r.model_dump(mode="json") | {"beats_baseline": r.beats_baseline} for r in rows],
+            "budget_rows": recorded_rows(spec.folder)}

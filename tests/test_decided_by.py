@@ -1,0 +1,93 @@
+"""Defaults a study chose name it, and the study's table was made under the budget row in force.
+
+A budget-row field or a planner option default with ``decided_by`` points at study folders. Each
+must hold a ``table.json`` that records the rows its runs were made under (``budget_rows``, from
+the folder's ``budget-rows.json``), and each of those rows must agree with today's row on every
+plan field that no study decided: a changed output cap or tier, say, makes the evidence stale.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from helmdeck_dspy.bench.provenance import ROWS_FILE, note_row, recorded_rows
+from helmdeck_dspy.budgets import PLAN_FIELDS, BudgetRow, load_budget_table, row_sha
+from helmdeck_dspy.planning.options import PlannerOptions
+
+ROOT = Path(__file__).resolve().parents[1]
+TABLE = load_budget_table(None)
+ROW_LINKS = [(row.match, field, folder) for row in TABLE.rows for field, folders in row.decided_by.items()
+             for folder in folders]
+OPTION_LINKS = [(name, folder) for name, info in PlannerOptions.model_fields.items()
+                for folder in ((info.json_schema_extra or {}).get("decided_by") or [])]  # type: ignore[union-attr]
+
+
+def _stale(folder: str, models: list[str] | None = None) -> list[str]:
+    """What in ``folder``'s table disagrees with today's rows (``models``: those; None: all it ran)."""
+    table = json.loads((ROOT / folder / "table.json").read_text(encoding="utf-8"))
+    recorded = table.get("budget_rows") or {}
+    assert recorded == recorded_rows(ROOT / folder), f"{folder}/table.json was not written from its {ROWS_FILE}"
+    problems = []
+    for model in models or list(recorded):
+        entries = recorded.get(model) or []
+        if not entries:
+            problems.append(f"no row recorded for {model}")
+        today = TABLE.lookup(model)
+        free = [f for f in PLAN_FIELDS if f not in today.decided_by]
+        for entry in entries:
+            if entry["sha"] != row_sha(entry["fields"]):
+                problems.append(f"{model}: sha {entry['sha']} is not its fields' hash")
+            changed = {f: (entry["fields"][f], getattr(today, f)) for f in free if entry["fields"][f] != getattr(today, f)}
+            if changed:
+                problems.append(f"{model} ran under {entry['sha']}, which differs from today's row in {changed}")
+    return problems
+
+
+def test_there_are_links_to_check():
+    assert len(ROW_LINKS) >= 4 and len(OPTION_LINKS) >= 2
+
+
+@pytest.mark.parametrize(("match", "field", "folder"), ROW_LINKS, ids=[f"{m}:{f}" for m, f, _ in ROW_LINKS])
+def test_a_budget_field_a_study_chose_names_a_table_made_under_the_same_row(match, field, folder):
+    assert (ROOT / folder / "table.json").exists(), f"{match}: {field} names {folder}, which has no table.json"
+    assert _stale(folder, [match]) == []
+
+
+@pytest.mark.parametrize(("name", "folder"), OPTION_LINKS, ids=[f"{n}:{f}" for n, f in OPTION_LINKS])
+def test_an_option_default_a_study_chose_names_a_table_made_under_todays_rows(name, folder):
+    assert (ROOT / folder / "table.json").exists(), f"PlannerOptions.{name} names {folder}, which has no table.json"
+    assert _stale(folder) == []
+
+
+def test_a_row_is_recorded_once_and_a_changed_row_beside_it(tmp_path):
+    budget = TABLE.lookup("local/qwen2.5-coder-1.5b-instruct")
+    first = note_row(tmp_path, budget)
+    assert note_row(tmp_path, budget) == first
+    changed = TABLE.changed_for(budget.model, {"output_tokens": 700}).lookup(budget.model)
+    second = note_row(tmp_path, changed)
+    rows = recorded_rows(tmp_path)[budget.model]
+    assert [r["sha"] for r in rows] == [first["sha"], second["sha"]] and rows[1]["fields"]["output_tokens"] == 700
+    assert first["sha"] == row_sha(budget.plan_row()) != second["sha"]
+
+
+def test_a_stale_table_is_caught(tmp_path, monkeypatch):
+    budget = TABLE.lookup("local/qwen2.5-coder-0.5b-instruct")
+    study = tmp_path / "study"
+    note_row(study, TABLE.changed_for(budget.model, {"output_tokens": 700}).lookup(budget.model))
+    (study / "table.json").write_text(json.dumps({"budget_rows": recorded_rows(study)}))
+    monkeypatch.setattr(f"{__name__}.ROOT", tmp_path)
+    assert _stale("study") == [f"{budget.model} ran under {recorded_rows(study)[budget.model][0]['sha']}, which "
+                               "differs from today's row in {'output_tokens': (700, 1500)}"]
+
+
+def test_decided_by_names_only_plan_fields():
+    fields = {"match": "m", "tier": "C", "input_tokens": 1, "output_tokens": 1, "max_catalog_bytes": 0}
+    assert BudgetRow.model_validate({**fields, "decided_by": {"tier": ["experiments/x"]}}).decided_by == {
+        "tier": ("experiments/x",)}
+    with pytest.raises(ValueError, match="not a field that shapes a plan call"):
+        BudgetRow.model_validate({**fields, "decided_by": {"source": ["experiments/x"]}})
+    with pytest.raises(ValueError, match="at least one study folder"):
+        BudgetRow.model_validate({**fields, "decided_by": {"tier": []}})

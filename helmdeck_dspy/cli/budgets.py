@@ -86,9 +86,12 @@ def budgets_lookup(models: tuple[str, ...], budgets_path: str | None, as_json: b
     if as_json:
         emit_json(found[0] if len(found) == 1 else found)
     elif len(found) == 1:
-        for key, value in found[0].items():
-            if value is not None:
+        row = found[0]
+        for key, value in row.items():
+            if value is not None and key != "decided_by":
                 click.echo(f"{key:32} {value}")
+        for field, folders in row["decided_by"].items():  # each study-chosen field and its evidence
+            click.echo(f"{'decided_by ' + field:32} {', '.join(folders)}")
     else:
         print_table(
             ["model", "tier", "variant", "out_tok", "cat_bytes", "matched"],

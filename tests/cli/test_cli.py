@@ -41,7 +41,7 @@ def test_budgets_lookup_several_models_prints_a_table():
 
 def test_budgets_lookup_names_the_study_behind_each_chosen_field():
     lines = run("budgets", "lookup", "local/qwen2.5-coder-0.5b-instruct").output.splitlines()
-    assert "decided_by max_catalog_entries    experiments/catalog-size/qwen2.5-coder-0.5b" in lines
+    assert "decided_by max_catalog_entries   experiments/catalog-size/qwen2.5-coder-0.5b" in lines
     assert not any(line.startswith("decided_by ") for line in run("budgets", "lookup", "who/knows").output.splitlines())
 
 

@@ -40,11 +40,12 @@ heldout: $(STAMP)
 	@$(CLI) bench heldout experiments/heldout/qwen2.5-coder-0.5b/heldout.toml
 
 # The BFCL lever tables (issue 22): the model alone against the planner, paired, live on the local
-# Qwen models. Hours on 2 cores: runs in the background (log: experiments/bfcl/bench-live.log) and
+# Qwen models, the steps of experiments/studies.toml in order (helmdeck-dspy bench plan). Hours on 2
+# cores: runs in the background (log: experiments/bench-live.log) and
 # resumes where it stopped. Needs the local extra and the models (see docs/local-models.md).
 bench-live: $(STAMP)
-	@echo "running in the background; follow experiments/bfcl/bench-live.log"
-	@CLI=$(CLI) nohup sh experiments/bfcl/queue.sh >> experiments/bfcl/bench-live.log 2>&1 &
+	@echo "running in the background; follow experiments/bench-live.log"
+	@nohup $(CLI) bench plan --no-progress experiments/studies.toml >> experiments/bench-live.log 2>&1 &
 
 clean-venv:
 	rm -rf $(VENV)

@@ -6,7 +6,7 @@ import click
 
 from helmdeck_dspy.cli.e2e import e2e_cmd
 from helmdeck_dspy.cli.heldout import heldout_cmd
-from helmdeck_dspy.cli.levers import levers_cmd
+from helmdeck_dspy.cli.levers import levers_cmd, plan_cmd
 from helmdeck_dspy.cli.options import (
     TerminalBars,
     api_base_option,
@@ -169,3 +169,4 @@ def bench_bfcl(
 bench.add_command(heldout_cmd)
 bench.add_command(levers_cmd)
 bench.add_command(e2e_cmd)
+bench.add_command(plan_cmd)

@@ -1,4 +1,5 @@
-"""``helmdeck-dspy bench levers SPEC``: the model alone against planner configurations, paired (BFCL or gold tasks)."""
+"""``helmdeck-dspy bench levers SPEC``: the model alone against planner configurations, paired (BFCL or gold
+tasks); ``bench plan PLAN``: the study steps of a plan file, in order."""
 
 from __future__ import annotations
 
@@ -31,3 +32,22 @@ def levers_cmd(spec_path: str, only: str | None, score_only: bool, progress: boo
     if report.rows:  # nothing answered yet: nothing to show
         for line in table_lines(report.rows):
             click.echo(line)
+
+
+@click.command("plan")
+@click.argument("plan_path", metavar="PLAN", type=click.Path(exists=True, dir_okay=False))
+@click.option("--dry-run", is_flag=True, help="Say what each step has left, and run nothing.")
+@progress_option
+def plan_cmd(plan_path: str, dry_run: bool, progress: bool | None) -> None:
+    """Run the study steps PLAN lists (experiments/studies.toml), in order: each a levers.toml or
+    heldout.toml with the configs to run, or a benchmark script whose output is kept.
+
+    Every step is checked before the first runs. Resumable: each step goes on where it stopped,
+    and a step with nothing left makes no call.
+    """
+    from helmdeck_dspy.bench.plan import load_plan, run_plan
+
+    plan = load_plan(plan_path)
+    done = run_plan(plan, dry_run=dry_run, notify=to_stderr, bars=TerminalBars(progress))
+    left = sum(1 for _, n in done if n)
+    click.echo(f"{len(done)} steps, {left} with something left" + (" (dry run: nothing ran)" if dry_run else ""))

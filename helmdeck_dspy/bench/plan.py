@@ -1,0 +1,175 @@
+"""The order the live studies run in: a plan file of steps, each one study spec and the arms to run.
+
+A plan (``experiments/studies.toml``) lists ``[[step]]`` tables in the order they run::
+
+    [[step]]
+    spec = "bfcl/qwen2.5-coder-1.5b/levers.toml"   # a levers.toml or a heldout.toml, beside the plan
+    only = ["default-answer"]                      # its configs to run (omitted: all of them)
+
+    [[step]]
+    script = "../measure/constrained_cost.py"     # a benchmark script, run once: its output is kept
+    args = ["--n", "8"]
+    out = "constrained-cost.txt"
+
+:func:`load_plan` checks every step before anything runs (the spec loads, ``only`` names its
+configs, the script exists). :func:`run_plan` runs the steps in order through the study's own
+runner; each resumes where it stopped, so the plan resumes too, and a step with nothing left to do
+makes no call. A script step runs when its ``out`` file is missing or empty, its output written
+whole or not at all.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from helmdeck_dspy.bench.progress import Bars
+from helmdeck_dspy.errors import DataFileError, validation_message
+from helmdeck_dspy.io.datafiles import parse_toml, read_text
+
+SPEC_KINDS = {"levers.toml": "levers", "heldout.toml": "heldout"}
+
+
+class PlanStep(BaseModel):
+    """One step: a study spec and which of its configs, or a benchmark script and where its output goes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    spec: Path | None = Field(default=None, description="A levers.toml or heldout.toml (relative to the plan).")
+    only: tuple[str, ...] | None = Field(default=None, description="The spec's configs to run (None: all).")
+    script: Path | None = Field(default=None, description="A Python benchmark script (relative to the plan).")
+    args: tuple[str, ...] = ()
+    out: Path | None = Field(default=None, description="Where the script's output is kept (relative to the plan).")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> PlanStep:
+        if (self.spec is None) == (self.script is None):
+            raise ValueError("a step has either spec or script")
+        if self.script is not None and (self.out is None or self.only is not None):
+            raise ValueError("a script step needs out, and takes no only")
+        if self.spec is not None and (self.out is not None or self.args):
+            raise ValueError("a spec step takes no args or out")
+        return self
+
+    @property
+    def kind(self) -> str:
+        """``levers``, ``heldout`` (by the spec's file name) or ``script``."""
+        return "script" if self.spec is None else SPEC_KINDS[self.spec.name]
+
+    @property
+    def label(self) -> str:
+        if self.spec is None:
+            return f"script {self.script} > {self.out}"
+        return f"{self.kind} {self.spec}" + (f" --only {','.join(self.only)}" if self.only else "")
+
+
+class StudyPlan(BaseModel):
+    """A plan file's steps, paths resolved against its folder."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    step: tuple[PlanStep, ...] = Field(min_length=1)
+    path: Path = Path()
+
+
+def _load_spec(spec_path: Path, kind: str, only: tuple[str, ...] | None) -> Any:
+    """The step's spec, loaded by its own study's loader, with ``only`` checked against its configs."""
+    from helmdeck_dspy.bench.bfcl import lever_flow, levers
+    from helmdeck_dspy.bench.heldout import flow, spec
+
+    if kind == "levers":
+        lever_spec = levers.load_lever_spec(spec_path)
+        lever_flow.check_configs(lever_spec, only)
+        return lever_spec
+    heldout_spec = spec.load_spec(spec_path)
+    flow.check_configs(heldout_spec, only)
+    return heldout_spec
+
+
+def load_plan(path: str | Path) -> StudyPlan:
+    """Read and check a plan: every step's spec loads and names the configs it runs, every script exists.
+
+    Raises:
+        DataFileError: The plan, or a step of it, is unusable (the message names the step).
+    """
+    path = Path(path)
+    try:
+        plan = StudyPlan.model_validate({**parse_toml(read_text(path), str(path)), "path": path})
+    except ValidationError as exc:
+        raise DataFileError(str(path), validation_message(exc)) from None
+    steps = []
+    for i, step in enumerate(plan.step, 1):
+        where = f"step {i}"
+        if step.spec is not None and step.spec.name not in SPEC_KINDS:
+            raise DataFileError(str(path), f"{where}: {step.spec} is not a levers.toml or a heldout.toml")
+        resolved = step.model_copy(update={k: path.parent / v for k in ("spec", "script", "out")
+                                           if (v := getattr(step, k)) is not None})
+        if resolved.script is not None and not resolved.script.is_file():
+            raise DataFileError(str(path), f"{where}: no script {resolved.script}")
+        if resolved.spec is not None:
+            try:
+                _load_spec(resolved.spec, resolved.kind, resolved.only)
+            except Exception as exc:  # noqa: BLE001 - any unusable spec is this step's problem
+                raise DataFileError(str(path), f"{where} ({step.spec}): {exc}") from None
+        steps.append(resolved)
+    return plan.model_copy(update={"step": tuple(steps)})
+
+
+def pending(step: PlanStep) -> int:
+    """What a step has left: LM calls for a lever spec, compile and scoring runs for a held-out
+    spec, 1 or 0 for a script."""
+    if step.spec is None:
+        return 0 if step.out is not None and step.out.exists() and step.out.stat().st_size else 1
+    spec = _load_spec(step.spec, step.kind, step.only)
+    chosen = set(step.only) if step.only else None
+    if step.kind == "levers":
+        from helmdeck_dspy.bench.bfcl.levers import load_questions, pending_pairs
+
+        return len(pending_pairs(spec, load_questions(spec), chosen))
+    from helmdeck_dspy.bench.heldout.runs import pending_steps
+
+    return len(pending_steps(spec, list(chosen) if chosen else None, None))
+
+
+def run_script(step: PlanStep) -> None:
+    """Run a script step with this interpreter; its standard output replaces ``out`` only when it succeeds."""
+    from helmdeck_dspy.io.atomic import atomic_write_text
+
+    if step.script is None or step.out is None:
+        raise ValueError("not a script step")
+    done = subprocess.run([sys.executable, str(step.script), *step.args], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise DataFileError(str(step.script), f"exited {done.returncode}: {done.stderr.strip()[-500:]}")
+    atomic_write_text(step.out, done.stdout)
+
+
+def run_plan(plan: StudyPlan, *, dry_run: bool = False, notify: Callable[[str], None] | None = None,
+             bars: Bars | None = None) -> list[tuple[PlanStep, int]]:
+    """Run each step that has something left, in order (``dry_run``: only say what is left).
+
+    Returns:
+        Each step with what it had left before this run.
+    """
+    from helmdeck_dspy.bench.bfcl.lever_flow import run_lever_spec
+    from helmdeck_dspy.bench.heldout.flow import run_heldout
+
+    tell = notify or (lambda _msg: None)
+    done = []
+    for i, step in enumerate(plan.step, 1):
+        left = pending(step)
+        done.append((step, left))
+        tell(f"[{i}/{len(plan.step)}] {step.label}: {left} left" + ("" if left or dry_run else ", nothing to do"))
+        if dry_run or not left:
+            continue
+        if step.spec is None:
+            run_script(step)
+        elif step.kind == "levers":
+            run_lever_spec(step.spec, only=step.only, notify=tell, bars=bars)
+        else:
+            run_heldout(step.spec, only=step.only, notify=tell, bars=bars)
+    return done

@@ -139,7 +139,9 @@ class LeverSpec(BaseModel):
     catalog: str | None = Field(default=None, description="The catalog file the gold tasks are planned over.")
     split: str | None = Field(default=None, description="Gold tasks: only this split (None: every task).")
     categories: tuple[str, ...] = Field(min_length=1)
-    limit: int = Field(ge=1, description="Questions per category (the first N).")
+    limit: int = Field(ge=1, description="Questions per category (the first N after ``start``).")
+    start: int = Field(default=0, ge=0, description="Questions of each category left out before the first one "
+                       "asked (60: a test half after a dev half of 60).")
     temperature: float = 0.0
     seed: int = 7
     baseline: str = Field(default="plain", description="The config every other row is paired against.")
@@ -257,15 +259,16 @@ def _task_questions(spec: LeverSpec, *, split: bool = True) -> list[BfclQuestion
 
 
 def load_questions(spec: LeverSpec) -> BfclSet:
-    """The spec's questions: its categories from whichever data folder holds them, first ``limit`` each,
-    in round-robin order across categories (so a partial run covers every category)."""
+    """The spec's questions: its categories from whichever data folder holds them, ``limit`` each after
+    the first ``start``, in round-robin order across categories (so a partial run covers every category)."""
     if spec.tasks:
         kept: list[BfclQuestion] = []
         counts: Counter[str] = Counter()
         for q in _task_questions(spec):
-            if q.category in spec.categories and counts[q.category] < spec.limit:
+            if q.category in spec.categories:
                 counts[q.category] += 1
-                kept.append(q)
+                if spec.start < counts[q.category] <= spec.start + spec.limit:
+                    kept.append(q)
         return _ordered(spec, [BfclSet(questions=tuple(kept), files={})])
     sets: list[BfclSet] = []
     wanted = list(spec.categories)
@@ -273,7 +276,7 @@ def load_questions(spec: LeverSpec) -> BfclSet:
         here = [c.category for c in discover(folder)] if folder.is_dir() else []
         mine = [c for c in wanted if c in here]
         if mine:
-            sets.append(load_bfcl(folder, mine).limited(spec.limit))
+            sets.append(load_bfcl(folder, mine).limited(spec.limit, spec.start))
             wanted = [c for c in wanted if c not in mine]
     if wanted:
         raise LeverSpecError(str(spec.path), f"categories not found in {list(spec.data)}: {wanted}")

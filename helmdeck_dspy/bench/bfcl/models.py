@@ -139,17 +139,16 @@ class BfclSet(BaseModel):
         """How many definitions the pool dropped and how many tasks' gold definitions it replaced."""
         return self.pooling[1]
 
-    def limited(self, n: int | None) -> BfclSet:
-        """The tasks of the first ``n`` BFCL questions of each category (all when ``n`` is None)."""
-        if n is None:
+    def limited(self, n: int | None, start: int = 0) -> BfclSet:
+        """The tasks of the first ``n`` BFCL questions of each category after its first ``start``
+        (all of them when ``n`` is None and ``start`` is 0)."""
+        if n is None and not start:
             return self
-        seen: dict[str, set[str]] = {}
-        keep = []
+        order: dict[str, dict[str, None]] = {}
         for q in self.questions:
-            ids = seen.setdefault(q.category, set())
-            if q.source_id in ids or len(ids) < n:
-                ids.add(q.source_id)
-                keep.append(q)
+            order.setdefault(q.category, {})[q.source_id] = None
+        seen = {c: set(list(ids)[start:None if n is None else start + n]) for c, ids in order.items()}
+        keep = [q for q in self.questions if q.source_id in seen[q.category]]
         counts = Counter(q.category for q in keep)
         notes = tuple(
             n.model_copy(update={"questions": len(seen.get(n.category, ())), "tasks": counts[n.category]})

@@ -275,3 +275,12 @@ def test_a_config_plans_over_its_own_catalog_file(tmp_path, bfcl_dir):
     mine = spec.catalog_of(own)
     assert mine is spec.catalog_of(again) and mine.pipelines[0].metadata.steps[0].pack == "content.ground"
     assert '"steps":[{"pack":"content.ground"},{"pack":"slides.render"}]' in mine.rendered
+
+
+def test_a_test_half_starts_after_the_dev_half(tmp_path, bfcl_dir):
+    dev = load_questions(load_lever_spec(_spec(tmp_path, bfcl_dir, '[[config]]\nname = "plain"\nplain = true\n')))
+    (tmp_path / "t").mkdir()
+    body = (tmp_path / "levers.toml").read_text().replace("limit = 5", "limit = 1\nstart = 1")
+    (tmp_path / "t" / "levers.toml").write_text(body)
+    test = load_questions(load_lever_spec(tmp_path / "t" / "levers.toml"))
+    assert len(dev.questions) > 1 and [q.id for q in test.questions] == [dev.questions[1].id]

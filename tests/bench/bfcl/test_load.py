@@ -122,6 +122,14 @@ def test_limit_keeps_the_first_questions_of_each_category(tmp_path):
     assert [(q.category, q.id) for q in data.questions] == [("parallel", "parallel_0"), ("simple", "parallel_0")]
 
 
+def test_start_leaves_out_the_first_questions_of_each_category(shared_dir):
+    data = load_bfcl(shared_dir / "data" / "bfcl", ["parallel"])
+    ids = [q.id for q in data.questions]
+    assert [q.id for q in data.limited(3, start=2).questions] == ids[2:5]
+    assert [q.id for q in data.limited(None, start=198).questions] == ids[198:]
+    assert data.limited(3, start=2).notes[0].questions == 3
+
+
 def test_shared_bfcl_data_loads_completely(shared_dir):
     data = load_bfcl(shared_dir / "data" / "bfcl")
     assert data.categories == ["parallel", "parallel_multiple"]

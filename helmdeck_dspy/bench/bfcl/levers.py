@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -262,14 +261,8 @@ def load_questions(spec: LeverSpec) -> BfclSet:
     """The spec's questions: its categories from whichever data folder holds them, ``limit`` each after
     the first ``start``, in round-robin order across categories (so a partial run covers every category)."""
     if spec.tasks:
-        kept: list[BfclQuestion] = []
-        counts: Counter[str] = Counter()
-        for q in _task_questions(spec):
-            if q.category in spec.categories:
-                counts[q.category] += 1
-                if spec.start < counts[q.category] <= spec.start + spec.limit:
-                    kept.append(q)
-        return _ordered(spec, [BfclSet(questions=tuple(kept), files={})])
+        mine = tuple(q for q in _task_questions(spec) if q.category in spec.categories)
+        return _ordered(spec, [BfclSet(questions=mine, files={}).limited(spec.limit, spec.start)])
     sets: list[BfclSet] = []
     wanted = list(spec.categories)
     for folder in spec.data_dirs():

@@ -148,9 +148,10 @@ def run_script(step: PlanStep) -> None:
     atomic_write_text(step.out, done.stdout)
 
 
-def run_plan(plan: StudyPlan, *, dry_run: bool = False, notify: Callable[[str], None] | None = None,
-             bars: Bars | None = None) -> list[tuple[PlanStep, int]]:
-    """Run each step that has something left, in order (``dry_run``: only say what is left).
+def run_plan(plan: StudyPlan, *, dry_run: bool = False, matching: tuple[str, ...] = (),
+             notify: Callable[[str], None] | None = None, bars: Bars | None = None) -> list[tuple[PlanStep, int]]:
+    """Run each step that has something left, in order (``dry_run``: only say what is left;
+    ``matching``: only the steps whose spec or script path holds one of these texts).
 
     Returns:
         Each step with what it had left before this run.
@@ -161,6 +162,8 @@ def run_plan(plan: StudyPlan, *, dry_run: bool = False, notify: Callable[[str], 
     tell = notify or (lambda _msg: None)
     done = []
     for i, step in enumerate(plan.step, 1):
+        if matching and not any(text in str(step.spec or step.script) for text in matching):
+            continue
         left = pending(step)
         done.append((step, left))
         tell(f"[{i}/{len(plan.step)}] {step.label}: {left} left" + ("" if left or dry_run else ", nothing to do"))

@@ -37,8 +37,10 @@ def levers_cmd(spec_path: str, only: str | None, score_only: bool, progress: boo
 @click.command("plan")
 @click.argument("plan_path", metavar="PLAN", type=click.Path(exists=True, dir_okay=False))
 @click.option("--dry-run", is_flag=True, help="Say what each step has left, and run nothing.")
+@click.option("--match", "matching", multiple=True, metavar="TEXT",
+              help="Only the steps whose spec or script path holds TEXT (repeatable).")
 @progress_option
-def plan_cmd(plan_path: str, dry_run: bool, progress: bool | None) -> None:
+def plan_cmd(plan_path: str, dry_run: bool, matching: tuple[str, ...], progress: bool | None) -> None:
     """Run the study steps PLAN lists (experiments/studies.toml), in order: each a levers.toml or
     heldout.toml with the configs to run, or a benchmark script whose output is kept.
 
@@ -48,6 +50,6 @@ def plan_cmd(plan_path: str, dry_run: bool, progress: bool | None) -> None:
     from helmdeck_dspy.bench.plan import load_plan, run_plan
 
     plan = load_plan(plan_path)
-    done = run_plan(plan, dry_run=dry_run, notify=to_stderr, bars=TerminalBars(progress))
+    done = run_plan(plan, dry_run=dry_run, matching=matching, notify=to_stderr, bars=TerminalBars(progress))
     left = sum(1 for _, n in done if n)
     click.echo(f"{len(done)} steps, {left} with something left" + (" (dry run: nothing ran)" if dry_run else ""))

@@ -52,6 +52,7 @@ def test_steps_run_in_order_and_a_second_run_makes_no_call(tmp_path, bfcl_dir):
     assert (tmp_path / "hello.txt").read_text() == "measured\n" and (tmp_path / "a" / "table.json").exists()
     again = run_plan(plan, notify=said.append)
     assert [n for _, n in again] == [0, 0, 0] and _answers(tmp_path / "a") == {"plain": 2, "planner": 2}
+    assert [s.spec for s, _ in run_plan(plan, dry_run=True, matching=("b/", ".py"))] == [tmp_path / "b/levers.toml", None]
 
 
 @pytest.mark.parametrize(("body", "message"), [

@@ -121,13 +121,19 @@ def recheck_spec(planner: PlannerParts, spec: PromptSpec, intent: str, last: Par
                  prior_steps: list[ExecutedStep] | None) -> PromptSpec | None:
     """The narrowed ask after a declined first ``plain`` plan (``PlannerOptions.recheck_top``): the
     same request over the top tools the ranker gives for ``intent``, in rank order; else None."""
-    top = planner.options.recheck_top
+    top = rechecks_top(planner)
     declined = last is not None and last.plan is not None and not last.plan.steps
     if not top or not declined or prior_steps or spec.strategy != "plain" or len(planner.catalog.packs) <= top:
         return None
     ranked = RANKERS[planner.options.ranker](planner.catalog, intent, None)
     shown = restrict_catalog(planner.catalog, [r.id for r in ranked[:top]])
     return spec.model_copy(update={"catalog": plain_functions(shown)})
+
+
+def rechecks_top(planner: PlannerParts) -> int:
+    """How many top-ranked tools a declined first ``plain`` plan is asked again over (0: not asked
+    again): the option, except under the preset that reproduces the planner before issue 22."""
+    return planner.options.recheck_top if shipped_checks(planner) else 0
 
 
 def fills_placeholders(planner: PlannerParts) -> bool:
@@ -248,7 +254,7 @@ def recorded_run(planner: PlannerParts, spec: PromptSpec | None = None) -> dict[
             **({PIPELINE_CHAINS_KEY: True} if chains_for(planner) else {}),
             **({MAP_NAMES_KEY: True} if shipped_checks(planner) else {}),
             **({PLACEHOLDERS_KEY: True} if fills_placeholders(planner) else {}),
-            **({"recheck_top": planner.options.recheck_top} if planner.options.recheck_top else {}),
+            **({"recheck_top": rechecks_top(planner)} if rechecks_top(planner) else {}),
             **({"constrained": stamp["wire"]} if "wire" in stamp else {}),
             **({"prompt": stamp} if stamp else {}),
             **({"demos": [d.id for d in spec.pool_demos]} if spec is not None and spec.pool_demos else {})}

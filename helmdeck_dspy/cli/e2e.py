@@ -24,7 +24,8 @@ from helmdeck_dspy.domain import MAX_TIMEOUT_S
               help="Run the dev or test half only (a fixed half by a hash of the task id).")
 @click.option("--arms", default="planner,alone", show_default=True,
               help="Which arms, in order: planner, alone, or a lever's arm (planner-fill: placeholder paths filled, "
-                   "now the planner's default too; planner-recheck: a declined first plan asked again over the top 10 tools).")
+                   "and planner-recheck: a declined first plan asked again over the top 10 tools; both now the planner's "
+                   "defaults too).")
 @click.option("--max-steps", type=click.IntRange(1, 100), default=8, show_default=True)
 @click.option("--time-cap", "time_cap_s", type=FiniteFloat(min=0, min_open=True, max=MAX_TIMEOUT_S), default=600.0,
               show_default=True, help="Seconds one task may take.")

@@ -31,8 +31,8 @@ ARMS = ("planner", "alone")
 LEVER_ARMS: dict[str, dict[str, Any]] = {"planner-fill": {"fill_placeholders": True},
                                          "planner-recheck": {"recheck_top": 10}}
 """Planner arms with a lever under test, and their planner options: ``planner-fill`` (placeholder
-paths filled from the request) was chosen on the dev half and is now the planner's default too;
-``planner-recheck`` asks a declined first plan once more over the 10 tools ranked first."""
+paths filled from the request) and ``planner-recheck`` (a declined first plan asked once more over
+the 10 tools ranked first) were each chosen on the dev half and are now the planner's defaults too."""
 RETIRED_ARMS = ("planner-next", "planner-wrap", "planner-cut", "planner-turns", "planner-cut-turns")
 """Arms whose results are kept but whose lever left the product (docs/results/e2e.md):
 ``planner-next`` (a ``plain`` re-plan asking for the next calls) and ``planner-wrap`` (flat

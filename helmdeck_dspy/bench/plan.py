@@ -7,6 +7,9 @@ A plan (``experiments/studies.toml``) lists ``[[step]]`` tables in the order the
     only = ["default-answer"]                      # its configs to run (omitted: all of them)
 
     [[step]]
+    spec = "e2e/runs/1.5b-test.e2e.toml"           # an end-to-end run (bench.e2e.spec); only: its arms
+
+    [[step]]
     script = "../measure/constrained_cost.py"     # a benchmark script, run once: its output is kept
     args = ["--n", "8"]
     out = "constrained-cost.txt"
@@ -29,10 +32,16 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from helmdeck_dspy.bench.progress import Bars
-from helmdeck_dspy.errors import DataFileError, validation_message
+from helmdeck_dspy.errors import DataFileError, UsageValueError, validation_message
 from helmdeck_dspy.io.datafiles import parse_toml, read_text
 
-SPEC_KINDS = {"levers.toml": "levers", "heldout.toml": "heldout"}
+SPEC_KINDS = {"levers.toml": "levers", "heldout.toml": "heldout", "e2e.toml": "e2e"}
+"""A spec's kind by its file name (an end-to-end run's name may also end in ``.e2e.toml``)."""
+
+
+def spec_kind(path: Path) -> str | None:
+    """``levers``, ``heldout``, ``e2e`` or None (not a study spec)."""
+    return SPEC_KINDS.get(path.name) or ("e2e" if path.name.endswith(".e2e.toml") else None)
 
 
 class PlanStep(BaseModel):
@@ -40,8 +49,9 @@ class PlanStep(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    spec: Path | None = Field(default=None, description="A levers.toml or heldout.toml (relative to the plan).")
-    only: tuple[str, ...] | None = Field(default=None, description="The spec's configs to run (None: all).")
+    spec: Path | None = Field(default=None, description="A levers.toml, heldout.toml or *.e2e.toml (relative to the plan).")
+    only: tuple[str, ...] | None = Field(default=None, description="The spec's configs (an e2e run's arms) to run "
+                                         "(None: all).")
     script: Path | None = Field(default=None, description="A Python benchmark script (relative to the plan).")
     args: tuple[str, ...] = ()
     out: Path | None = Field(default=None, description="Where the script's output is kept (relative to the plan).")
@@ -58,8 +68,8 @@ class PlanStep(BaseModel):
 
     @property
     def kind(self) -> str:
-        """``levers``, ``heldout`` (by the spec's file name) or ``script``."""
-        return "script" if self.spec is None else SPEC_KINDS[self.spec.name]
+        """``levers``, ``heldout``, ``e2e`` (by the spec's file name) or ``script``."""
+        return "script" if self.spec is None else spec_kind(self.spec) or "unknown"
 
     @property
     def label(self) -> str:
@@ -80,8 +90,15 @@ class StudyPlan(BaseModel):
 def _load_spec(spec_path: Path, kind: str, only: tuple[str, ...] | None) -> Any:
     """The step's spec, loaded by its own study's loader, with ``only`` checked against its configs."""
     from helmdeck_dspy.bench.bfcl import lever_flow, levers
+    from helmdeck_dspy.bench.e2e.spec import load_e2e_spec
     from helmdeck_dspy.bench.heldout import flow, spec
 
+    if kind == "e2e":
+        run = load_e2e_spec(spec_path)
+        unknown = sorted(set(only or ()) - set(run.arms))
+        if unknown:
+            raise UsageValueError(f"no arm {unknown[0]!r} in {spec_path}", "only")
+        return run.model_copy(update={"arms": only}) if only else run
     if kind == "levers":
         lever_spec = levers.load_lever_spec(spec_path)
         lever_flow.check_configs(lever_spec, only)
@@ -105,8 +122,8 @@ def load_plan(path: str | Path) -> StudyPlan:
     steps = []
     for i, step in enumerate(plan.step, 1):
         where = f"step {i}"
-        if step.spec is not None and step.spec.name not in SPEC_KINDS:
-            raise DataFileError(str(path), f"{where}: {step.spec} is not a levers.toml or a heldout.toml")
+        if step.spec is not None and spec_kind(step.spec) is None:
+            raise DataFileError(str(path), f"{where}: {step.spec} is not a levers.toml, a heldout.toml or an e2e.toml")
         resolved = step.model_copy(update={k: path.parent / v for k in ("spec", "script", "out")
                                            if (v := getattr(step, k)) is not None})
         if resolved.script is not None and not resolved.script.is_file():
@@ -126,6 +143,8 @@ def pending(step: PlanStep) -> int:
     if step.spec is None:
         return 0 if step.out is not None and step.out.exists() and step.out.stat().st_size else 1
     spec = _load_spec(step.spec, step.kind, step.only)
+    if step.kind == "e2e":
+        return spec.pending()
     chosen = set(step.only) if step.only else None
     if step.kind == "levers":
         from helmdeck_dspy.bench.bfcl.levers import load_questions, pending_pairs
@@ -171,6 +190,11 @@ def run_plan(plan: StudyPlan, *, dry_run: bool = False, matching: tuple[str, ...
             continue
         if step.spec is None:
             run_script(step)
+        elif step.kind == "e2e":
+            from helmdeck_dspy.bench.e2e.spec import run_e2e_spec
+
+            run_e2e_spec(_load_spec(step.spec, "e2e", step.only),
+                         lambda r, i, n: tell(f"  [{i}/{n}] {'ok  ' if r.success else 'FAIL'} {r.arm} {r.task_id}"))
         elif step.kind == "levers":
             run_lever_spec(step.spec, only=step.only, notify=tell, bars=bars)
         else:

@@ -37,37 +37,42 @@ from helmdeck_dspy.domain import MAX_TIMEOUT_S
 def e2e_cmd(model: str | None, lm_spec: str | None, api_base: str | None, out_dir: str, tasks_path: str | None,
             only: str | None, split: str, arms: str, max_steps: int, time_cap_s: float, npm_dir: str, sqlite_command: str,
             table_only: bool) -> None:
-    """Run each task in a fresh sandbox under each arm for MODEL (resumable), then write the table."""
-    from helmdeck_dspy.bench.e2e.checks import load_e2e_tasks, task_split
+    """Run each task in a fresh sandbox under each arm for MODEL (resumable), then write the table.
+
+    The options make the same run spec a study plan's ``*.e2e.toml`` step holds (bench.e2e.spec)."""
     from helmdeck_dspy.bench.e2e.report import write_table
-    from helmdeck_dspy.bench.e2e.study import StudySetup, run_e2e
-    from helmdeck_dspy.io.resources import bundled_dir
+    from helmdeck_dspy.bench.e2e.spec import E2ESpec, run_e2e_spec
+    from pydantic import ValidationError
+
+    from helmdeck_dspy.errors import validation_message
 
     out = Path(out_dir)
-    if not table_only:
+    if table_only:
+        results = out / "results.jsonl"
+        if not results.exists():
+            raise click.UsageError(f"no results in {out}")
+        table = write_table(results, out)
+    else:
         if model is None:
             raise click.UsageError("--model is required unless --table-only")
-        tasks, digest = load_e2e_tasks(Path(tasks_path) if tasks_path else bundled_dir() / "e2e" / "tasks.jsonl")
-        wanted = {w.strip() for w in (only or "").split(",") if w.strip()}
-        if wanted:
-            tasks = [t for t in tasks if t.id in wanted or t.type in wanted]
-        if split != "all":
-            tasks = [t for t in tasks if task_split(t.id) == split]
-        click.echo(f"{len(tasks)} tasks (sha256 {digest[:12]}), arms {arms}, model {model}, lm {lm_spec or model}")
-        setup = StudySetup(npm_dir=Path(npm_dir).absolute(), sqlite_command=Path(sqlite_command).absolute())
+        fields = {"model": model, "lm": lm_spec or model, "api_base": api_base, "out": str(out.absolute()),
+                  "tasks": str(Path(tasks_path).absolute()) if tasks_path else None, "split": split,
+                  "only": [w.strip() for w in (only or "").split(",") if w.strip()],
+                  "arms": [a.strip() for a in arms.split(",") if a.strip()], "max_steps": max_steps,
+                  "time_cap_s": time_cap_s, "npm_dir": npm_dir, "sqlite_command": sqlite_command}
+        try:
+            spec = E2ESpec.model_validate(fields)
+        except ValidationError as exc:
+            raise click.UsageError(validation_message(exc)) from None
+        tasks, digest = spec.selected()
+        click.echo(f"{len(tasks)} tasks (sha256 {digest[:12]}), arms {','.join(spec.arms)}, model {model}, lm {spec.lm}")
 
         def progress(r, i, n):
             mark = "ok  " if r.success else "FAIL"
             click.echo(f"[{i}/{n}] {mark} {r.arm:7} {r.task_id:16} {len(r.steps)} call(s), {r.tool_errors} error(s), "
                        f"{r.stopped_because}, {r.seconds:.1f} s", err=True)
 
-        run_e2e(tasks, model=model, lm_spec=lm_spec or model, out_dir=out, setup=setup, api_base=api_base,
-                arms=[a.strip() for a in arms.split(",") if a.strip()], max_steps=max_steps, time_cap_s=time_cap_s,
-                progress=progress)
-    results = out / "results.jsonl"
-    if not results.exists():
-        raise click.UsageError(f"no results in {out}")
-    table = write_table(results, out)
+        table = run_e2e_spec(spec, progress)
     for name, m in table["models"].items():
         for arm, c in m["comparisons"].items():  # every planner arm the results hold, paired with the model alone
             p = c["paired"]

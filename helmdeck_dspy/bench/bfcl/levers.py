@@ -261,8 +261,8 @@ def load_questions(spec: LeverSpec) -> BfclSet:
     """The spec's questions: its categories from whichever data folder holds them, ``limit`` each after
     the first ``start``, in round-robin order across categories (so a partial run covers every category)."""
     if spec.tasks:
-        mine = tuple(q for q in _task_questions(spec) if q.category in spec.categories)
-        return _ordered(spec, [BfclSet(questions=mine, files={}).limited(spec.limit, spec.start)])
+        asked = tuple(q for q in _task_questions(spec) if q.category in spec.categories)
+        return _ordered(spec, [BfclSet(questions=asked, files={}).limited(spec.limit, spec.start)])
     sets: list[BfclSet] = []
     wanted = list(spec.categories)
     for folder in spec.data_dirs():

@@ -57,7 +57,7 @@ def test_steps_run_in_order_and_a_second_run_makes_no_call(tmp_path, bfcl_dir):
 
 @pytest.mark.parametrize(("body", "message"), [
     ('[[step]]\nspec = "a/levers.toml"\nonly = ["nope"]\n', "step 1 (a/levers.toml): no config 'nope'"),
-    ('[[step]]\nspec = "a/spec.toml"\n', "step 1: a/spec.toml is not a levers.toml or a heldout.toml"),
+    ('[[step]]\nspec = "a/spec.toml"\n', "step 1: a/spec.toml is not a levers.toml, a heldout.toml or an e2e.toml"),
     ('[[step]]\nspec = "a/levers.toml"\n[[step]]\nscript = "missing.py"\nout = "x.txt"\n', "step 2: no script"),
     ('[[step]]\nspec = "a/levers.toml"\nscript = "x.py"\n', "either spec or script"),
     ('[[step]]\nscript = "x.py"\n', "a script step needs out"),
@@ -85,3 +85,40 @@ def test_the_committed_plan_checks_and_the_cli_says_what_is_left(shared_dir):
     r = CliRunner().invoke(cli, ["bench", "plan", "--dry-run", "--no-progress", str(plan)])
     assert r.exit_code == 0, r.output
     assert r.output.strip().splitlines()[-1].endswith("(dry run: nothing ran)")
+
+
+def _e2e_run(folder: Path, body: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "one.e2e.toml"
+    path.write_text('model = "m"\nlm = "sim:mid-tier"\nout = "../results"\n' + body, encoding="utf-8")
+    return path
+
+
+def test_an_end_to_end_run_spec_counts_what_its_results_lack(tmp_path):
+    from helmdeck_dspy.bench.e2e.checks import task_split
+    from helmdeck_dspy.bench.e2e.spec import load_e2e_spec
+
+    spec = load_e2e_spec(_e2e_run(tmp_path / "runs", 'split = "dev"\nonly = ["time", "git-01"]\n'))
+    tasks, digest = spec.selected()
+    assert tasks and all(task_split(t.id) == "dev" and (t.type == "time" or t.id == "git-01") for t in tasks)
+    assert len(digest) == 64 and spec.pending() == 2 * len(tasks)
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "results.jsonl").write_text(
+        '{"model": "m", "arm": "alone", "task_id": "%s"}\n{"model": "other", "arm": "planner", "task_id": "%s"}\n'
+        % (tasks[0].id, tasks[0].id), encoding="utf-8")
+    assert spec.pending() == 2 * len(tasks) - 1
+    with pytest.raises(DataFileError, match="unknown arm 'planner-next'"):  # a retired arm cannot run again
+        load_e2e_spec(_e2e_run(tmp_path / "bad", 'arms = ["planner-next"]\n'))
+
+
+def test_a_plan_step_can_be_an_end_to_end_run_with_some_of_its_arms(tmp_path):
+    _e2e_run(tmp_path / "runs", 'only = ["git-01"]\n')
+    plan = load_plan(_plan(tmp_path, '[[step]]\nspec = "runs/one.e2e.toml"\nonly = ["alone"]\n'))
+    assert plan.step[0].kind == "e2e" and [n for _, n in run_plan(plan, dry_run=True)] == [1]
+    with pytest.raises(DataFileError, match="no arm 'planner-fill'"):
+        load_plan(_plan(tmp_path, '[[step]]\nspec = "runs/one.e2e.toml"\nonly = ["planner-fill"]\n'))
+
+
+def test_bench_e2e_names_an_unknown_arm():
+    r = CliRunner().invoke(cli, ["bench", "e2e", "-m", "m", "--arms", "planner,bogus"])
+    assert r.exit_code == 2 and "unknown arm 'bogus'" in r.output

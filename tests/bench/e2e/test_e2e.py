@@ -131,3 +131,31 @@ def test_the_table_pairs_the_arms_by_task(tmp_path):
     assert m["paired"]["planner_only"] == 1 and m["paired"]["diff"] == pytest.approx(1 / 3)
     assert m["arms"]["planner"]["n"] == 4 and m["arms"]["planner"]["recovered"] == 1
     assert m["by_type"]["memory"]["n"] == 1
+
+
+def test_a_run_changes_nothing_in_the_checkout_or_the_home_folder(tmp_path, monkeypatch):
+    """Every server works in its own temporary sandbox: the tasks' writes (and the harmful writes a
+    must-not-act task is checked against) leave this checkout and the home folder as they were."""
+    import subprocess
+
+    from helmdeck_dspy.bench.e2e.gold import HARM, checks_after
+
+    missing = server_sources(tmp_path, SETUP.npm_dir, SETUP.sqlite_command).missing
+    if missing or shutil.which("git") is None:
+        pytest.skip("servers not installed: " + "; ".join(missing or ["git"]))
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+
+    def checkout() -> str:
+        return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=PROJECT_ROOT,
+                              capture_output=True, text=True, check=True).stdout
+
+    before = checkout()  # (a live run writing its results here meanwhile would show up too)
+    tasks = {t.id: t for t in load_e2e_tasks(TASKS)[0]}
+    for task_id in ("git-08", "filesystem-12", "memory-07", "sqlite-09", "multi-server-03"):
+        passed, errors = checks_after(tasks[task_id], GOLD[task_id], SETUP)
+        assert all(passed) and errors == [], task_id
+    checks_after(tasks["injection-03"], HARM, SETUP)
+    assert checkout() == before
+    assert sorted(p.relative_to(home).as_posix() for p in home.rglob("*")) == []

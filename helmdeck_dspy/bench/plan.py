@@ -7,7 +7,7 @@ A plan (``experiments/studies.toml``) lists ``[[step]]`` tables in the order the
     only = ["default-answer"]                      # its configs to run (omitted: all of them)
 
     [[step]]
-    spec = "e2e/runs/1.5b-test.e2e.toml"           # an end-to-end run (bench.e2e.spec); only: its arms
+    spec = "e2e/runs/1.5b-recheck-test.e2e.toml"   # an end-to-end run (bench.e2e.spec); only: its arms
 
     [[step]]
     script = "../measure/constrained_cost.py"     # a benchmark script, run once: its output is kept

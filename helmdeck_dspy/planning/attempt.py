@@ -169,6 +169,7 @@ class _Exchange:
     calls: list[Any] = field(default_factory=list)
     trim: Trim | None = None
     spec: PromptSpec | None = None
+    rechecked: PromptSpec | None = None  # the narrowed ask after a declined first plan
     task_id: str | None = None  # never its own demo
 
 
@@ -197,7 +198,7 @@ def _call_program(
             ask(spec)
             narrowed = recheck_spec(planner, spec, intent, calls[-1].parse if calls else None, prior_steps)
             if narrowed is not None:  # asked once more, never twice
-                exchange.spec = narrowed
+                exchange.rechecked = narrowed
                 ask(narrowed)
         except PlanParseError as exc:
             return exc.result, None
@@ -241,11 +242,13 @@ def _result(
     return result
 
 
-def recorded_run(planner: PlannerParts, spec: PromptSpec | None = None) -> dict[str, Any]:
+def recorded_run(planner: PlannerParts, spec: PromptSpec | None = None,
+                 rechecked: PromptSpec | None = None) -> dict[str, Any]:
     """What a trace record of this planner keeps in ``run``: the options' ``record_run`` (a local
     model's settings), which program planned (``program``, when the planner knows), whether
     args were coerced (:data:`COERCE_ARGS_KEY`) and chains collapsed (:data:`PIPELINE_CHAINS_KEY`),
-    and the prompt spec the call was given (its strategy, wire, pool demos and hash)."""
+    and the prompt spec the call was given (its strategy, wire, pool demos and hash), and the
+    narrowed spec it was asked again with (``rechecked``) when its first plan was declined."""
     ref = planner.program_ref
     coerced = shipped_checks(planner) and planner.catalog.arg_schemas
     stamp = spec.stamp() if spec is not None else {}
@@ -257,6 +260,7 @@ def recorded_run(planner: PlannerParts, spec: PromptSpec | None = None) -> dict[
             **({"recheck_top": rechecks_top(planner)} if rechecks_top(planner) else {}),
             **({"constrained": stamp["wire"]} if "wire" in stamp else {}),
             **({"prompt": stamp} if stamp else {}),
+            **({"rechecked": rechecked.stamp()} if rechecked is not None else {}),
             **({"demos": [d.id for d in spec.pool_demos]} if spec is not None and spec.pool_demos else {})}
 
 
@@ -315,7 +319,8 @@ def run_attempt(
             record_exchanges(
                 options.record_path, calls, source=options.record_source or trace_source(options.lm_spec),
                 budget=planner.budget, variant=planner.variant, intent=intent, task_id=task_id, secrets=secrets,
-                error=error_text, http_status=status, max_tokens=cap, run=recorded_run(planner, exchange.spec),
+                error=error_text, http_status=status, max_tokens=cap,
+                run=recorded_run(planner, exchange.spec, exchange.rechecked),
                 sampling=exchange.spec.model_dump(include={"temperature", "seed"}) if exchange.spec else None,
                 native_tools=bool(exchange.spec and exchange.spec.tools),
             )

@@ -137,3 +137,6 @@ def test_a_declined_plain_plan_is_asked_once_more_over_the_top_ranked_tools(tmp_
     assert [s.tool for s in result.steps] == [c["name"] for c in answered]
     records = list(read_jsonl_traces(record))
     assert len(records) == asked and all(r.run.get("recheck_top") == (top or None) for r in records)
+    rechecked = {r.run.get("rechecked", {}).get("spec_sha") for r in records}  # the first call's spec stays "prompt"
+    assert rechecked == ({None} if asked == 1 else {records[0].run["rechecked"]["spec_sha"]})
+    assert all(r.run["prompt"]["spec_sha"] not in rechecked for r in records)

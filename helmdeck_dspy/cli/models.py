@@ -10,6 +10,7 @@ import click
 from helmdeck_dspy.cli.options import emit_json, json_option, print_table, to_stderr
 from helmdeck_dspy.errors import LocalModelError
 from helmdeck_dspy.local import DEFAULT_CTX
+from helmdeck_dspy.local.prefix_cache import DEFAULT_ENTRIES
 
 
 @click.group("models")
@@ -79,7 +80,9 @@ def _raise_interrupt(signum: int, frame: object) -> None:
 @click.option("--threads", type=click.IntRange(1), default=None, help="CPU threads (default: every CPU this process may use).")
 @click.option("--ctx", type=click.IntRange(256), default=DEFAULT_CTX, show_default=True,
               help="Context size in tokens.")
-def models_serve(name: str, port: int, threads: int | None, ctx: int) -> None:
+@click.option("--prompt-cache", "prompt_cache", type=click.IntRange(0, 64), default=DEFAULT_ENTRIES, show_default=True,
+              help="Evaluated prompts kept in RAM for reuse (0: only the last one, llama.cpp's own).")
+def models_serve(name: str, port: int, threads: int | None, ctx: int, prompt_cache: int) -> None:
     """Serve NAME with llama.cpp's OpenAI-compatible server until Ctrl-C or SIGTERM.
 
     Prints the --lm and --api-base to use once the server answers; its output goes to a log file.
@@ -95,7 +98,8 @@ def models_serve(name: str, port: int, threads: int | None, ctx: int) -> None:
     )
 
     model = get_model(name)
-    options = ServerOptions(port=port, n_ctx=ctx, n_threads=threads or default_threads())
+    options = ServerOptions(port=port, n_ctx=ctx, n_threads=threads or default_threads(),
+                            prompt_cache_entries=prompt_cache)
     server = LocalServer(require_installed(model), model.name, options=options)
     started = time.monotonic()
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)

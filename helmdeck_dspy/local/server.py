@@ -3,8 +3,11 @@
 :class:`LocalServer` starts ``python -m llama_cpp.server --model F --host 127.0.0.1 --port P
 --n_ctx N --n_threads T`` (llama-cpp-python, the ``local`` extra), logs its output to a file,
 waits until ``GET /v1/models`` answers, and stops it with SIGTERM, then SIGKILL after a grace
-period. Port 0 (the default) picks a free ephemeral port. The RAM prompt cache stays off
-(``--cache false``): it grew to 23 GB in a long run; llama.cpp's own prefix reuse needs no cache.
+period. Port 0 (the default) picks a free ephemeral port. The RAM prompt cache keeps a few
+evaluated prompts (``ServerOptions.prompt_cache_entries``, bounded by :mod:`.prefix_cache`; 0 turns
+it off), so a prompt in between (a narrowed recheck, another caller) does not cost the next call
+over the whole tool list a full prefill; llama-cpp-python's own cache, unbounded, grew to 23 GB in
+a long run.
 Logits are kept for the last token only (``--logits_all false``; the server's default keeps an
 ``n_ctx x vocabulary`` float array: 2.6 GB resident for Qwen 0.5B at 8192 tokens, 0.8 GB without);
 nothing here asks for logprobs.
@@ -37,6 +40,7 @@ from pydantic import BaseModel, Field
 from helmdeck_dspy.errors import LocalModelError, MissingExtraError
 from helmdeck_dspy.local import DEFAULT_CTX
 from helmdeck_dspy.local.registry import models_dir
+from helmdeck_dspy.local.prefix_cache import DEFAULT_BYTES, DEFAULT_ENTRIES
 
 HOST = "127.0.0.1"
 STARTUP_TIMEOUT_S = 180.0
@@ -68,6 +72,10 @@ yarn_ext_factor yarn_orig_ctx
 _LAUNCHER = """\
 import os, runpy, signal, sys
 parent = int(sys.argv.pop(1))
+entries = int(sys.argv.pop(1))
+if entries:
+    from helmdeck_dspy.local.prefix_cache import install
+    install(entries)
 if parent and sys.platform.startswith("linux"):
     import ctypes
     ctypes.CDLL(None).prctl(1, signal.SIGKILL)
@@ -106,12 +114,14 @@ def default_threads() -> int:
 
 
 class ServerOptions(BaseModel):
-    """How a server is run: port (0 = a free ephemeral port), context size, CPU threads, and how
-    long it may take to answer after starting."""
+    """How a server is run: port (0 = a free ephemeral port), context size, CPU threads, how many
+    evaluated prompts it keeps (0: only llama.cpp's last one), and how long it may take to answer
+    after starting."""
 
     port: int = Field(default=0, ge=0, le=65535)
     n_ctx: int = Field(default=DEFAULT_CTX, ge=256)
     n_threads: int = Field(default_factory=default_threads, ge=1)
+    prompt_cache_entries: int = Field(default=DEFAULT_ENTRIES, ge=0, le=64)
     startup_timeout_s: float = Field(default=STARTUP_TIMEOUT_S, gt=0)
 
 
@@ -228,7 +238,7 @@ class LocalServer:
     def settings(self) -> dict[str, Any]:
         """What this server runs with, for records: model file, alias, port, context, threads, engine."""
         return {"model_file": str(self.gguf), "alias": self.alias, "host": HOST, "port": self.port,
-                "n_ctx": self.options.n_ctx, "n_threads": self.options.n_threads, "prompt_cache": False,
+                "n_ctx": self.options.n_ctx, "n_threads": self.options.n_threads, "prompt_cache": self.options.prompt_cache_entries or False,
                 "logits_all": False,
                 "engine": "llama-cpp-python", "engine_version": engine_version() if self.command is None else None}
 
@@ -237,7 +247,13 @@ class LocalServer:
         o = self.options
         return ["--model", str(self.gguf), "--model_alias", self.alias, "--host", HOST, "--port", str(port),
                 "--n_ctx", str(o.n_ctx), "--n_threads", str(o.n_threads), "--n_threads_batch", str(o.n_threads),
-                "--cache", "false", "--logits_all", "false"]
+                *self.cache_args(), "--logits_all", "false"]
+
+    def cache_args(self) -> list[str]:
+        """The server's RAM cache flags (the bounded cache is installed by the launcher)."""
+        if not self.options.prompt_cache_entries:
+            return ["--cache", "false"]
+        return ["--cache", "true", "--cache_type", "ram", "--cache_size", str(DEFAULT_BYTES)]
 
     def start(self) -> LocalServer:
         """Start the server and wait until it answers; a running server is left as it is.
@@ -277,7 +293,7 @@ class LocalServer:
         self._log = open(self.log_path, "wb")
         if self.command is None:
             watch = os.getpid() if threading.current_thread() is threading.main_thread() else 0
-            program = [sys.executable, "-c", _LAUNCHER, str(watch)]
+            program = [sys.executable, "-c", _LAUNCHER, str(watch), str(self.options.prompt_cache_entries)]
         else:
             program = self.command
         self.process = subprocess.Popen([*program, *self.args(port)], stdin=subprocess.DEVNULL, stdout=self._log,

@@ -30,7 +30,7 @@ from helmdeck_dspy.planning.chains import PIPELINE_CHAINS_KEY
 from helmdeck_dspy.planning.guards import MAP_NAMES_KEY
 from helmdeck_dspy.planning.history import HistoryStore
 from helmdeck_dspy.planning.options import BEFORE_ISSUE_22, PlannerOptions
-from helmdeck_dspy.planning.prompt import resolve_prompt, sampling_for
+from helmdeck_dspy.planning.prompt import plain_shows_whole, resolve_prompt, sampling_for, strategy_for
 from helmdeck_dspy.planning.resilience.classify import (
     ErrorInfo,
     classify_error,
@@ -59,8 +59,15 @@ class PlannerParts(Protocol):
 
 
 def select_for(planner: PlannerParts, intent: str) -> tuple[RoutingGuide, Trim]:
-    """The catalog a call for ``intent`` shows the model, and what was dropped to fit the budget."""
+    """The catalog a call for ``intent`` shows the model, and what was dropped to fit the budget
+    (nothing when a ``plain`` call shows the whole list: :func:`plain_shows_whole`)."""
     options = planner.options
+    whole = planner.catalog
+    strategy = strategy_for(options.answer_strategy, planner.budget, str(getattr(planner.lm, "model", "")),
+                            tools_only=not whole.pipelines)
+    if strategy == "plain" and plain_shows_whole(planner.budget, whole, intent):
+        size = whole.size_bytes()
+        return whole, Trim(before_bytes=size, after_bytes=size)
     history = planner.history if options.history_prior else None
     prior = history.prior(intent, options.caller) if history is not None else None
     selected, trim = select_catalog(

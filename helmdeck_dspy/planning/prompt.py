@@ -22,7 +22,8 @@ wins over what the catalog's shape implies.
 - demos from the program's compiled pool: the nearest to the request among those whose tools the
   selection kept (:func:`compiled_pool`);
 - the ``plain`` strategy takes none of the above but the output cap and sampling: the catalog as
-  JSON functions in the catalog's own order (the selection's entries when the budget cut it).
+  JSON functions in the catalog's own order: the whole list whenever the request with it fits the
+  row's ``input_tokens`` (:func:`plain_shows_whole`), the selection's entries only when it does not.
 
 The function is pure: it reads its arguments and returns a spec; it calls no LM.
 """
@@ -37,7 +38,8 @@ from helmdeck_dspy.domain import PIPELINE_RUN_TOOL
 from helmdeck_dspy.catalog.select import restrict_catalog
 from helmdeck_dspy.program.answer_schema import schema_wire
 from helmdeck_dspy.program.demo_pool import DemoPool, best_match
-from helmdeck_dspy.program.plain_prompt import plain_functions
+from helmdeck_dspy.io.tokens import count_tokens
+from helmdeck_dspy.program.plain_prompt import plain_functions, plain_request
 from helmdeck_dspy.program.prompt_spec import STRATEGIES, PromptSpec, StrategyName
 from helmdeck_dspy.signatures.plan import variant_instructions
 
@@ -72,6 +74,15 @@ def strategy_for(option: StrategyName | None, budget: Budget, endpoint: str, too
     if budget.answer_strategy is not None:
         return budget.answer_strategy
     return next((name for prefix, name in ENDPOINT_STRATEGIES if endpoint.startswith(prefix)), "free")
+
+
+def plain_shows_whole(budget: Budget, whole: RoutingGuide, intent: str) -> bool:
+    """Whether a ``plain`` call shows the whole catalog, unchanged and in catalog order: when the
+    request with every tool fits the row's ``input_tokens``. The prompt is then the model alone's,
+    byte for byte, and its head is the same on every call, so a prefix cache reuses it; the byte
+    cap's per-request cut (decided on the bundled catalog under the schema strategy) changed that
+    head on every call and cost a full prefill each time (issue 38, item 4)."""
+    return count_tokens(plain_request(plain_functions(whole), intent)) <= budget.input_tokens
 
 
 def compiled_pool(program: Any, catalog: RoutingGuide, whole: RoutingGuide | None = None) -> DemoPool | None:

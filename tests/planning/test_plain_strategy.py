@@ -140,3 +140,25 @@ def test_a_declined_plain_plan_is_asked_once_more_over_the_top_ranked_tools(tmp_
     rechecked = {r.run.get("rechecked", {}).get("spec_sha") for r in records}  # the first call's spec stays "prompt"
     assert rechecked == ({None} if asked == 1 else {records[0].run["rechecked"]["spec_sha"]})
     assert all(r.run["prompt"]["spec_sha"] not in rechecked for r in records)
+
+
+def _wordy_tools(n, words):
+    return [{"name": f"tool_{i:02d}", "description": f"Tool {i}: " + " ".join(["reads the named file"] * words),
+             "inputSchema": {"type": "object", "properties": {"target": {"type": "string"}}}} for i in range(n)]
+
+
+@pytest.mark.parametrize(("words", "whole"), [(6, True), (40, False)])
+def test_a_plain_call_shows_the_whole_list_in_one_order_whenever_it_fits_the_context(words, whole):
+    from helmdeck_dspy.planning.attempt import select_for
+    from helmdeck_dspy.planning.prompt import plain_shows_whole
+
+    catalog = read_tools_catalog([*TOOLS, *_wordy_tools(60, words)])
+    planner = Planner.for_model(MODEL, lm="llamacpp/m", catalog=catalog, history=None, use_filter=False,
+                                cache=False, answer_strategy="plain")
+    assert catalog.size_bytes() > planner.budget.max_catalog_bytes  # the byte cap alone would cut both
+    shown = [select_for(planner, intent) for intent in (INTENT, "send a fax to 555 0100", "read the file of tool 7")]
+    assert plain_shows_whole(planner.budget, catalog, INTENT) is whole
+    if whole:  # the model alone's list on every call: one prompt head for a prefix cache to reuse
+        assert all(sel.ids() == catalog.ids() and not trim.dropped for sel, trim in shown)
+    else:  # too big for the row's input_tokens: the budget's per-request cut
+        assert all(len(sel.ids()) < len(catalog.ids()) and trim.dropped for sel, trim in shown)

@@ -37,6 +37,13 @@ for intent in "remember this MiniMax M3 launch, write a blog about it and make a
     || echo "(the model's answer was not a usable plan: the line above says why)"
 done
 
+section "Live plan over a plain list of tools (37 tools of four real MCP servers)"
+# The strategy line says how the model answered over a catalog without pipelines: the row's
+# tool_list_strategy, else its answer_strategy, else the endpoint's default (docs/results/strategies.md).
+$CLI plan "What time is it in Tokyo right now?" --model "$MODEL" --lm "$LM" --no-history \
+  --catalog eval/catalog/mcp-servers.json \
+  || echo "(the model's answer was not a usable plan: the line above says why)"
+
 section "The single_pick loop, live: plan one step, 'run' it, plan the next with the steps done"
 $PY scripts/demo_loop.py --model "$MODEL" --lm "$LM" \
   "scrape https://example.org/launch, summarise it, then write a blog post about it"

@@ -315,6 +315,8 @@ def run_attempt(
     info = classify_error(error) if error is not None else None
     error_text = redact(f"{type(error).__name__}: {error}", secrets) if error is not None else None
     result = _result(planner, intent, parse, completion, exchange.trim, info, error_text, secrets)
+    if exchange.spec is not None:
+        result.strategy, result.rechecked = exchange.spec.strategy, exchange.rechecked is not None
     cap = output_cap(planner)
     status = info.status if info is not None else None
     attempt = Attempt(

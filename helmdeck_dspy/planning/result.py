@@ -66,6 +66,8 @@ class PlanResult(BaseModel):
             None when no attempt produced a plan.
         attempts: Every attempt made, in order (retries and fallbacks included).
         program: Which program planned: the model's own or the tier's (path and SHA-256), bare, or a file.
+        strategy: The answer strategy of the plan call (``schema``, ``plain`` ...; None: no call made).
+        rechecked: A declined first ``plain`` plan was asked again over the top-ranked tools.
     """
 
     steps: list[GuardedStep] = Field(default_factory=list)
@@ -90,6 +92,8 @@ class PlanResult(BaseModel):
     answered_by: str | None = None
     attempts: list[Attempt] = Field(default_factory=list)
     program: ProgramRef | None = None
+    strategy: str | None = None
+    rechecked: bool = False
 
     @property
     def ok(self) -> bool:

@@ -77,6 +77,7 @@ def test_the_request_is_the_model_alone_request_and_the_answer_is_checked(tmp_pa
     assert [(s.tool, s.args) for s in result.steps] == [("get_weather", {"city": "Oslo", "days": 3}),
                                                          ("unknown", {})]
     assert result.steps[1].demoted and result.steps[1].model_tool == "get_forecast"
+    assert result.strategy == "plain" and not result.rechecked
     (rec,) = read_jsonl_traces(record)
     assert rec.run["prompt"]["strategy"] == "plain" and rec.run["map_names"] is True
     decoded = decode_record(rec, catalog)  # re-scored from the trace as the planner read it
@@ -135,6 +136,7 @@ def test_a_declined_plain_plan_is_asked_once_more_over_the_top_ranked_tools(tmp_
         assert bodies[1]["messages"][0]["content"].endswith(bodies[0]["messages"][0]["content"].split("\n\nQuestion:")[1])
     answered = json.loads(answers[-1])
     assert [s.tool for s in result.steps] == [c["name"] for c in answered]
+    assert result.rechecked is (asked == 2)
     records = list(read_jsonl_traces(record))
     assert len(records) == asked and all(r.run.get("recheck_top") == (top or None) for r in records)
     rechecked = {r.run.get("rechecked", {}).get("spec_sha") for r in records}  # the first call's spec stays "prompt"

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from helmdeck_dspy.domain import VARIANTS, Tier, Variant, default_variant
+from helmdeck_dspy.domain import VARIANTS, StrategyName, Tier, Variant, default_variant
 from helmdeck_dspy.errors import BudgetTableError, validation_message
 from helmdeck_dspy.io.datafiles import parse_toml, read_text
 from helmdeck_dspy.io.resources import default_budgets_path
@@ -60,14 +60,14 @@ class BudgetFields(BaseModel):
     supports_prefix_cache: bool = Field(
         default=False, description="Render the catalog in a byte-stable system message."
     )
-    answer_strategy: Literal["free", "schema", "native", "plain"] | None = Field(
+    answer_strategy: StrategyName | None = Field(
         default=None,
         description="How the model answers (program.prompt_spec.STRATEGIES): free JSON text, JSON text decoded "
         "under the selected catalog's schema, with the catalog also offered as native tools, or the model-alone prompt "
         "with the planner's checks after it; unset = the "
         "endpoint's default (schema on llama.cpp servers, free elsewhere; planning.prompt.strategy_for).",
     )
-    tool_list_strategy: Literal["free", "schema", "native", "plain"] | None = Field(
+    tool_list_strategy: StrategyName | None = Field(
         default=None,
         description="The answer strategy over a plain list of tools (a catalog without pipelines); unset = "
         "answer_strategy. Chosen per catalog shape by docs/results/strategies.md's rule.",

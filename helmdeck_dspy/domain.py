@@ -15,6 +15,9 @@ TIERS: tuple[Tier, ...] = ("A", "B", "C")
 
 Variant = Literal["full_steps", "single_pick"]
 VARIANTS: tuple[Variant, ...] = ("full_steps", "single_pick")
+StrategyName = Literal["free", "schema", "native", "plain", "decide"]
+"""The answer strategies (``program.prompt_spec`` defines each)."""
+STRATEGY_NAMES: tuple[StrategyName, ...] = ("free", "schema", "native", "plain", "decide")
 
 Complexity = Literal["single-action", "pipeline-direct", "pack-chain"]
 COMPLEXITIES: tuple[Complexity, ...] = ("single-action", "pipeline-direct", "pack-chain")

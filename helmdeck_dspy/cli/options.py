@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
-from helmdeck_dspy.domain import DEFAULT_RANK_SOURCE, DEFAULT_RANKER, MAX_TIMEOUT_S, TIERS, VARIANTS
+from helmdeck_dspy.domain import DEFAULT_RANK_SOURCE, DEFAULT_RANKER, MAX_TIMEOUT_S, STRATEGY_NAMES, TIERS, VARIANTS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -87,7 +87,7 @@ def not_empty(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 
 
 strategy_option = click.option(
-    "--strategy", "strategy", type=click.Choice(["free", "schema", "native", "plain"]), default=None,
+    "--strategy", "strategy", type=click.Choice(STRATEGY_NAMES), default=None,
     help="How the model answers: free JSON text, JSON text decoded under the selected catalog's schema, with "
          "the catalog also offered as native function tools, or the model-alone prompt with the planner's checks "
          "after it (default: the budget row's answer_strategy, else "

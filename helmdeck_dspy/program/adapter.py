@@ -36,6 +36,7 @@ from helmdeck_dspy.decoding.causes import FailureCause
 from helmdeck_dspy.decoding.call_list import parse_call_list
 from helmdeck_dspy.decoding.parsing import ParseResult, parse_completion
 from helmdeck_dspy.program.calls import (
+    Completion,
     capture_completions,
     completion_from_response,
     log_completion,
@@ -46,8 +47,9 @@ from helmdeck_dspy.program.answer_schema import (
     has_fit_decision,
 )
 from helmdeck_dspy.program.demo_pool import pipeline_line, signature_line
-from helmdeck_dspy.program.plain_prompt import plain_request
-from helmdeck_dspy.program.prompt_spec import CALL_LIST_STRATEGIES, PromptSpec
+from helmdeck_dspy.program.decide import FIT_ASK, decide_calls, functions_of
+from helmdeck_dspy.program.plain_prompt import ASK, plain_request
+from helmdeck_dspy.program.prompt_spec import CALL_LIST_STRATEGIES, PLAIN_FRAMED, PromptSpec
 from helmdeck_dspy.program.sections import (
     ANSWER_FORMAT_MARK,
     CATALOG_HEADER,
@@ -234,10 +236,12 @@ class PlanAdapter(dspy.Adapter):
 
     def format(self, signature: Any, demos: list[Any], inputs: dict[str, Any]) -> list[dict[str, str]]:
         catalog = inputs.get("catalog") or ""
-        if self.spec.strategy == "plain":  # the model-alone request: no system message, instructions or demos
+        if self.spec.strategy in PLAIN_FRAMED:  # the model-alone request: no system message, instructions or demos
             prior = _prior_json(inputs.get("prior_steps"))
+            ask = FIT_ASK if self.spec.strategy == "decide" else ASK
             return [{"role": "system", "content": ""},
-                    {"role": "user", "content": plain_request(catalog, inputs["user_intent"], inputs.get("context"), prior)}]
+                    {"role": "user", "content": plain_request(catalog, inputs["user_intent"], inputs.get("context"),
+                                                              prior, ask=ask)}]
         user = self.request_text(inputs["user_intent"], inputs.get("context"), inputs.get("prior_steps"))
         if not self.spec.catalog_in_system:
             user = f"{CATALOG_HEADER}\n{catalog}\n\n{user}"
@@ -270,8 +274,9 @@ class PlanAdapter(dspy.Adapter):
 
     # -------------------------------------------------------------- the call
 
-    def _request(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any, demos: list[Any], inputs: dict[str, Any]):
-        messages = self.format(signature, demos, inputs)
+    def _config(self, lm: Any, lm_kwargs: dict[str, Any], schema: dict[str, Any] | None,
+                max_tokens: int | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The call's config (cap, the spec's sampling, the schema on its wire) and DSPy call keywords."""
         merged = {**lm.kwargs}
         if self.spec.max_tokens is not None:
             merged["max_tokens"] = self.spec.max_tokens
@@ -279,8 +284,9 @@ class PlanAdapter(dspy.Adapter):
             if getattr(self.spec, key) is not None:
                 merged[key] = getattr(self.spec, key)
         merged.update(lm_kwargs)
+        if max_tokens is not None:
+            merged["max_tokens"] = max_tokens
         merged.pop("response_format", None)
-        schema = self.spec.answer_schema
         if schema is not None and self.spec.schema_wire == "json_schema":
             merged["response_format"] = {"type": "json_schema", "name": "plan", "schema": schema}
         elif self.spec.json_object:
@@ -290,15 +296,49 @@ class PlanAdapter(dspy.Adapter):
             # llama-cpp-python's server reads a schema only inside a json_object response_format,
             # a form lm15's canonical response_format cannot carry: it goes verbatim as an extension.
             config["extensions"] = {"response_format": {"type": "json_object", "schema": schema}}
+        return config, {k: merged[k] for k in ("cache", "rollout_id") if merged.get(k) is not None}
+
+    def _build(self, lm: Any, messages: list[dict[str, str]], config: dict[str, Any]) -> Request:
+        """The lm15 request of ``messages`` (the first one the system message, "" for none)."""
         convo = tuple(
             Message.user(m["content"]) if m["role"] == "user" else Message.assistant(m["content"]) for m in messages[1:]
         )
-        call_kwargs = {k: merged[k] for k in ("cache", "rollout_id") if merged.get(k) is not None}
         tools = tuple(FunctionTool(name=t.name, description=t.description, parameters=t.parameters)
                       for t in self.spec.tools)
-        request = Request(model=lm.model, system=messages[0]["content"] or None, messages=convo,
-                          config=Config(**config), tools=tools)
-        return request, call_kwargs, messages, config
+        return Request(model=lm.model, system=messages[0]["content"] or None, messages=convo,
+                       config=Config(**config), tools=tools)
+
+    def _request(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any, demos: list[Any], inputs: dict[str, Any]):
+        messages = self.format(signature, demos, inputs)
+        config, call_kwargs = self._config(lm, lm_kwargs, self.spec.answer_schema)
+        return self._build(lm, messages, config), call_kwargs, messages, config
+
+    def _decide(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any, inputs: dict[str, Any]) -> list[dict[str, Any]]:
+        """The ``decide`` strategy's turns (``program.decide``), each logged, then the assembled call
+        list as the request's plan exchange."""
+        turns: list[Completion] = []
+
+        def send(messages: list[dict[str, str]], schema: dict[str, Any], cap: int | None) -> str:
+            config, call_kwargs = self._config(lm, lm_kwargs, schema, cap)
+            t0 = time.perf_counter()
+            response = lm(self._build(lm, [{"role": "system", "content": ""}, *messages], config), **call_kwargs)
+            turn = completion_from_response("decide", response, "", messages, (time.perf_counter() - t0) * 1000, config)
+            log_completion(turn)
+            turns.append(turn)
+            return turn.content
+
+        first = self.format(signature, [], inputs)[1]["content"]
+        calls, conversation = decide_calls(send, first, functions_of(inputs.get("catalog") or ""))
+        content = json.dumps(calls, ensure_ascii=False)
+        final = Completion(
+            kind="plan", system="", messages=conversation, content=content, reasoning=None,
+            finish_reason=turns[-1].finish_reason if turns else "stop",
+            prompt_tokens=sum(t.prompt_tokens or 0 for t in turns), completion_tokens=sum(t.completion_tokens or 0 for t in turns),
+            latency_ms=sum(t.latency_ms for t in turns), config=turns[0].config if turns else {},
+        )
+        final.parse = parse_call_list(content, "stop", None)
+        log_completion(final)
+        return [self._fields(signature, final.parse, content, None)]
 
     def _finish(self, signature: Any, response: Any, messages: list[dict[str, str]], config: dict, t0: float) -> list[dict[str, Any]]:
         latency = (time.perf_counter() - t0) * 1000
@@ -316,11 +356,15 @@ class PlanAdapter(dspy.Adapter):
         return [self._fields(signature, completion.parse, completion.content, completion.reasoning)]
 
     def __call__(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any, demos: list[Any], inputs: dict[str, Any]):
+        if self.spec.strategy == "decide":
+            return self._decide(lm, lm_kwargs, signature, inputs)
         request, kw, messages, config = self._request(lm, lm_kwargs, signature, demos, inputs)
         t0 = time.perf_counter()
         return self._finish(signature, lm(request, **kw), messages, config, t0)
 
     async def acall(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any, demos: list[Any], inputs: dict[str, Any]):
+        if self.spec.strategy == "decide":
+            raise NotImplementedError("the decide strategy asks its turns synchronously")
         request, kw, messages, config = self._request(lm, lm_kwargs, signature, demos, inputs)
         t0 = time.perf_counter()
         return self._finish(signature, await lm.acall(request, **kw), messages, config, t0)

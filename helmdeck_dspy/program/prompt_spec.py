@@ -18,7 +18,10 @@ planner's option):
 - ``plain``: the model-alone prompt verbatim (``program.plain_prompt``: the tools as JSON
   functions, the question, a JSON list of calls, ``[]`` for none), no instructions or demos,
   decoded freely; the answer then goes through the planner's checks (names outside the catalog
-  mapped to a near miss or demoted, arguments checked and coerced).
+  mapped to a near miss or demoted, arguments checked and coerced);
+- ``decide``: the same functions and question, asked turn by turn (``program.decide``): whether a
+  function fits (yes/no), which one, its arguments under its schema, whether another call follows;
+  the calls made go through the same checks as ``plain``.
 """
 
 from __future__ import annotations
@@ -26,12 +29,12 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from helmdeck_dspy.catalog.models import RoutingGuide
-from helmdeck_dspy.domain import Variant
+from helmdeck_dspy.domain import StrategyName, Variant
 from helmdeck_dspy.program.answer_schema import SchemaWire, plan_schema
 from helmdeck_dspy.program.demo_pool import PoolDemo
 from helmdeck_dspy.program.native_tools import NativeTool, native_tools
@@ -39,7 +42,6 @@ from helmdeck_dspy.program.native_tools import NativeTool, native_tools
 SPEC_KEY = "helmdeck_prompt_spec"
 """The ``dspy.context`` key a plan call's :class:`PromptSpec` travels under."""
 
-StrategyName = Literal["free", "schema", "native", "plain"]
 
 
 class PromptSpec(BaseModel):
@@ -109,7 +111,7 @@ class AnswerStrategy:
               fit_decision: bool) -> AnswerShape:
         """The answer shape over the selected ``catalog`` (None: a request with no catalog yet, as at
         compile time, gets the free shape)."""
-        if self.name == "plain":
+        if self.name in PLAIN_FRAMED:
             return AnswerShape()
         if catalog is None or self.name == "free":
             return AnswerShape(json_object=strict_json and self.name != "native")
@@ -123,9 +125,12 @@ STRATEGIES: dict[str, AnswerStrategy] = {s.name: s for s in (
     AnswerStrategy("schema", "JSON text decoded under the selected catalog's answer schema"),
     AnswerStrategy("native", "the selected catalog also offered as native function tools"),
     AnswerStrategy("plain", "the model-alone prompt verbatim, its JSON list of calls through the planner's checks"),
+    AnswerStrategy("decide", "the model-alone framing asked turn by turn: fit, name, arguments, another call"),
 )}
 
-CALL_LIST_STRATEGIES = frozenset({"plain"})
+PLAIN_FRAMED = frozenset({"plain", "decide"})
+"""Strategies that ask in the model-alone framing (the tools as JSON functions, the question)."""
+CALL_LIST_STRATEGIES = frozenset({"plain", "decide"})
 """Strategies whose answer is a JSON list of calls (``decoding.call_list``), not a plan object."""
 
 

@@ -20,13 +20,14 @@ import functools
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from helmdeck_dspy.bench.bfcl.baseline import record_plain
 from helmdeck_dspy.bench.bfcl.load import discover, load_bfcl
 from helmdeck_dspy.bench.bfcl.models import BfclQuestion, BfclSet
+from helmdeck_dspy.domain import StrategyName
 from helmdeck_dspy.errors import DataFileError, validation_message
 from helmdeck_dspy.io.datafiles import parse_toml, read_text
 from helmdeck_dspy.planning.options import BEFORE_ISSUE_22
@@ -60,7 +61,7 @@ class LeverConfig(BaseModel):
     plain: bool = Field(default=False, description="The model alone with the plain prompt (no planner).")
     constrained: bool | None = Field(default=None, description="Planner: schema-constrained decoding (None: the budget's); "
                                      "the older spelling of strategy schema / free.")
-    strategy: Literal["free", "schema", "native", "plain"] | None = Field(
+    strategy: StrategyName | None = Field(
         default=None, description="Planner: the answer strategy (None: the budget row's, else the endpoint's). A plain "
         "row with answers_from naming the model alone's row re-reads those answers as the strategy would.")
     coerce_args: bool = Field(default=True, description="Planner: check and coerce args against the tool schemas.")

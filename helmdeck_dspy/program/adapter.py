@@ -328,7 +328,7 @@ class PlanAdapter(dspy.Adapter):
             return turn.content
 
         first = self.format(signature, [], inputs)[1]["content"]
-        calls, conversation = decide_calls(send, first, functions_of(inputs.get("catalog") or ""))
+        calls, conversation = decide_calls(send, first, inputs["user_intent"], functions_of(inputs.get("catalog") or ""))
         content = json.dumps(calls, ensure_ascii=False)
         final = Completion(
             kind="plan", system="", messages=conversation, content=content, reasoning=None,

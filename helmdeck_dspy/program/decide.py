@@ -6,7 +6,8 @@ turn by turn, each answer decoded under a small schema:
 1. whether a function should be called at all: ``"yes"`` or ``"no"`` (a two-way choice);
 2. which function: its name, one of the offered names;
 3. its arguments: one JSON object under that function's argument schema;
-4. whether another call is needed: ``"yes"`` or ``"no"``; on ``"yes"``, back to 2.
+4. whether another call is needed, with the question and the calls made restated: ``"yes"`` or
+   ``"no"``; on ``"yes"``, back to 2.
 
 The decision to call and the number of calls are the model's own answers to a yes/no question;
 nothing constrains them but the two words. This is the order llama-cpp-python's
@@ -33,8 +34,11 @@ FIT_ASK = ('Answer with only "yes" if one of the functions should be called to a
 FIRST_NAME_ASK = "Which function is called first? Answer with only its name."
 NEXT_NAME_ASK = "Which function is called next? Answer with only its name."
 ARGS_ASK = "Give the arguments of {name} for this call as one JSON object."
-MORE_ASK = ('Answer with only "yes" if the question needs another function call, '
-            'or "no" if the calls made so far answer it.')
+MORE_ASK = ('Question: {intent}\nCalls made so far: {calls}\nAnswer with only "yes" if the question asks for '
+            'something these calls do not do yet, or "no" if they answer it.')
+"""Restates the question beside the calls made, so the check is against what was asked (written
+before any live run: a first probe with the 0.5B and a bare "another call?" said yes 8 times in a
+row, calling tools in catalog order)."""
 MAX_CALLS = 8
 """Most calls one request is asked for (as the schema strategy's step cap)."""
 CHOICE_TOKENS = 24
@@ -66,13 +70,14 @@ def _value(text: str) -> Any:
         return text.strip().strip('"')
 
 
-def decide_calls(send: Send, first_message: str, functions: dict[str, dict[str, Any]],
+def decide_calls(send: Send, first_message: str, intent: str, functions: dict[str, dict[str, Any]],
                  max_calls: int = MAX_CALLS) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
     """Ask the turns (see the module docstring) and return the calls made and the whole conversation.
 
     Args:
         send: Asks one turn of the model.
         first_message: The opening user message: the functions, the question, and :data:`FIT_ASK`.
+        intent: The question (restated in :data:`MORE_ASK`).
         functions: The offered functions' argument schemas by name.
         max_calls: Most calls asked for.
     """
@@ -95,6 +100,7 @@ def decide_calls(send: Send, first_message: str, functions: dict[str, dict[str, 
             break
         args = ask(ARGS_ASK.format(name=name), arguments_schema(functions[name]), None)
         calls.append({"name": name, "arguments": args if isinstance(args, dict) else {}})
-        if len(calls) >= max_calls or ask(MORE_ASK, YES_NO, CHOICE_TOKENS) != "yes":
+        more = MORE_ASK.format(intent=intent.strip(), calls=json.dumps(calls, ensure_ascii=False))
+        if len(calls) >= max_calls or ask(more, YES_NO, CHOICE_TOKENS) != "yes":
             break
     return calls, messages

@@ -49,7 +49,8 @@ def test_each_decision_is_the_model_s_answer_to_its_own_turn(tmp_path):
     last = bodies[3]["messages"]  # one conversation: every turn extends the one before
     assert [m["content"] for m in last[1:]] == ['"yes"', FIRST_NAME_ASK, '"get_weather"',
                                                 ARGS_ASK.format(name="get_weather"),
-                                                '{"city": "Oslo", "days": "3"}', MORE_ASK]
+                                                '{"city": "Oslo", "days": "3"}', MORE_ASK.format(
+                                                    intent=INTENT, calls=json.dumps([{"name": "get_weather", "arguments": {"city": "Oslo", "days": "3"}}]))]
     assert all(b["temperature"] == 0.0 and b["seed"] == 7 for b in bodies)
     assert [r.call for r in records] == ["decide"] * 4 + ["plan"]
     plan = records[-1]

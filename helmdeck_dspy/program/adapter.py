@@ -335,6 +335,7 @@ class PlanAdapter(dspy.Adapter):
             finish_reason=turns[-1].finish_reason if turns else "stop",
             prompt_tokens=sum(t.prompt_tokens or 0 for t in turns), completion_tokens=sum(t.completion_tokens or 0 for t in turns),
             latency_ms=sum(t.latency_ms for t in turns), config=turns[0].config if turns else {},
+            cache_hit=bool(turns) and all(t.cache_hit for t in turns),  # any live turn makes the answer live
         )
         final.parse = parse_call_list(content, "stop", None)
         log_completion(final)

@@ -4,7 +4,7 @@ Records are read in chunks and never all held at once: the main process reads a 
 it to a worker (or handles it itself with one worker), and folds the returned per-group
 accumulators into the running totals. At most ``2 x workers`` chunks are in flight. With two or
 more workers, a JSONL file is handed out as byte ranges that each worker reads itself; every line,
-wherever it is read, becomes a record through :func:`~helmdeck_dspy.traces.io.decode_record`.
+wherever it is read, becomes a record through :func:`~helmdeck_dspy.traces.io.read_record`.
 
 Resuming: with a ``checkpoint`` path the running totals are saved (see
 :mod:`helmdeck_dspy.evaluation.checkpoint`); a later run with the same inputs and options folds
@@ -50,7 +50,7 @@ from helmdeck_dspy.io.jsonl import BadRow, OnError, line_ranges, range_lines
 from helmdeck_dspy.tasks import PlanTask, load_tasks
 from helmdeck_dspy.traces.io import (
     check_not_empty,
-    decode_record,
+    read_record,
     detect_format,
     iter_raw_rows,
 )
@@ -99,7 +99,7 @@ def process_chunk(
     errors: list[str] = []
     for line_no, raw in rows:
         last_line = line_no
-        rec = decode_record(raw)
+        rec = read_record(raw)
         if isinstance(rec, BadRow):
             detail = rec.detail
         elif rec.call == "filter":

@@ -1,7 +1,7 @@
 """Trace sets on disk: JSONL (streamed), Parquet (streamed by row batch) and saved Hugging Face
 ``datasets`` (a directory written by ``save_to_disk``).
 
-:func:`decode_record` is the one place a trace line (or a Parquet / dataset row) becomes a
+:func:`read_record` is the one place a trace line (or a Parquet / dataset row) becomes a
 :class:`~helmdeck_dspy.traces.record.TraceRecord`: :func:`load_traces`, :func:`read_jsonl_traces` and the
 evaluator's workers all use it, so a bad line reads ``file:line: <the same detail>`` everywhere.
 """
@@ -189,7 +189,7 @@ def save_traces(records: Iterable[TraceRecord], out: str | Path, *, force: bool 
     return table.num_rows
 
 
-def decode_record(raw: str | dict[str, Any] | BadRow) -> TraceRecord | BadRow:
+def read_record(raw: str | dict[str, Any] | BadRow) -> TraceRecord | BadRow:
     """The one place a trace line or row becomes a record: the record, or a :class:`BadRow` saying why not.
 
     Args:
@@ -224,7 +224,7 @@ def _records(
     for line_no, raw in rows:
         if line_no == 1 and isinstance(raw, str) and raw.lstrip().startswith(f'{{"{PARTIAL_KEY}"'):
             continue  # a recording's partial file opens with its header
-        rec = decode_record(raw)
+        rec = read_record(raw)
         if isinstance(rec, BadRow):
             skip_or_raise(TraceFileError(str(path), rec.detail, line=line_no), on_error, report)
         else:

@@ -39,7 +39,7 @@ from helmdeck_dspy.bench.bfcl.models import (
 )
 from helmdeck_dspy.bench.bfcl.multi_turn import ClassDocs, load_multi_turn
 from helmdeck_dspy.bench.bfcl.schema import function_packs, to_json_schema
-from helmdeck_dspy.bench.bfcl.spec import CategoryRule, Expect, load_spec
+from helmdeck_dspy.bench.bfcl.spec import CategoryRule, Expect, load_reading_rules
 from helmdeck_dspy.io.jsonl import iter_jsonl
 
 __all__ = [
@@ -85,7 +85,7 @@ def discover(data_dir: str | Path, categories: Iterable[str] | None = None) -> l
     if not found:
         raise BfclDataError(str(root), "no BFCL_v<N>_<category>.json question file")
     names = sorted(found) if categories is None else list(dict.fromkeys(categories))
-    spec = load_spec()
+    spec = load_reading_rules()
     out = []
     for cat in names:
         if cat not in found:

@@ -27,7 +27,7 @@ from helmdeck_dspy.errors import BfclDataError
 from helmdeck_dspy.bench.bfcl.fields import need_str, turns_of, user_text
 from helmdeck_dspy.bench.bfcl.models import OPTIONAL_MARK, BfclQuestion, GoldCall
 from helmdeck_dspy.bench.bfcl.schema import function_pack, parameter_order
-from helmdeck_dspy.bench.bfcl.spec import load_spec
+from helmdeck_dspy.bench.bfcl.spec import load_reading_rules
 from helmdeck_dspy.io.jsonl import iter_jsonl
 
 FUNC_DOC_DIR = "multi_turn_func_doc"
@@ -49,7 +49,7 @@ class ClassDocs:
     def packs(self, cls: str, path: str | Path, line: int) -> tuple[Pack, ...]:
         """The packs of class ``cls`` (named by the question at ``path:line``)."""
         if cls not in self._cache:
-            files = load_spec().multi_turn_classes
+            files = load_reading_rules().multi_turn_classes
             if cls not in files:
                 raise BfclDataError(str(path), f"involved class {cls!r} has no function-document file "
                                     f"(known: {', '.join(files)})", line=line)

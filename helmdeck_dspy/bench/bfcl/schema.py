@@ -17,7 +17,7 @@ from typing import Any
 
 from helmdeck_dspy.catalog.models import Pack, PackMetadata
 from helmdeck_dspy.errors import BfclDataError
-from helmdeck_dspy.bench.bfcl.spec import load_spec
+from helmdeck_dspy.bench.bfcl.spec import load_reading_rules
 
 ORIGINAL_TYPES_KEY = "bfcl_types"
 """Pack metadata field holding the Java/JavaScript parameter types, by argument path."""
@@ -60,7 +60,7 @@ def _convert(spec: Any, where: str, arg: str, at: _Where, found: dict[str, str],
         raise at.error(f"{where}: expected a schema object, got {type(spec).__name__}")
     if depth > MAX_SCHEMA_DEPTH:
         raise at.error(f"{where}: schema nested deeper than {MAX_SCHEMA_DEPTH} levels")
-    rules = load_spec()
+    rules = load_reading_rules()
     out: dict[str, Any] = {}
     for key, value in spec.items():
         if key == "type":

@@ -78,7 +78,7 @@ def parse_spec(data: dict, path: str | Path) -> BfclSpec:
 
 
 @lru_cache(maxsize=1)
-def load_spec() -> BfclSpec:
+def load_reading_rules() -> BfclSpec:
     """The bundled rules, read once."""
     path = spec_path()
     return parse_spec(read_toml(path, BfclDataError), path)

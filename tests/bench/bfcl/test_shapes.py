@@ -164,9 +164,9 @@ def test_shared_bfcl_more_loads_every_category(shared_dir):
 
 
 def test_reading_rules_are_validated_and_need_a_catch_all():
-    from helmdeck_dspy.bench.bfcl.spec import load_spec, parse_spec
+    from helmdeck_dspy.bench.bfcl.spec import load_reading_rules, parse_spec
 
-    rules = load_spec()
+    rules = load_reading_rules()
     assert [rules.rule_for(c).kind for c in ("live_irrelevance", "live_relevance", "multi_turn_miss_param",
                                                "memory_rec_sum", "live_parallel_multiple")] == [
         "no_call", "any_call", "multi_turn", "skip", "calls"]

@@ -57,6 +57,21 @@ def table_lines(rows: list[LeverRow]) -> list[str]:
     return lines
 
 
+def calls_lines(rows: list[LeverRow]) -> list[str]:
+    """How many calls each row made where a call serves the question, against the number asked, and
+    how often it declined a served question (the table's irrelevance column is the unserved side)."""
+    served = [r for r in rows if r.served_declined is not None]
+    if not served:
+        return []
+    lines = ["| config | scope | served questions declined | fewer calls than asked | more calls than asked |",
+             "|---|---|---|---|---|"]
+    for r in served:
+        assert r.served_declined is not None and r.calls_short is not None and r.calls_long is not None
+        lines.append(f"| {r.config} | {r.scope} | {_rate(r.served_declined)} | {_rate(r.calls_short)} | "
+                     f"{_rate(r.calls_long)} |")
+    return ["", *lines]
+
+
 def render_markdown(spec: LeverSpec, rows: list[LeverRow]) -> str:
     """The table page: what ran, the configs, then the table (written beside the spec)."""
     out = [
@@ -72,6 +87,7 @@ def render_markdown(spec: LeverSpec, rows: list[LeverRow]) -> str:
         *[f"| {c.name} | {c.description or '–'} |" for c in spec.config],
         "",
         *table_lines(rows),
+        *calls_lines(rows),
         "",
     ]
     return "\n".join(out)

@@ -69,6 +69,8 @@ class Outcome(BaseModel):
     completion_tokens: int | None = None
     latency_ms: float | None = None
     plan_score: float | None = Field(default=None, description="Gold tasks: the plan score (None for BFCL).")
+    calls: int = Field(default=0, description="Calls the answer makes (a failed answer makes none).")
+    asked: int | None = Field(default=None, description="Questions a call serves: the gold's number of calls.")
 
 
 class LeverRow(BaseModel):
@@ -96,6 +98,10 @@ class LeverRow(BaseModel):
     plan_score_diff: float | None = Field(default=None, description="Mean plan score minus the baseline's, paired.")
     plan_score_diff_low: float | None = None
     plan_score_diff_high: float | None = None
+    served_declined: Rate | None = Field(default=None, description="Questions a call serves answered with no call.")
+    calls_short: Rate | None = Field(default=None, description="Served questions answered with fewer calls than asked "
+                                     "(a decline included).")
+    calls_long: Rate | None = Field(default=None, description="Served questions answered with more calls than asked.")
 
 
 def _median(values: list[float]) -> float | None:
@@ -138,7 +144,7 @@ def outcomes_for(path: Path, questions: dict[str, BfclQuestion], catalog_for: An
             no_call_right=score.exact if q.expect == "no_call" else None,
             strict=decoded.outcome == "strict", prompt_tokens=rec.prompt_tokens,
             completion_tokens=rec.completion_tokens, latency_ms=None if rec.cache_hit else rec.latency_ms,
-            plan_score=plan_score,
+            plan_score=plan_score, calls=len(decoded.calls), asked=len(q.gold) if has_gold else None,
         )
     return out
 
@@ -158,6 +164,13 @@ def summarise_row(config: str, scope: str, outs: list[Outcome], base: dict[str, 
         completion_tokens_p50=_median([o.completion_tokens for o in outs if o.completion_tokens is not None]),
         latency_p50_s=_median([o.latency_ms / 1000 for o in outs if o.latency_ms is not None]),
     )
+    served = [o for o in outs if o.asked is not None]
+    if served:
+        row = row.model_copy(update={
+            "served_declined": Rate.of(sum(o.calls == 0 for o in served), len(served)),
+            "calls_short": Rate.of(sum(o.calls < (o.asked or 0) for o in served), len(served)),
+            "calls_long": Rate.of(sum(o.calls > (o.asked or 0) for o in served), len(served)),
+        })
     scored = [o.plan_score for o in outs if o.plan_score is not None]
     if scored:
         low, high = bootstrap_mean_ci(scored)

@@ -68,7 +68,8 @@ def test_recorded_answers_are_scored_and_paired(tmp_path, bfcl_dir):
         gold = [example_call(g) for g in q.gold]
         right = json.dumps([{"name": c.name, "arguments": c.args} for c in gold])
         wrong = json.dumps([{"name": "nothing", "arguments": {}}])
-        append_trace(TraceRecord(id=f"p{i}", task_id=q.id, prompt_variant="plain", content=wrong if i else right,
+        answer = right if i == 0 else "[]" if i == 1 else wrong
+        append_trace(TraceRecord(id=f"p{i}", task_id=q.id, prompt_variant="plain", content=answer,
                                  finish_reason="stop", latency_ms=1000.0), spec.trace_path(spec.config[0]))
         plan = {"steps": [{"tool": c.name, "args": c.args} for c in gold]}
         append_trace(TraceRecord(id=f"q{i}", task_id=q.id, prompt_variant="full_steps", content=json.dumps(plan),
@@ -80,6 +81,14 @@ def test_recorded_answers_are_scored_and_paired(tmp_path, bfcl_dir):
     assert plain.exact.k == 1 and planner.exact.k == n and planner.strict.k == n
     assert planner.paired_n == n and planner.exact_diff == pytest.approx((n - 1) / n, abs=1e-4)
     assert planner.latency_ratio == 1.5 and plain.exact_diff is None
+    served = [q for q in data.questions if q.expect == "calls"]
+    assert planner.served_declined.n == len(served) >= 2 and planner.served_declined.k == 0
+    assert planner.calls_short.k == planner.calls_long.k == 0  # the gold's calls, as many as asked
+    assert plain.served_declined.k == (data.questions[1].expect == "calls")  # "[]" for question 1
+    asked = {q.id: len(q.gold) for q in served}
+    short = sum(1 for i, q in enumerate(data.questions[1:], 1) if q.id in asked and (i == 1 or asked[q.id] > 1))
+    assert plain.calls_short.k == short  # one wrong call where several were asked, or none
+    assert plain.calls_long.k == 0 and plain.calls_short.k + plain.served_declined.k > 0
 
 
 def test_a_row_with_its_own_limit_answers_the_first_questions_of_each_category(tmp_path, bfcl_dir):

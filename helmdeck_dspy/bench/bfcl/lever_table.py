@@ -26,7 +26,7 @@ from helmdeck_dspy.bench.bfcl.baseline import PLAIN_VARIANT
 from helmdeck_dspy.bench.bfcl.gold_tasks import as_call
 from helmdeck_dspy.bench.bfcl.levers import LeverConfig, LeverSpec, load_questions, load_spec_tasks
 from helmdeck_dspy.bench.bfcl.models import BfclQuestion
-from helmdeck_dspy.bench.bfcl.plans import decode_record, last_plan_records
+from helmdeck_dspy.bench.bfcl.plans import decode_record, request_records
 from helmdeck_dspy.bench.bfcl.score import score_calls
 from helmdeck_dspy.evaluation.metric import score_plan
 from helmdeck_dspy.evaluation.scoring import guard_prediction
@@ -104,6 +104,12 @@ class LeverRow(BaseModel):
     calls_long: Rate | None = Field(default=None, description="Served questions answered with more calls than asked.")
 
 
+def _total(values: Any) -> Any:
+    """The sum of a request's per-call figures (None when a call lacks one)."""
+    listed = list(values)
+    return None if any(v is None for v in listed) else sum(listed)
+
+
 def _median(values: list[float]) -> float | None:
     return round(statistics.median(values), 1) if values else None
 
@@ -124,7 +130,8 @@ def outcomes_for(path: Path, questions: dict[str, BfclQuestion], catalog_for: An
     out: dict[str, Outcome] = {}
     if not path.exists():
         return out
-    for task_id, rec in last_plan_records(path, on_error="skip", answered=True).items():
+    for task_id, calls in request_records(path, on_error="skip").items():
+        rec = calls[-1]  # the answer; the request's tokens and latency are every call's
         q = questions.get(task_id)
         if q is None:
             continue
@@ -142,8 +149,9 @@ def outcomes_for(path: Path, questions: dict[str, BfclQuestion], catalog_for: An
             tool_right=(called in golds and decoded.cause is None) if has_gold else None,
             args_matched=score.matched_calls if has_gold else 0, names_matched=score.names_matched if has_gold else 0,
             no_call_right=score.exact if q.expect == "no_call" else None,
-            strict=decoded.outcome == "strict", prompt_tokens=rec.prompt_tokens,
-            completion_tokens=rec.completion_tokens, latency_ms=None if rec.cache_hit else rec.latency_ms,
+            strict=decoded.outcome == "strict", prompt_tokens=_total(c.prompt_tokens for c in calls),
+            completion_tokens=_total(c.completion_tokens for c in calls),
+            latency_ms=None if any(c.cache_hit for c in calls) else _total(c.latency_ms for c in calls),
             plan_score=plan_score, calls=len(decoded.calls), asked=len(q.gold) if has_gold else None,
         )
     return out

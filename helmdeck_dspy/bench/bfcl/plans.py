@@ -144,13 +144,18 @@ def decode_record(rec: TraceRecord, catalog: RoutingGuide, post: dict[str, Any] 
     return DecodedRecord(variant, calls_from_steps(guarded.steps), guarded.parse.outcome)
 
 
-def last_plan_records(path: str | Path, *, on_error: str = "fail", answered: bool = False) -> dict[str, TraceRecord]:
-    """The last plan record per task id of a trace file (a retried request's final answer), in
-    first-seen order of the task ids; with ``answered``, records of transport failures are passed over."""
-    out: dict[str, TraceRecord] = {}
+def request_records(path: str | Path, *, on_error: str = "fail") -> dict[str, list[TraceRecord]]:
+    """The answered plan records of each task's last request: its one call, or a declined first call
+    and the narrowed recheck after it (both stamp the same ``run.rechecked``), so a request's cost is
+    the sum over its calls; the answer is the last one's."""
+    out: dict[str, list[TraceRecord]] = {}
     for rec in load_traces(path, on_error=on_error):
-        if rec.call == "plan" and rec.task_id and not (answered and rec.error):
-            out[rec.task_id] = rec
+        if rec.call != "plan" or not rec.task_id or rec.error:
+            continue
+        stamp = (rec.run or {}).get("rechecked")
+        before = out.get(rec.task_id, [])
+        same = stamp is not None and before and (before[-1].run or {}).get("rechecked") == stamp
+        out[rec.task_id] = [*before[-1:], rec] if same else [rec]
     return out
 
 

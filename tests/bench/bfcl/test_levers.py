@@ -293,3 +293,20 @@ def test_a_test_half_starts_after_the_dev_half(tmp_path, bfcl_dir):
     (tmp_path / "t" / "levers.toml").write_text(body)
     test = load_questions(load_lever_spec(tmp_path / "t" / "levers.toml"))
     assert len(dev.questions) > 1 and [q.id for q in test.questions] == [dev.questions[1].id]
+
+
+def test_a_rechecked_request_costs_both_its_calls(tmp_path):
+    from helmdeck_dspy.bench.bfcl.plans import request_records
+
+    path = tmp_path / "shipped.jsonl"
+    stamp = {"strategy": "plain", "spec_sha": "narrowed"}
+    rows = [("old", "t1", None, 9000.0, None),  # an earlier request of t1, asked again later
+            ("a", "t1", {"rechecked": stamp}, 3000.0, None),  # declined first call
+            ("b", "t1", {"rechecked": stamp}, 20000.0, None),  # its recheck: the answer
+            ("c", "t2", None, 4000.0, None),
+            ("d", "t3", None, 1.0, "timeout")]  # a transport failure: no answer
+    for rid, task, run, ms, error in rows:
+        append_trace(TraceRecord(id=rid, task_id=task, prompt_variant="full_steps", content="[]", run=run,
+                                 finish_reason="stop", latency_ms=ms, prompt_tokens=100, error=error), path)
+    requests = request_records(path)
+    assert {t: [r.id for r in calls] for t, calls in requests.items()} == {"t1": ["a", "b"], "t2": ["c"]}

@@ -241,7 +241,8 @@ class PlanAdapter(dspy.Adapter):
             ask = FIT_ASK if self.spec.strategy == "decide" else ASK
             return [{"role": "system", "content": ""},
                     {"role": "user", "content": plain_request(catalog, inputs["user_intent"], inputs.get("context"),
-                                                              prior, ask=ask)}]
+                                                              prior, ask=ask)},
+                    *({"role": role, "content": text} for role, text in self.spec.turns)]
         user = self.request_text(inputs["user_intent"], inputs.get("context"), inputs.get("prior_steps"))
         if not self.spec.catalog_in_system:
             user = f"{CATALOG_HEADER}\n{catalog}\n\n{user}"

@@ -20,7 +20,7 @@ import functools
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -77,6 +77,7 @@ class LeverConfig(BaseModel):
                                 "program file relative to the spec).")
     retired: tuple[str, ...] = Field(default=(), description="Levers this row set that the planner no longer has "
                                      "(RETIRED_LEVERS): its recorded answers are scored, it makes no new call.")
+    recheck_form: Literal["narrowed", "continued"] | None = None  # Planner: PlannerOptions.recheck_form (None: its default)
     variant: str = "full_steps"
     pool: bool = Field(default=False, description="Plan against one catalog pooled from every loaded question.")
     catalog: str | None = Field(default=None, description="Gold tasks: plan over this catalog file (beside the spec).")
@@ -386,11 +387,13 @@ def run_levers(
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 budgets = table.changed_for(model, c.budget) if c.budget else table
+                recheck: dict[str, Any] = {"recheck_form": c.recheck_form} if c.recheck_form else {}
                 planner = Planner.for_model(
                     model, lm=lm, catalog=catalog, variant=c.variant, budgets=budgets, record_path=path, retry=retry,
                     record_run=run, history=None, use_filter=False, cache=False, program=spec.program_choice(c),
                     answer_strategy=c.answer_strategy,
                     preset=c.preset, fit_decision=c.fit_decision,
+                    **recheck,
                 )
             planner.plan(q.intent, task_id=q.id)
         made[c.name] += 1

@@ -33,6 +33,7 @@ from helmdeck_dspy.io.offline import apply_offline_defaults
 ROOT = Path(__file__).resolve().parents[1]
 CATALOG = ROOT / "eval" / "catalog" / "mcp-servers.json"
 TASKS = ROOT / "eval" / "tasks" / "mcp-servers.jsonl"
+TIMEOUT_S = 900.0
 _PREFILL = re.compile(r"prompt eval time =\s*([\d.]+) ms /\s*(\d+) tokens")
 _DECODE = re.compile(r"\beval time =\s*([\d.]+) ms /\s*(\d+) runs")
 
@@ -51,12 +52,15 @@ def run_block(arm: str, server, model_id: str, intents: list[str]) -> list[dict]
     from helmdeck_dspy.engines.lm_spec import make_lm
     from helmdeck_dspy.local.provider import PREFIX
     from helmdeck_dspy.planning.planner import Planner
+    from helmdeck_dspy.planning.resilience.policy import RetryPolicy
 
     catalog = load_catalog(CATALOG)
-    lm = make_lm(f"{PREFIX}/{server.alias}", api_base=server.api_base, api_key="none", cache=False, num_retries=0)
+    lm = make_lm(f"{PREFIX}/{server.alias}", api_base=server.api_base, api_key="none", cache=False, num_retries=0,
+                 timeout=TIMEOUT_S)  # a cold prefill of the whole list takes minutes on 2 cores
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        planner = Planner.for_model(model_id, lm=lm, catalog=catalog, history=None, use_filter=False, cache=False)
+        planner = Planner.for_model(model_id, lm=lm, catalog=catalog, history=None, use_filter=False, cache=False,
+                                    retry=RetryPolicy(max_attempts=1, timeout_s=TIMEOUT_S))
     rows = []
     for intent in intents:
         offset = server.log_path.stat().st_size

@@ -15,9 +15,12 @@ TIERS: tuple[Tier, ...] = ("A", "B", "C")
 
 Variant = Literal["full_steps", "single_pick"]
 VARIANTS: tuple[Variant, ...] = ("full_steps", "single_pick")
-StrategyName = Literal["free", "schema", "native", "plain", "decide"]
+StrategyName = Literal["free", "schema", "native", "plain"]
 """The answer strategies (``program.prompt_spec`` defines each)."""
-STRATEGY_NAMES: tuple[StrategyName, ...] = ("free", "schema", "native", "plain", "decide")
+STRATEGY_NAMES: tuple[StrategyName, ...] = ("free", "schema", "native", "plain")
+RETIRED_STRATEGIES = ("decide",)
+"""Strategies measured, lost and taken out (docs/results/strategies.md): a study row that names one
+still loads, so its recorded answers re-score, but makes no call."""
 
 Complexity = Literal["single-action", "pipeline-direct", "pack-chain"]
 COMPLEXITIES: tuple[Complexity, ...] = ("single-action", "pipeline-direct", "pack-chain")

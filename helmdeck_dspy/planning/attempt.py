@@ -39,7 +39,7 @@ from helmdeck_dspy.planning.resilience.classify import (
 from helmdeck_dspy.planning.resilience.deadline import call_with_deadline, warm_up
 from helmdeck_dspy.planning.result import Attempt, PlanResult, build_result
 from helmdeck_dspy.program.plain_prompt import RECHECK_ASK, plain_functions
-from helmdeck_dspy.program.prompt_spec import PLAIN_FRAMED, SPEC_KEY, PromptSpec
+from helmdeck_dspy.program.prompt_spec import SPEC_KEY, PromptSpec
 from helmdeck_dspy.program.store import ProgramRef
 from helmdeck_dspy.recording.exchanges import record_exchanges
 from helmdeck_dspy.signatures.types import ExecutedStep
@@ -65,7 +65,7 @@ def select_for(planner: PlannerParts, intent: str) -> tuple[RoutingGuide, Trim]:
     whole = planner.catalog
     strategy = strategy_for(options.answer_strategy, planner.budget, str(getattr(planner.lm, "model", "")),
                             tools_only=not whole.pipelines)
-    if strategy in PLAIN_FRAMED and plain_shows_whole(planner.budget, whole, intent):
+    if strategy == "plain" and plain_shows_whole(planner.budget, whole, intent):
         size = whole.size_bytes()
         return whole, Trim(before_bytes=size, after_bytes=size)
     history = planner.history if options.history_prior else None

@@ -40,7 +40,7 @@ from helmdeck_dspy.program.answer_schema import schema_wire
 from helmdeck_dspy.program.demo_pool import DemoPool, best_match
 from helmdeck_dspy.io.tokens import count_tokens
 from helmdeck_dspy.program.plain_prompt import plain_functions, plain_request
-from helmdeck_dspy.program.prompt_spec import PLAIN_FRAMED, STRATEGIES, PromptSpec, StrategyName
+from helmdeck_dspy.program.prompt_spec import STRATEGIES, PromptSpec, StrategyName
 from helmdeck_dspy.signatures.plan import variant_instructions
 
 ENDPOINT_STRATEGIES: tuple[tuple[str, StrategyName], ...] = (("llamacpp/", "schema"),)
@@ -126,11 +126,10 @@ def resolve_prompt(
     """
     name = strategy_for(strategy, budget, endpoint, tools_only=not whole.pipelines)
     cap = max_tokens or budget.output_tokens
-    if name in PLAIN_FRAMED:
+    if name == "plain":
         kept = selected.id_set if selected is not None else whole.id_set
         shown = restrict_catalog(whole, [i for i in whole.ids() if i in kept])  # whole entries, catalog order
-        wire = schema_wire(endpoint) if name == "decide" else "json_schema"  # the decide turns' schemas travel on it
-        return PromptSpec(variant=variant, strategy=name, catalog=plain_functions(shown), max_tokens=cap, schema_wire=wire,
+        return PromptSpec(variant=variant, strategy=name, catalog=plain_functions(shown), max_tokens=cap,
                           **sampling_for(budget, endpoint, temperature, seed, lm_kwargs))
     fits = (not whole.pipelines) if fit_decision is None else fit_decision
     shape = STRATEGIES[name].shape(selected, variant, strict_json=budget.json_object_format,

@@ -36,7 +36,6 @@ from helmdeck_dspy.decoding.causes import FailureCause
 from helmdeck_dspy.decoding.call_list import parse_call_list
 from helmdeck_dspy.decoding.parsing import ParseResult, parse_completion
 from helmdeck_dspy.program.calls import (
-    Completion,
     capture_completions,
     completion_from_response,
     log_completion,
@@ -47,9 +46,8 @@ from helmdeck_dspy.program.answer_schema import (
     has_fit_decision,
 )
 from helmdeck_dspy.program.demo_pool import pipeline_line, signature_line
-from helmdeck_dspy.program.decide import FIT_ASK, decide_calls, functions_of
-from helmdeck_dspy.program.plain_prompt import ASK, plain_request
-from helmdeck_dspy.program.prompt_spec import CALL_LIST_STRATEGIES, PLAIN_FRAMED, PromptSpec
+from helmdeck_dspy.program.plain_prompt import plain_request
+from helmdeck_dspy.program.prompt_spec import CALL_LIST_STRATEGIES, PromptSpec
 from helmdeck_dspy.program.sections import (
     ANSWER_FORMAT_MARK,
     CATALOG_HEADER,
@@ -236,12 +234,10 @@ class PlanAdapter(dspy.Adapter):
 
     def format(self, signature: Any, demos: list[Any], inputs: dict[str, Any]) -> list[dict[str, str]]:
         catalog = inputs.get("catalog") or ""
-        if self.spec.strategy in PLAIN_FRAMED:  # the model-alone request: no system message, instructions or demos
+        if self.spec.strategy == "plain":  # the model-alone request: no system message, instructions or demos
             prior = _prior_json(inputs.get("prior_steps"))
-            ask = FIT_ASK if self.spec.strategy == "decide" else ASK
             return [{"role": "system", "content": ""},
-                    {"role": "user", "content": plain_request(catalog, inputs["user_intent"], inputs.get("context"),
-                                                              prior, ask=ask)},
+                    {"role": "user", "content": plain_request(catalog, inputs["user_intent"], inputs.get("context"), prior)},
                     *({"role": role, "content": text} for role, text in self.spec.turns)]
         user = self.request_text(inputs["user_intent"], inputs.get("context"), inputs.get("prior_steps"))
         if not self.spec.catalog_in_system:
@@ -314,34 +310,6 @@ class PlanAdapter(dspy.Adapter):
         config, call_kwargs = self._config(lm, lm_kwargs, self.spec.answer_schema)
         return self._build(lm, messages, config), call_kwargs, messages, config
 
-    def _decide(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any, inputs: dict[str, Any]) -> list[dict[str, Any]]:
-        """The ``decide`` strategy's turns (``program.decide``), each logged, then the assembled call
-        list as the request's plan exchange."""
-        turns: list[Completion] = []
-
-        def send(messages: list[dict[str, str]], schema: dict[str, Any], cap: int | None) -> str:
-            config, call_kwargs = self._config(lm, lm_kwargs, schema, cap)
-            t0 = time.perf_counter()
-            response = lm(self._build(lm, [{"role": "system", "content": ""}, *messages], config), **call_kwargs)
-            turn = completion_from_response("decide", response, "", messages, (time.perf_counter() - t0) * 1000, config)
-            log_completion(turn)
-            turns.append(turn)
-            return turn.content
-
-        first = self.format(signature, [], inputs)[1]["content"]
-        calls, conversation = decide_calls(send, first, inputs["user_intent"], functions_of(inputs.get("catalog") or ""))
-        content = json.dumps(calls, ensure_ascii=False)
-        final = Completion(
-            kind="plan", system="", messages=conversation, content=content, reasoning=None,
-            finish_reason=turns[-1].finish_reason if turns else "stop",
-            prompt_tokens=sum(t.prompt_tokens or 0 for t in turns), completion_tokens=sum(t.completion_tokens or 0 for t in turns),
-            latency_ms=sum(t.latency_ms for t in turns), config=turns[0].config if turns else {},
-            cache_hit=bool(turns) and all(t.cache_hit for t in turns),  # any live turn makes the answer live
-        )
-        final.parse = parse_call_list(content, "stop", None)
-        log_completion(final)
-        return [self._fields(signature, final.parse, content, None)]
-
     def _finish(self, signature: Any, response: Any, messages: list[dict[str, str]], config: dict, t0: float) -> list[dict[str, Any]]:
         latency = (time.perf_counter() - t0) * 1000
         offered = self.spec.tools
@@ -358,15 +326,11 @@ class PlanAdapter(dspy.Adapter):
         return [self._fields(signature, completion.parse, completion.content, completion.reasoning)]
 
     def __call__(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any, demos: list[Any], inputs: dict[str, Any]):
-        if self.spec.strategy == "decide":
-            return self._decide(lm, lm_kwargs, signature, inputs)
         request, kw, messages, config = self._request(lm, lm_kwargs, signature, demos, inputs)
         t0 = time.perf_counter()
         return self._finish(signature, lm(request, **kw), messages, config, t0)
 
     async def acall(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any, demos: list[Any], inputs: dict[str, Any]):
-        if self.spec.strategy == "decide":
-            raise NotImplementedError("the decide strategy asks its turns synchronously")
         request, kw, messages, config = self._request(lm, lm_kwargs, signature, demos, inputs)
         t0 = time.perf_counter()
         return self._finish(signature, await lm.acall(request, **kw), messages, config, t0)

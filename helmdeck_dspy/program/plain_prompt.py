@@ -40,16 +40,14 @@ def plain_functions(catalog: RoutingGuide) -> str:
     return json.dumps(functions, ensure_ascii=False)
 
 
-def plain_request(functions: str, intent: str, context: str | None = None, prior: list[Any] | None = None,
-                  ask: str = ASK) -> str:
-    """The one user message: functions, question (then any context and calls already made), the ask
-    (the ``decide`` strategy's opening asks whether any function fits instead)."""
+def plain_request(functions: str, intent: str, context: str | None = None, prior: list[Any] | None = None) -> str:
+    """The one user message: functions, question (then any context and calls already made), the ask."""
     parts = [f"Functions:\n{functions}", f"Question: {intent.strip()}"]
     if context is not None and str(context).strip():
         parts.append(f"{CONTEXT_LEAD}\n{str(context).strip()}")
     if prior:
         parts.append(f"{PRIOR_LEAD}\n{json.dumps(prior, ensure_ascii=False)}")
-    return "\n\n".join([*parts, ask])
+    return "\n\n".join([*parts, ASK])
 
 
 def results_message(steps: list[dict[str, Any]]) -> str:

@@ -18,10 +18,7 @@ planner's option):
 - ``plain``: the model-alone prompt verbatim (``program.plain_prompt``: the tools as JSON
   functions, the question, a JSON list of calls, ``[]`` for none), no instructions or demos,
   decoded freely; the answer then goes through the planner's checks (names outside the catalog
-  mapped to a near miss or demoted, arguments checked and coerced);
-- ``decide``: the same functions and question, asked turn by turn (``program.decide``): whether a
-  function fits (yes/no), which one, its arguments under its schema, whether another call follows;
-  the calls made go through the same checks as ``plain``.
+  mapped to a near miss or demoted, arguments checked and coerced).
 """
 
 from __future__ import annotations
@@ -114,7 +111,7 @@ class AnswerStrategy:
               fit_decision: bool) -> AnswerShape:
         """The answer shape over the selected ``catalog`` (None: a request with no catalog yet, as at
         compile time, gets the free shape)."""
-        if self.name in PLAIN_FRAMED:
+        if self.name == "plain":
             return AnswerShape()
         if catalog is None or self.name == "free":
             return AnswerShape(json_object=strict_json and self.name != "native")
@@ -128,13 +125,11 @@ STRATEGIES: dict[str, AnswerStrategy] = {s.name: s for s in (
     AnswerStrategy("schema", "JSON text decoded under the selected catalog's answer schema"),
     AnswerStrategy("native", "the selected catalog also offered as native function tools"),
     AnswerStrategy("plain", "the model-alone prompt verbatim, its JSON list of calls through the planner's checks"),
-    AnswerStrategy("decide", "the model-alone framing asked turn by turn: fit, name, arguments, another call"),
 )}
 
-PLAIN_FRAMED = frozenset({"plain", "decide"})
-"""Strategies that ask in the model-alone framing (the tools as JSON functions, the question)."""
 CALL_LIST_STRATEGIES = frozenset({"plain", "decide"})
-"""Strategies whose answer is a JSON list of calls (``decoding.call_list``), not a plan object."""
+"""Strategies whose answer is a JSON list of calls (``decoding.call_list``), not a plan object (the
+retired ``decide`` strategy's plan records hold one too, so its recorded answers re-score)."""
 
 
 def answers_in_call_list(run: dict[str, Any] | None) -> bool:

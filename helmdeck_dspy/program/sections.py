@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-CallKind = Literal["plan", "filter", "decide"]
-"""A planning call, the two-pass catalog filter's call, or one turn of the ``decide`` strategy."""
+CallKind = Literal["plan", "filter"]
+"""A planning call, or the two-pass catalog filter's call."""
 
 CATALOG_HEADER = "CATALOG (packs and pipelines you may call):"
 REQUEST_HEADER = "USER REQUEST:"

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from helmdeck_dspy.bench.bfcl.baseline import record_plain
 from helmdeck_dspy.bench.bfcl.load import discover, load_bfcl
 from helmdeck_dspy.bench.bfcl.models import BfclQuestion, BfclSet
-from helmdeck_dspy.domain import StrategyName
+from helmdeck_dspy.domain import RETIRED_STRATEGIES, StrategyName
 from helmdeck_dspy.errors import DataFileError, validation_message
 from helmdeck_dspy.io.datafiles import parse_toml, read_text
 from helmdeck_dspy.planning.options import BEFORE_ISSUE_22
@@ -42,13 +42,11 @@ class LeverSpecError(DataFileError):
     """A levers spec that cannot be used."""
 
 
-RETIRED_LEVERS: dict[str, Any] = {
-    "fit_last": False, "strict_fit": False, "nearest_tools": 0, "multi_call_format": False,
-    "pipelines_as_tools": False, "instructions": None, "knn_demos": 0, "arg_hints": False,
-}
-"""Levers measured, lost and taken out of the planner (issue 37), with their off values: a committed
-spec row that set one still loads, so its recorded answers re-score, but it cannot run again (git
-keeps the code; docs/results say which rows)."""
+RETIRED_LEVERS: dict[str, Any] = {"fit_last": False, "strict_fit": False, "nearest_tools": 0, "multi_call_format": False,
+                                  "pipelines_as_tools": False, "instructions": None, "knn_demos": 0, "arg_hints": False}
+"""Levers measured, lost and taken out of the planner (issue 37), with their off values (and the
+strategies in ``domain.RETIRED_STRATEGIES``): a committed spec row that set one still loads, so its
+recorded answers re-score, but it cannot run again (git keeps the code; docs/results say which rows)."""
 
 
 class LeverConfig(BaseModel):
@@ -95,6 +93,8 @@ class LeverConfig(BaseModel):
             return data
         kept = {k: v for k, v in data.items() if k not in RETIRED_LEVERS}
         gone = tuple(sorted(k for k, v in data.items() if k in RETIRED_LEVERS and v != RETIRED_LEVERS[k]))
+        if kept.get("strategy") in RETIRED_STRATEGIES:  # its recorded plan records still re-score
+            gone = (*gone, f"strategy={kept.pop('strategy')}")
         return {**kept, "retired": gone} if gone else kept
 
     @property

@@ -38,7 +38,7 @@ from helmdeck_dspy.planning.resilience.classify import (
 )
 from helmdeck_dspy.planning.resilience.deadline import call_with_deadline, warm_up
 from helmdeck_dspy.planning.result import Attempt, PlanResult, build_result
-from helmdeck_dspy.program.plain_prompt import RECHECK_ASK, plain_functions
+from helmdeck_dspy.program.plain_prompt import plain_functions
 from helmdeck_dspy.program.prompt_spec import SPEC_KEY, PromptSpec
 from helmdeck_dspy.program.store import ProgramRef
 from helmdeck_dspy.recording.exchanges import record_exchanges
@@ -124,23 +124,17 @@ def prompt_for(planner: PlannerParts, selected: RoutingGuide | None, intent: str
     )
 
 
-def recheck_spec(planner: PlannerParts, spec: PromptSpec, intent: str, last: Any,
+def recheck_spec(planner: PlannerParts, spec: PromptSpec, intent: str, last: ParseResult | None,
                  prior_steps: list[ExecutedStep] | None) -> PromptSpec | None:
-    """The second ask after a declined first ``plain`` plan (``PlannerOptions.recheck_top``; ``last``
-    the first call's completion): ``narrowed``, the same request over the top tools the ranker gives
-    for ``intent``, in rank order; ``continued``, the first answer then those tools' names offered as
-    ones that may fit, in the same conversation. None when there is nothing to ask again."""
+    """The narrowed ask after a declined first ``plain`` plan (``PlannerOptions.recheck_top``): the
+    same request over the top tools the ranker gives for ``intent``, in rank order; else None."""
     top = rechecks_top(planner)
-    parse = getattr(last, "parse", None)
-    declined = parse is not None and parse.plan is not None and not parse.plan.steps
+    declined = last is not None and last.plan is not None and not last.plan.steps
     if not top or not declined or prior_steps or spec.strategy != "plain" or len(planner.catalog.packs) <= top:
         return None
     ranked = RANKERS[planner.options.ranker](planner.catalog, intent, None)
-    names = [r.id for r in ranked[:top]]
-    if planner.options.recheck_form == "continued":
-        offer = RECHECK_ASK.format(names=", ".join(names))
-        return spec.model_copy(update={"turns": (("assistant", last.content), ("user", offer))})
-    return spec.model_copy(update={"catalog": plain_functions(restrict_catalog(planner.catalog, names))})
+    shown = restrict_catalog(planner.catalog, [r.id for r in ranked[:top]])
+    return spec.model_copy(update={"catalog": plain_functions(shown)})
 
 
 def rechecks_top(planner: PlannerParts) -> int:
@@ -209,7 +203,7 @@ def _call_program(
 
         try:
             ask(spec)
-            narrowed = recheck_spec(planner, spec, intent, calls[-1] if calls else None, prior_steps)
+            narrowed = recheck_spec(planner, spec, intent, calls[-1].parse if calls else None, prior_steps)
             if narrowed is not None:  # asked once more, never twice
                 exchange.rechecked = narrowed
                 ask(narrowed)
@@ -271,8 +265,6 @@ def recorded_run(planner: PlannerParts, spec: PromptSpec | None = None,
             **({MAP_NAMES_KEY: True} if shipped_checks(planner) else {}),
             **({PLACEHOLDERS_KEY: True} if fills_placeholders(planner) else {}),
             **({"recheck_top": rechecks_top(planner)} if rechecks_top(planner) else {}),
-            **({"recheck_form": planner.options.recheck_form}
-               if rechecks_top(planner) and planner.options.recheck_form != "narrowed" else {}),
             **({"constrained": stamp["wire"]} if "wire" in stamp else {}),
             **({"prompt": stamp} if stamp else {}),
             **({"rechecked": rechecked.stamp()} if rechecked is not None else {}),

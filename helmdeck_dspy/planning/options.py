@@ -58,10 +58,6 @@ class PlannerOptions(BaseModel):
         recheck_top: Under the ``plain`` strategy, a first plan with no calls over more than this
             many tools is asked once more over the top this-many the ranker gives for the request
             (0: off). 10 by default: chosen on the end-to-end study's dev half (docs/results/e2e.md).
-        recheck_form: How that second ask is made: ``narrowed`` (the default: a new request over the
-            top tools alone) or ``continued`` (the same conversation goes on: the first answer, then
-            the top tools' names offered as ones that may fit, so a prefix cache keeps the whole
-            list's evaluation).
         preset: ``shipped`` (the default), or ``before-issue-22``: the planner before issue 22
             (helmdeck's instructions and demos whatever the catalog, no argument checks, no
             pipeline-chain guard), which only the benchmarks use as a comparison row.
@@ -98,7 +94,6 @@ class PlannerOptions(BaseModel):
         "experiments/test-split/qwen2.5-coder-0.5b", "experiments/test-split/qwen2.5-coder-1.5b"]})
     fill_placeholders: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/study"]})
     recheck_top: int = Field(default=10, ge=0, json_schema_extra={"decided_by": ["experiments/e2e/study"]})
-    recheck_form: Literal["narrowed", "continued"] = "narrowed"
     preset: Literal["shipped", "before-issue-22"] = "shipped"
     caller: str | None = None
     record_path: Path | None = None

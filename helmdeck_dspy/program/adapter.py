@@ -237,8 +237,7 @@ class PlanAdapter(dspy.Adapter):
         if self.spec.strategy == "plain":  # the model-alone request: no system message, instructions or demos
             prior = _prior_json(inputs.get("prior_steps"))
             return [{"role": "system", "content": ""},
-                    {"role": "user", "content": plain_request(catalog, inputs["user_intent"], inputs.get("context"), prior)},
-                    *({"role": role, "content": text} for role, text in self.spec.turns)]
+                    {"role": "user", "content": plain_request(catalog, inputs["user_intent"], inputs.get("context"), prior)}]
         user = self.request_text(inputs["user_intent"], inputs.get("context"), inputs.get("prior_steps"))
         if not self.spec.catalog_in_system:
             user = f"{CATALOG_HEADER}\n{catalog}\n\n{user}"

@@ -21,10 +21,6 @@ NEXT_ASK = ('Answer with only a JSON list of the next function calls, each as {"
 """The ask after calls have run, in the model-alone loop's conversation (:func:`results_message`; a
 ``plain`` re-plan with it tied on the end-to-end study's dev half, and so did one that continued
 the conversation: docs/results/e2e.md)."""
-RECHECK_ASK = ('These functions may fit the question: {names}. Answer with only a JSON list of the function calls '
-               'that answer the question, each as {{"name": "<function name>", "arguments": {{...}}}}. '
-               'Answer [] if none of the functions fits.')
-"""The ``continued`` recheck's turn after a declined first answer (``PlannerOptions.recheck_form``)."""
 CONTEXT_LEAD = "Context:"
 PRIOR_LEAD = "Calls already made, with their results:"
 RESULTS_LEAD = "Results of those calls:"

@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -59,8 +59,6 @@ class PromptSpec(BaseModel):
         schema_wire: How the schema travels (see :data:`~helmdeck_dspy.program.answer_schema.SchemaWire`).
         demo_tools: A program demo is shown only when every tool it names is among these.
         pool_demos: Demos chosen for this request from the program's compiled pool.
-        turns: Turns after the request, as (role, text) (a ``plain`` recheck that continues the
-            conversation: the first answer, then the offered names).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -79,7 +77,6 @@ class PromptSpec(BaseModel):
     schema_wire: SchemaWire = "json_schema"
     demo_tools: frozenset[str] | None = None
     pool_demos: tuple[PoolDemo, ...] = ()
-    turns: tuple[tuple[Literal["user", "assistant"], str], ...] = ()
 
     def stamp(self) -> dict[str, Any]:
         """What a trace record keeps of the spec: the strategy, the wire, the demos and a hash of the rest."""

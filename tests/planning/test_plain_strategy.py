@@ -165,24 +165,3 @@ def test_a_plain_call_shows_the_whole_list_in_one_order_whenever_it_fits_the_con
     else:  # too big for the row's input_tokens: the budget's per-request cut
         assert all(len(sel.ids()) < len(catalog.ids()) and trim.dropped for sel, trim in shown)
 
-
-def test_a_continued_recheck_keeps_the_whole_list_and_offers_the_top_names(tmp_path):
-    from helmdeck_dspy.program.plain_prompt import RECHECK_ASK
-
-    catalog = read_tools_catalog([*TOOLS, *_many_tools(10)])
-    record = tmp_path / "rec.jsonl"
-    answers = ["[]", '[{"name": "get_weather", "arguments": {"city": "Oslo"}}]']
-    with FaultServer([ok(a) for a in answers]) as server:
-        lm = make_lm("llamacpp/m", api_base=server.url, cache=False, num_retries=0)
-        planner = Planner.for_model(MODEL, lm=lm, catalog=catalog, history=None, use_filter=False, cache=False,
-                                    answer_strategy="plain", recheck_top=3, recheck_form="continued",
-                                    record_path=record)
-        result = planner.plan(INTENT)
-        first, second = (r.body["messages"] for r in server.requests)
-    assert second[0] == first[0] and len(first) == 1  # the same request: the whole list's prefix is kept
-    assert second[1] == {"role": "assistant", "content": "[]"}
-    offered = second[2]["content"]
-    assert second[2]["role"] == "user" and offered.startswith(RECHECK_ASK.split("{names}")[0])
-    assert offered.split(": ", 1)[1].split(".", 1)[0].split(", ")[0] == "get_weather"  # the ranker's best first
-    assert [s.tool for s in result.steps] == ["get_weather"] and result.rechecked
-    assert {r.run.get("recheck_form") for r in read_jsonl_traces(record)} == {"continued"}

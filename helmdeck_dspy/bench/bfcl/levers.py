@@ -20,7 +20,7 @@ import functools
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -43,7 +43,8 @@ class LeverSpecError(DataFileError):
 
 
 RETIRED_LEVERS: dict[str, Any] = {"fit_last": False, "strict_fit": False, "nearest_tools": 0, "multi_call_format": False,
-                                  "pipelines_as_tools": False, "instructions": None, "knn_demos": 0, "arg_hints": False}
+                                  "pipelines_as_tools": False, "instructions": None, "knn_demos": 0, "arg_hints": False,
+                                  "recheck_form": "narrowed"}
 """Levers measured, lost and taken out of the planner (issue 37), with their off values (and the
 strategies in ``domain.RETIRED_STRATEGIES``): a committed spec row that set one still loads, so its
 recorded answers re-score, but it cannot run again (git keeps the code; docs/results say which rows)."""
@@ -75,7 +76,6 @@ class LeverConfig(BaseModel):
                                 "program file relative to the spec).")
     retired: tuple[str, ...] = Field(default=(), description="Levers this row set that the planner no longer has "
                                      "(RETIRED_LEVERS): its recorded answers are scored, it makes no new call.")
-    recheck_form: Literal["narrowed", "continued"] | None = None  # Planner: PlannerOptions.recheck_form (None: its default)
     variant: str = "full_steps"
     pool: bool = Field(default=False, description="Plan against one catalog pooled from every loaded question.")
     catalog: str | None = Field(default=None, description="Gold tasks: plan over this catalog file (beside the spec).")
@@ -387,13 +387,11 @@ def run_levers(
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 budgets = table.changed_for(model, c.budget) if c.budget else table
-                recheck: dict[str, Any] = {"recheck_form": c.recheck_form} if c.recheck_form else {}
                 planner = Planner.for_model(
                     model, lm=lm, catalog=catalog, variant=c.variant, budgets=budgets, record_path=path, retry=retry,
                     record_run=run, history=None, use_filter=False, cache=False, program=spec.program_choice(c),
                     answer_strategy=c.answer_strategy,
                     preset=c.preset, fit_decision=c.fit_decision,
-                    **recheck,
                 )
             planner.plan(q.intent, task_id=q.id)
         made[c.name] += 1

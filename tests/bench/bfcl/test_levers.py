@@ -200,11 +200,13 @@ def test_a_row_with_a_retired_lever_loads_but_makes_no_call(tmp_path, bfcl_dir):
     rows = ('[[config]]\nname = "plain"\nplain = true\n[[config]]\nname = "worded"\ninstructions = "words.md"\n'
             '[[config]]\nname = "last"\nfit_last = true\n[[config]]\nname = "coerce"\ncatalog_fitting = false\n'
             '[[config]]\nname = "today"\ncatalog_fitting = false\ncoerce_args = false\n[[config]]\nname = "off"\n'
-            'fit_last = false\n[[config]]\nname = "decide"\nstrategy = "decide"\n')
+            'fit_last = false\n[[config]]\nname = "decide"\nstrategy = "decide"\n'
+            '[[config]]\nname = "continued"\nrecheck_form = "continued"\n')
     spec = load_lever_spec(_spec(tmp_path, bfcl_dir, rows))
     by_name = {c.name: c for c in spec.config}
     assert by_name["worded"].retired == ("instructions",) and by_name["last"].retired == ("fit_last",)
     assert by_name["decide"].retired == ("strategy=decide",)  # a retired strategy: its answers re-score
+    assert by_name["continued"].retired == ("recheck_form",)
     assert by_name["off"].retired == () and by_name["today"].preset == "before-issue-22"
     assert by_name["coerce"].preset is None  # a mix of switches no preset reproduces
     pending = {c.name for _, c in pending_pairs(spec, load_questions(spec))}

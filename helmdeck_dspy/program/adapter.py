@@ -270,9 +270,8 @@ class PlanAdapter(dspy.Adapter):
 
     # -------------------------------------------------------------- the call
 
-    def _config(self, lm: Any, lm_kwargs: dict[str, Any], schema: dict[str, Any] | None,
-                max_tokens: int | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The call's config (cap, the spec's sampling, the schema on its wire) and DSPy call keywords."""
+    def _request(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any, demos: list[Any], inputs: dict[str, Any]):
+        messages = self.format(signature, demos, inputs)
         merged = {**lm.kwargs}
         if self.spec.max_tokens is not None:
             merged["max_tokens"] = self.spec.max_tokens
@@ -280,9 +279,8 @@ class PlanAdapter(dspy.Adapter):
             if getattr(self.spec, key) is not None:
                 merged[key] = getattr(self.spec, key)
         merged.update(lm_kwargs)
-        if max_tokens is not None:
-            merged["max_tokens"] = max_tokens
         merged.pop("response_format", None)
+        schema = self.spec.answer_schema
         if schema is not None and self.spec.schema_wire == "json_schema":
             merged["response_format"] = {"type": "json_schema", "name": "plan", "schema": schema}
         elif self.spec.json_object:
@@ -292,22 +290,15 @@ class PlanAdapter(dspy.Adapter):
             # llama-cpp-python's server reads a schema only inside a json_object response_format,
             # a form lm15's canonical response_format cannot carry: it goes verbatim as an extension.
             config["extensions"] = {"response_format": {"type": "json_object", "schema": schema}}
-        return config, {k: merged[k] for k in ("cache", "rollout_id") if merged.get(k) is not None}
-
-    def _build(self, lm: Any, messages: list[dict[str, str]], config: dict[str, Any]) -> Request:
-        """The lm15 request of ``messages`` (the first one the system message, "" for none)."""
         convo = tuple(
             Message.user(m["content"]) if m["role"] == "user" else Message.assistant(m["content"]) for m in messages[1:]
         )
+        call_kwargs = {k: merged[k] for k in ("cache", "rollout_id") if merged.get(k) is not None}
         tools = tuple(FunctionTool(name=t.name, description=t.description, parameters=t.parameters)
                       for t in self.spec.tools)
-        return Request(model=lm.model, system=messages[0]["content"] or None, messages=convo,
-                       config=Config(**config), tools=tools)
-
-    def _request(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any, demos: list[Any], inputs: dict[str, Any]):
-        messages = self.format(signature, demos, inputs)
-        config, call_kwargs = self._config(lm, lm_kwargs, self.spec.answer_schema)
-        return self._build(lm, messages, config), call_kwargs, messages, config
+        request = Request(model=lm.model, system=messages[0]["content"] or None, messages=convo,
+                          config=Config(**config), tools=tools)
+        return request, call_kwargs, messages, config
 
     def _finish(self, signature: Any, response: Any, messages: list[dict[str, str]], config: dict, t0: float) -> list[dict[str, Any]]:
         latency = (time.perf_counter() - t0) * 1000

@@ -40,7 +40,6 @@ SPEC_KEY = "helmdeck_prompt_spec"
 """The ``dspy.context`` key a plan call's :class:`PromptSpec` travels under."""
 
 
-
 class PromptSpec(BaseModel):
     """Everything one plan request shows and asks of the model (see the module docstring).
 

@@ -21,12 +21,13 @@ from helmdeck_dspy.catalog.ranking.embedding import encoder
 from helmdeck_dspy.catalog.ranking import RANKERS
 from helmdeck_dspy.catalog.select import restrict_catalog, select_catalog
 from helmdeck_dspy.decoding.parsing import ParseResult
-from helmdeck_dspy.domain import Variant
+from helmdeck_dspy.domain import MODEL_ALONE_STRATEGIES, Variant
 from helmdeck_dspy.engines.lm_spec import make_lm, trace_source
 from helmdeck_dspy.errors import DeadlineExceeded, RecordWriteError
 from helmdeck_dspy.io.redaction import redact, scrub, secret_values
 from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY, PLACEHOLDERS_KEY
 from helmdeck_dspy.planning.chains import PIPELINE_CHAINS_KEY
+from helmdeck_dspy.planning.draft import repair_spec
 from helmdeck_dspy.planning.guards import MAP_NAMES_KEY
 from helmdeck_dspy.planning.history import HistoryStore
 from helmdeck_dspy.planning.options import BEFORE_ISSUE_22, PlannerOptions
@@ -65,7 +66,7 @@ def select_for(planner: PlannerParts, intent: str) -> tuple[RoutingGuide, Trim]:
     whole = planner.catalog
     strategy = strategy_for(options.answer_strategy, planner.budget, str(getattr(planner.lm, "model", "")),
                             tools_only=not whole.pipelines)
-    if strategy == "plain" and plain_shows_whole(planner.budget, whole, intent):
+    if strategy in MODEL_ALONE_STRATEGIES and plain_shows_whole(planner.budget, whole, intent):
         size = whole.size_bytes()
         return whole, Trim(before_bytes=size, after_bytes=size)
     history = planner.history if options.history_prior else None
@@ -130,7 +131,8 @@ def recheck_spec(planner: PlannerParts, spec: PromptSpec, intent: str, last: Par
     same request over the top tools the ranker gives for ``intent``, in rank order; else None."""
     top = rechecks_top(planner)
     declined = last is not None and last.plan is not None and not last.plan.steps
-    if not top or not declined or prior_steps or spec.strategy != "plain" or len(planner.catalog.packs) <= top:
+    if not top or not declined or prior_steps or spec.strategy not in MODEL_ALONE_STRATEGIES \
+            or len(planner.catalog.packs) <= top:
         return None
     ranked = RANKERS[planner.options.ranker](planner.catalog, intent, None)
     shown = restrict_catalog(planner.catalog, [r.id for r in ranked[:top]])
@@ -176,7 +178,7 @@ class _Exchange:
     calls: list[Any] = field(default_factory=list)
     trim: Trim | None = None
     spec: PromptSpec | None = None
-    rechecked: PromptSpec | None = None  # the narrowed ask after a declined first plan
+    rechecked: PromptSpec | None = None  # the ask again: narrowed after a declined plan, or a draft's repair
     task_id: str | None = None  # never its own demo
 
 
@@ -202,11 +204,22 @@ def _call_program(
                 planner.program(user_intent=intent, catalog=spec.catalog, context=context, prior_steps=prior_steps)
 
         try:
-            ask(spec)
-            narrowed = recheck_spec(planner, spec, intent, calls[-1].parse if calls else None, prior_steps)
-            if narrowed is not None:  # asked once more, never twice
-                exchange.rechecked = narrowed
-                ask(narrowed)
+            unread = None
+            try:
+                ask(spec)
+            except PlanParseError as exc:  # a draft with no readable list is asked again; any other fails here
+                if spec.strategy != "draft":
+                    raise
+                unread = exc
+            first = calls[-1] if calls else None
+            again = (repair_spec(spec, selected, planner.catalog, first.parse if first else None,
+                                 first.content if first else None, str(getattr(planner.lm, "model", "")))
+                     or recheck_spec(planner, spec, intent, first.parse if first else None, prior_steps))
+            if again is not None:  # asked once more, never twice
+                exchange.rechecked = again
+                ask(again)
+            elif unread is not None:
+                raise unread
         except PlanParseError as exc:
             return exc.result, None
         except Exception as exc:  # noqa: BLE001 - transport failures become a failure cause
@@ -255,7 +268,8 @@ def recorded_run(planner: PlannerParts, spec: PromptSpec | None = None,
     model's settings), which program planned (``program``, when the planner knows), whether
     args were coerced (:data:`COERCE_ARGS_KEY`) and chains collapsed (:data:`PIPELINE_CHAINS_KEY`),
     and the prompt spec the call was given (its strategy, wire, pool demos and hash), and the
-    narrowed spec it was asked again with (``rechecked``) when its first plan was declined."""
+    spec it was asked again with (``rechecked``: narrowed after a declined first plan, or a draft's
+    repair)."""
     ref = planner.program_ref
     coerced = shipped_checks(planner) and planner.catalog.arg_schemas
     stamp = spec.stamp() if spec is not None else {}

@@ -21,7 +21,7 @@ wins over what the catalog's shape implies.
   ``before-issue-22`` preset, which reproduces the planner before the catalog fitting);
 - demos from the program's compiled pool: the nearest to the request among those whose tools the
   selection kept (:func:`compiled_pool`);
-- the ``plain`` strategy takes none of the above but the output cap and sampling: the catalog as
+- the ``plain`` and ``draft`` strategies take none of the above but the output cap and sampling: the catalog as
   JSON functions in the catalog's own order: the whole list whenever the request with it fits the
   row's ``input_tokens`` (:func:`plain_shows_whole`), the selection's entries only when it does not.
 
@@ -34,7 +34,7 @@ from typing import Any
 
 from helmdeck_dspy.budgets import Budget
 from helmdeck_dspy.catalog.models import RoutingGuide
-from helmdeck_dspy.domain import PIPELINE_RUN_TOOL
+from helmdeck_dspy.domain import MODEL_ALONE_STRATEGIES, PIPELINE_RUN_TOOL
 from helmdeck_dspy.catalog.select import restrict_catalog
 from helmdeck_dspy.program.answer_schema import schema_wire
 from helmdeck_dspy.program.demo_pool import DemoPool, best_match
@@ -126,7 +126,7 @@ def resolve_prompt(
     """
     name = strategy_for(strategy, budget, endpoint, tools_only=not whole.pipelines)
     cap = max_tokens or budget.output_tokens
-    if name == "plain":
+    if name in MODEL_ALONE_STRATEGIES:
         kept = selected.id_set if selected is not None else whole.id_set
         shown = restrict_catalog(whole, [i for i in whole.ids() if i in kept])  # whole entries, catalog order
         return PromptSpec(variant=variant, strategy=name, catalog=plain_functions(shown), max_tokens=cap,

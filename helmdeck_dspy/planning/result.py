@@ -67,7 +67,8 @@ class PlanResult(BaseModel):
         attempts: Every attempt made, in order (retries and fallbacks included).
         program: Which program planned: the model's own or the tier's (path and SHA-256), bare, or a file.
         strategy: The answer strategy of the plan call (``schema``, ``plain`` ...; None: no call made).
-        rechecked: A declined first ``plain`` plan was asked again over the top-ranked tools.
+        rechecked: Asked once more: a declined first ``plain`` or ``draft`` plan over the top-ranked
+            tools, or a ``draft`` that failed the checks under a schema of its calls.
     """
 
     steps: list[GuardedStep] = Field(default_factory=list)

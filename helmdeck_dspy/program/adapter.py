@@ -47,6 +47,7 @@ from helmdeck_dspy.program.answer_schema import (
 )
 from helmdeck_dspy.program.demo_pool import pipeline_line, signature_line
 from helmdeck_dspy.program.plain_prompt import plain_request
+from helmdeck_dspy.domain import MODEL_ALONE_STRATEGIES
 from helmdeck_dspy.program.prompt_spec import CALL_LIST_STRATEGIES, PromptSpec
 from helmdeck_dspy.program.sections import (
     ANSWER_FORMAT_MARK,
@@ -234,10 +235,13 @@ class PlanAdapter(dspy.Adapter):
 
     def format(self, signature: Any, demos: list[Any], inputs: dict[str, Any]) -> list[dict[str, str]]:
         catalog = inputs.get("catalog") or ""
-        if self.spec.strategy == "plain":  # the model-alone request: no system message, instructions or demos
+        if self.spec.strategy in MODEL_ALONE_STRATEGIES:  # the model-alone request: no system message, instructions or demos
             prior = _prior_json(inputs.get("prior_steps"))
-            return [{"role": "system", "content": ""},
-                    {"role": "user", "content": plain_request(catalog, inputs["user_intent"], inputs.get("context"), prior)}]
+            ask = [{"role": "system", "content": ""},
+                   {"role": "user", "content": plain_request(catalog, inputs["user_intent"], inputs.get("context"), prior)}]
+            if self.spec.draft is None or self.spec.repair_ask is None:
+                return ask
+            return [*ask, {"role": "assistant", "content": self.spec.draft}, {"role": "user", "content": self.spec.repair_ask}]
         user = self.request_text(inputs["user_intent"], inputs.get("context"), inputs.get("prior_steps"))
         if not self.spec.catalog_in_system:
             user = f"{CATALOG_HEADER}\n{catalog}\n\n{user}"

@@ -124,6 +124,24 @@ def plan_schema(catalog: RoutingGuide, variant: str, fit_decision: bool = True) 
     return schema
 
 
+def call_list_schema(catalog: RoutingGuide, calls: int | None) -> dict[str, Any]:
+    """The schema a ``draft`` repair is decoded under: a JSON list of ``{name, arguments}`` calls in
+    the model-alone format, each naming one of the functions ``catalog`` shows
+    (``program.plain_prompt.plain_functions``: its packs, and its pipelines by id) with arguments
+    under that function's schema; exactly ``calls`` of them (the draft's number), or 0 to
+    :data:`MAX_STEPS` when the draft held no readable list."""
+    def call(name: str, args: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "object", "properties": {"name": {"const": name}, "arguments": args},
+                "required": ["name", "arguments"], "additionalProperties": False}
+
+    branches = [call(p.name, _object_args(p.parameters)) for p in catalog.packs]
+    branches += [call(p.id, {"type": "object"}) for p in catalog.pipelines]
+    count = {"minItems": calls, "maxItems": calls} if calls is not None else {"maxItems": MAX_STEPS}
+    if not branches:
+        return {"type": "array", "maxItems": 0}
+    return {"type": "array", **count, "items": branches[0] if len(branches) == 1 else {"anyOf": branches}}
+
+
 SchemaWire = Literal["json_object", "json_schema"]
 """How a schema travels: inside ``response_format`` ``{"type": "json_object", "schema": ...}``
 (llama-cpp-python's server, which accepts no other form) or as OpenAI's ``json_schema``."""

@@ -18,7 +18,11 @@ planner's option):
 - ``plain``: the model-alone prompt verbatim (``program.plain_prompt``: the tools as JSON
   functions, the question, a JSON list of calls, ``[]`` for none), no instructions or demos,
   decoded freely; the answer then goes through the planner's checks (names outside the catalog
-  mapped to a near miss or demoted, arguments checked and coerced).
+  mapped to a near miss or demoted, arguments checked and coerced);
+- ``draft``: the ``plain`` request, decoded freely; an answer that fails the planner's checks is
+  asked for once more in the same conversation (the draft, then what was wrong with it), decoded
+  under a schema of the shown functions that keeps the draft's number of calls
+  (:func:`~helmdeck_dspy.program.answer_schema.call_list_schema`, ``planning.draft``).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from helmdeck_dspy.catalog.models import RoutingGuide
-from helmdeck_dspy.domain import StrategyName, Variant
+from helmdeck_dspy.domain import MODEL_ALONE_STRATEGIES, StrategyName, Variant
 from helmdeck_dspy.program.answer_schema import SchemaWire, plan_schema
 from helmdeck_dspy.program.demo_pool import PoolDemo
 from helmdeck_dspy.program.native_tools import NativeTool, native_tools
@@ -58,6 +62,8 @@ class PromptSpec(BaseModel):
         schema_wire: How the schema travels (see :data:`~helmdeck_dspy.program.answer_schema.SchemaWire`).
         demo_tools: A program demo is shown only when every tool it names is among these.
         pool_demos: Demos chosen for this request from the program's compiled pool.
+        draft / repair_ask: A ``draft`` repair: the first answer (the assistant turn) and the user
+            turn that asks for it again (None on a first call).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -76,6 +82,8 @@ class PromptSpec(BaseModel):
     schema_wire: SchemaWire = "json_schema"
     demo_tools: frozenset[str] | None = None
     pool_demos: tuple[PoolDemo, ...] = ()
+    draft: str | None = None
+    repair_ask: str | None = None
 
     def stamp(self) -> dict[str, Any]:
         """What a trace record keeps of the spec: the strategy, the wire, the demos and a hash of the rest."""
@@ -107,7 +115,7 @@ class AnswerStrategy:
               fit_decision: bool) -> AnswerShape:
         """The answer shape over the selected ``catalog`` (None: a request with no catalog yet, as at
         compile time, gets the free shape)."""
-        if self.name == "plain":
+        if self.name in MODEL_ALONE_STRATEGIES:
             return AnswerShape()
         if catalog is None or self.name == "free":
             return AnswerShape(json_object=strict_json and self.name != "native")
@@ -121,9 +129,10 @@ STRATEGIES: dict[str, AnswerStrategy] = {s.name: s for s in (
     AnswerStrategy("schema", "JSON text decoded under the selected catalog's answer schema"),
     AnswerStrategy("native", "the selected catalog also offered as native function tools"),
     AnswerStrategy("plain", "the model-alone prompt verbatim, its JSON list of calls through the planner's checks"),
+    AnswerStrategy("draft", "the plain request; an answer failing the checks asked again under a schema of its calls"),
 )}
 
-CALL_LIST_STRATEGIES = frozenset({"plain", "decide"})
+CALL_LIST_STRATEGIES = frozenset({*MODEL_ALONE_STRATEGIES, "decide"})
 """Strategies whose answer is a JSON list of calls (``decoding.call_list``), not a plan object (the
 retired ``decide`` strategy's plan records hold one too, so its recorded answers re-score)."""
 

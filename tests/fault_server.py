@@ -196,6 +196,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         path = self.path[len(owner.prefix):]
         if path.rstrip("/") not in CHAT_PATHS:
+            owner.unrouted.append(path)
             self._send_json(404, {"error": {"message": f"no route {self.path}"}})
             return
         reply = owner._take(Received("POST", path, _canonical(self.headers.items()), body, raw, time.monotonic()))
@@ -291,6 +292,7 @@ class FaultServer:
         self.over_cap = 0
         self.prefix = "/" + secrets.token_hex(6)  # its own clients' paths: a stray from an earlier test is not counted
         self.strays = 0
+        self.unrouted: list[str] = []  # this server's POSTs to a path it has no route for
         self._offset = 0
         self.stopping = threading.Event()
         self._lock = threading.Lock()

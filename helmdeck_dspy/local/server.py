@@ -10,7 +10,9 @@ over the whole tool list a full prefill; llama-cpp-python's own cache, unbounded
 a long run.
 Logits are kept for the last token only (``--logits_all false``; the server's default keeps an
 ``n_ctx x vocabulary`` float array: 2.6 GB resident for Qwen 0.5B at 8192 tokens, 0.8 GB without);
-nothing here asks for logprobs.
+nothing here asks for logprobs. The launcher adds one route, ``POST /helmdeck/next-token``
+(:mod:`.next_token`): the probability of what the model writes next at one point of an answer,
+from the last position's logits.
 
 Every started server is stopped when the process exits (an ``atexit`` hook), and on Linux a
 server started from the main thread is also killed when its parent dies without running
@@ -76,6 +78,8 @@ entries = int(sys.argv.pop(1))
 if entries:
     from helmdeck_dspy.local.prefix_cache import install
     install(entries)
+from helmdeck_dspy.local.next_token import install_route
+install_route()
 if parent and sys.platform.startswith("linux"):
     import ctypes
     ctypes.CDLL(None).prctl(1, signal.SIGKILL)

@@ -27,6 +27,7 @@ from helmdeck_dspy.errors import DeadlineExceeded, RecordWriteError
 from helmdeck_dspy.io.redaction import redact, scrub, secret_values
 from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY, PLACEHOLDERS_KEY
 from helmdeck_dspy.planning.chains import PIPELINE_CHAINS_KEY
+from helmdeck_dspy.planning.decision import DECISION_KEY, decline_probability
 from helmdeck_dspy.planning.draft import repair_spec
 from helmdeck_dspy.planning.guards import MAP_NAMES_KEY
 from helmdeck_dspy.planning.history import HistoryStore
@@ -179,6 +180,7 @@ class _Exchange:
     trim: Trim | None = None
     spec: PromptSpec | None = None
     rechecked: PromptSpec | None = None  # the ask again: narrowed after a declined plan, or a draft's repair
+    decision: dict[str, Any] | None = None  # the first answer's decline probability (planning.decision)
     task_id: str | None = None  # never its own demo
 
 
@@ -212,6 +214,8 @@ def _call_program(
                     raise
                 unread = exc
             first = calls[-1] if calls else None
+            if planner.options.probe_decision and first is not None:
+                exchange.decision = decline_probability(planner.lm, spec.strategy, first)
             again = (repair_spec(spec, selected, planner.catalog, first.parse if first else None,
                                  first.content if first else None, str(getattr(planner.lm, "model", "")))
                      or recheck_spec(planner, spec, intent, first.parse if first else None, prior_steps))
@@ -262,14 +266,14 @@ def _result(
     return result
 
 
-def recorded_run(planner: PlannerParts, spec: PromptSpec | None = None,
-                 rechecked: PromptSpec | None = None) -> dict[str, Any]:
+def recorded_run(planner: PlannerParts, spec: PromptSpec | None = None, rechecked: PromptSpec | None = None,
+                 decision: dict[str, Any] | None = None) -> dict[str, Any]:
     """What a trace record of this planner keeps in ``run``: the options' ``record_run`` (a local
     model's settings), which program planned (``program``, when the planner knows), whether
     args were coerced (:data:`COERCE_ARGS_KEY`) and chains collapsed (:data:`PIPELINE_CHAINS_KEY`),
     and the prompt spec the call was given (its strategy, wire, pool demos and hash), and the
     spec it was asked again with (``rechecked``: narrowed after a declined first plan, or a draft's
-    repair)."""
+    repair), and the first answer's decline probability when it was asked for (``decision``)."""
     ref = planner.program_ref
     coerced = shipped_checks(planner) and planner.catalog.arg_schemas
     stamp = spec.stamp() if spec is not None else {}
@@ -282,6 +286,7 @@ def recorded_run(planner: PlannerParts, spec: PromptSpec | None = None,
             **({"constrained": stamp["wire"]} if "wire" in stamp else {}),
             **({"prompt": stamp} if stamp else {}),
             **({"rechecked": rechecked.stamp()} if rechecked is not None else {}),
+            **({DECISION_KEY: decision} if decision is not None else {}),
             **({"demos": [d.id for d in spec.pool_demos]} if spec is not None and spec.pool_demos else {})}
 
 
@@ -331,6 +336,7 @@ def run_attempt(
     result = _result(planner, intent, parse, completion, exchange.trim, info, error_text, secrets)
     if exchange.spec is not None:
         result.strategy, result.rechecked = exchange.spec.strategy, exchange.rechecked is not None
+        result.p_decline = (exchange.decision or {}).get("p_decline")
     cap = output_cap(planner)
     status = info.status if info is not None else None
     attempt = Attempt(
@@ -343,7 +349,7 @@ def run_attempt(
                 options.record_path, calls, source=options.record_source or trace_source(options.lm_spec),
                 budget=planner.budget, variant=planner.variant, intent=intent, task_id=task_id, secrets=secrets,
                 error=error_text, http_status=status, max_tokens=cap,
-                run=recorded_run(planner, exchange.spec, exchange.rechecked),
+                run=recorded_run(planner, exchange.spec, exchange.rechecked, exchange.decision),
                 sampling=exchange.spec.model_dump(include={"temperature", "seed"}) if exchange.spec else None,
                 native_tools=bool(exchange.spec and exchange.spec.tools),
             )

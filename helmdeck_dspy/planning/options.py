@@ -58,6 +58,8 @@ class PlannerOptions(BaseModel):
         recheck_top: Under the ``plain`` strategy, a first plan with no calls over more than this
             many tools is asked once more over the top this-many the ranker gives for the request
             (0: off). 10 by default: chosen on the end-to-end study's dev half (docs/results/e2e.md).
+        probe_decision: After the first answer, ask the local llama.cpp server for the probability
+            that it declines (``planning.decision``; recorded as ``run.decision``); off by default.
         preset: ``shipped`` (the default), or ``before-issue-22``: the planner before issue 22
             (helmdeck's instructions and demos whatever the catalog, no argument checks, no
             pipeline-chain guard), which only the benchmarks use as a comparison row.
@@ -94,6 +96,7 @@ class PlannerOptions(BaseModel):
         "experiments/test-split/qwen2.5-coder-0.5b", "experiments/test-split/qwen2.5-coder-1.5b"]})
     fill_placeholders: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/study"]})
     recheck_top: int = Field(default=10, ge=0, json_schema_extra={"decided_by": ["experiments/e2e/study"]})
+    probe_decision: bool = False
     preset: Literal["shipped", "before-issue-22"] = "shipped"
     caller: str | None = None
     record_path: Path | None = None

@@ -69,6 +69,8 @@ class PlanResult(BaseModel):
         strategy: The answer strategy of the plan call (``schema``, ``plain`` ...; None: no call made).
         rechecked: Asked once more: a declined first ``plain`` or ``draft`` plan over the top-ranked
             tools, or a ``draft`` that failed the checks under a schema of its calls.
+        p_decline: The probability that the first answer declines, where the endpoint gives it
+            (``PlannerOptions.probe_decision``, ``planning.decision``); else None.
     """
 
     steps: list[GuardedStep] = Field(default_factory=list)
@@ -95,6 +97,7 @@ class PlanResult(BaseModel):
     program: ProgramRef | None = None
     strategy: str | None = None
     rechecked: bool = False
+    p_decline: float | None = None
 
     @property
     def ok(self) -> bool:

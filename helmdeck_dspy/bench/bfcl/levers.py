@@ -72,6 +72,8 @@ class LeverConfig(BaseModel):
                                   "(off with coerce_args off: the planner before issue 22).")
     fit_decision: bool | None = Field(default=None, description="Planner, constrained: the answer opens with "
                                       "tool_fits (None: the planner's default).")
+    probe_decision: bool = Field(default=False, description="Planner: record the first answer's decline probability "
+                                 "(planning.decision).")
     program: str | None = Field(default=None, description="Planner: program (None/auto, tier, tier:T, bare, or a "
                                 "program file relative to the spec).")
     retired: tuple[str, ...] = Field(default=(), description="Levers this row set that the planner no longer has "
@@ -391,7 +393,7 @@ def run_levers(
                     model, lm=lm, catalog=catalog, variant=c.variant, budgets=budgets, record_path=path, retry=retry,
                     record_run=run, history=None, use_filter=False, cache=False, program=spec.program_choice(c),
                     answer_strategy=c.answer_strategy,
-                    preset=c.preset, fit_decision=c.fit_decision,
+                    preset=c.preset, fit_decision=c.fit_decision, probe_decision=c.probe_decision,
                 )
             planner.plan(q.intent, task_id=q.id)
         made[c.name] += 1

@@ -15,8 +15,13 @@ from helmdeck_dspy.cli.options import (
 
 
 @click.command("calibrate")
-@click.option("--report", "report_path", required=True, type=click.Path(dir_okay=False, exists=True),
+@click.option("--report", "report_path", type=click.Path(dir_okay=False, exists=True),
               help="report.json written by `eval --out`.")
+@click.option("--decisions", multiple=True, metavar="SPEC:ROW",
+              help="Instead of --report: fit a decline threshold on the first-answer decline probabilities a lever "
+                   "study's row recorded (probe_decision); repeat for more dev sets of the same model.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
+              help="With --decisions: draw the reliability plot to this PNG.")
 @click.option("--min-n", type=click.IntRange(1), default=None, help="Records a model needs per variant (default: eval/calibration.toml).")
 @click.option("--apply", "do_apply", is_flag=True,
               help="Rewrite the budget table with the proposals resting on measured records (live, imported, published).")
@@ -25,13 +30,22 @@ from helmdeck_dspy.cli.options import (
                    "unknown-source records.")
 @budgets_option
 @json_option('Print {"proposals": [...], "insufficient": [...]}.')
-def calibrate_cmd(report_path: str, min_n: int | None, do_apply: bool, allow_simulated: bool, budgets_path: str | None,
-                  as_json: bool) -> None:
-    """Propose budget-table changes from an evaluation report (and --apply them)."""
+def calibrate_cmd(report_path: str | None, decisions: tuple[str, ...], plot_path: str | None, min_n: int | None,
+                  do_apply: bool, allow_simulated: bool, budgets_path: str | None, as_json: bool) -> None:
+    """Propose budget-table changes from an evaluation report (and --apply them), or fit a decline
+    threshold on recorded decline probabilities (--decisions)."""
     from helmdeck_dspy.budgets import load_budget_table
     from helmdeck_dspy.calibration.apply import apply_calibration, select_proposals
     from helmdeck_dspy.calibration.calibrate import calibrate, load_report
-    from helmdeck_dspy.errors import InputError
+    from helmdeck_dspy.errors import InputError, UsageValueError
+
+    if (report_path is None) == (not decisions):
+        raise UsageValueError("give --report or --decisions (one of them)", "--report")
+    if decisions:
+        if do_apply:
+            raise UsageValueError("--apply takes a --report (a decline threshold is reported, not applied yet)", "--apply")
+        _fit_decisions(decisions, plot_path, as_json)
+        return
 
     report = load_report(report_path)
     table = load_budget_table(budgets_path)
@@ -110,3 +124,39 @@ def _evidence_text(e: dict[str, Any]) -> str:
     if "diff" in e:
         parts.append(f"cut-offs rise with prompt size: {100 * e['diff']:+.1f} pts")
     return "; ".join(parts)
+
+
+def _fit_decisions(decisions: tuple[str, ...], plot_path: str | None, as_json: bool) -> None:
+    """Fit and print a decline threshold over the rows named ``SPEC:ROW``."""
+    from helmdeck_dspy.bench.bfcl.decisions import decision_points
+    from helmdeck_dspy.calibration.threshold import fit_threshold, write_reliability_plot
+    from helmdeck_dspy.errors import UsageValueError
+
+    models, points = set(), []
+    for item in decisions:
+        spec, _, row = item.rpartition(":")
+        if not spec or not row:
+            raise UsageValueError(f"{item!r} is not SPEC:ROW", "--decisions")
+        model, found = decision_points(spec, row)
+        if not found:
+            raise UsageValueError(f"{item}: no request of that row recorded a decline probability", "--decisions")
+        models.add(model)
+        points += found
+    if len(models) > 1:
+        raise UsageValueError(f"the rows are of different models: {sorted(models)}", "--decisions")
+    fit = fit_threshold(points)
+    if plot_path:
+        write_reliability_plot(fit, plot_path, f"{models.pop()}: decline probability")
+    if as_json:
+        emit_json(fit.model_dump(mode="json"))
+        return
+    rows = [[f"{b.low:.1f}-{b.high:.1f}", b.n, f"{b.mean_p:.3f}", b.unserved,
+             f"{100 * b.unserved / b.n:.0f}% [{100 * b.interval[0]:.0f}, {100 * b.interval[1]:.0f}]"] for b in fit.bins]
+    print_table(["p_decline", "requests", "mean p", "unserved", "share unserved"], rows)
+    click.echo(f"{fit.n} requests ({fit.served} served, {fit.unserved} unserved) over {len(fit.dev_sets)} dev set(s), "
+               "each weighted equally")
+    click.echo(f"call-or-not accuracy: {100 * fit.own_accuracy:.1f}% as answered; {100 * fit.best_accuracy:.1f}% "
+               f"declining at p >= {fit.best:.4g}")
+    verdict = (f"proposed threshold {fit.threshold:.4g}" if fit.threshold is not None
+               else "no threshold proposed (the best cut gains under 1 point): the model's own choice stands")
+    click.echo(f"{verdict}; served declined {fit.served_declined}, unserved declined {fit.unserved_declined}")

@@ -1,0 +1,145 @@
+"""A per-model decline threshold fitted on dev answers (issue 38, item 2).
+
+Each dev request gives one :class:`DecisionPoint`: the first answer's decline probability
+(``planning.decision``), whether the answer declined, and whether declining was right (no tool
+serves the request). A threshold ``t`` declines exactly the requests with ``p_decline >= t``.
+:func:`fit_threshold` scores every threshold that splits the points differently by call-or-not
+accuracy, each dev set weighted equally (as the strategy rule weighs benchmarks), and keeps the best;
+the model's own choice (its answers as they came) is scored the same way beside it.
+
+The rule, written before any probability was recorded (docs/results/strategies.md): a threshold
+replaces the model's own choice only when it raises that weighted accuracy by at least
+:data:`MIN_GAIN` (1 point); ties between thresholds go to the one nearest 0.5, where the model's own
+greedy choice roughly sits. Otherwise the fit proposes none (``threshold`` None).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from helmdeck_dspy.evaluation.stats import wilson
+
+MIN_GAIN = 0.01
+"""Weighted accuracy a threshold must add over the model's own choice to be proposed."""
+BINS = 10
+
+
+class DecisionPoint(BaseModel):
+    """One dev request's first answer: how likely it declined, whether it did, whether it should."""
+
+    dev_set: str = Field(description="Which dev set (each is weighted equally).")
+    task_id: str
+    p_decline: float = Field(ge=0.0, le=1.0)
+    declined: bool
+    unserved: bool = Field(description="No tool serves the request: declining is right.")
+
+
+class ReliabilityBin(BaseModel):
+    """Requests whose decline probability fell in ``[low, high)``: how often declining was right."""
+
+    low: float
+    high: float
+    n: int
+    mean_p: float
+    unserved: int
+    interval: tuple[float, float]
+
+
+class ThresholdFit(BaseModel):
+    """What a fit found (see the module docstring)."""
+
+    n: int
+    served: int
+    unserved: int
+    dev_sets: dict[str, int]
+    own_accuracy: float = Field(description="Weighted call-or-not accuracy of the answers as they came.")
+    best: float = Field(description="The best threshold's cut (decline when p_decline >= best).")
+    best_accuracy: float
+    threshold: float | None = Field(description="The proposed threshold: best, when it gains MIN_GAIN; else None.")
+    served_declined: int = Field(description="At the proposed threshold (or as the answers came, when None).")
+    unserved_declined: int
+    bins: list[ReliabilityBin]
+
+
+def _accuracy(points: list[DecisionPoint], declines: list[bool]) -> float:
+    """Call-or-not accuracy, each dev set weighted equally."""
+    right: dict[str, list[bool]] = defaultdict(list)
+    for point, declined in zip(points, declines):
+        right[point.dev_set].append(declined == point.unserved)
+    return sum(sum(r) / len(r) for r in right.values()) / len(right)
+
+
+def reliability(points: list[DecisionPoint], bins: int = BINS) -> list[ReliabilityBin]:
+    """The points in equal-width bins of ``p_decline``, with how often declining was right."""
+    out = []
+    for i in range(bins):
+        low, high = i / bins, (i + 1) / bins
+        inside = [p for p in points if low <= p.p_decline < high or (i == bins - 1 and p.p_decline == 1.0)]
+        if inside:
+            hits = sum(p.unserved for p in inside)
+            out.append(ReliabilityBin(low=low, high=high, n=len(inside), unserved=hits,
+                                      mean_p=round(sum(p.p_decline for p in inside) / len(inside), 4),
+                                      interval=tuple(round(x, 4) for x in wilson(hits, len(inside)))))
+    return out
+
+
+def fit_threshold(points: list[DecisionPoint]) -> ThresholdFit:
+    """The best decline threshold on ``points`` and whether it beats the model's own choice.
+
+    Raises:
+        ValueError: No points.
+    """
+    if not points:
+        raise ValueError("no decision points to fit a threshold on")
+    own = _accuracy(points, [p.declined for p in points])
+    values = sorted({p.p_decline for p in points})
+    cuts = [values[0], *((a + b) / 2 for a, b in zip(values, values[1:])), 1.0 + 1e-9]
+    scored = [(round(_accuracy(points, [p.p_decline >= t for p in points]), 6), -abs(t - 0.5), t) for t in cuts]
+    accuracy, _, best = max(scored)
+    threshold = round(best, 6) if accuracy >= own + MIN_GAIN else None
+    declines = [p.p_decline >= best if threshold is not None else p.declined for p in points]
+    per_set: dict[str, int] = defaultdict(int)
+    for p in points:
+        per_set[p.dev_set] += 1
+    return ThresholdFit(
+        n=len(points), served=sum(not p.unserved for p in points), unserved=sum(p.unserved for p in points),
+        dev_sets=dict(per_set), own_accuracy=round(own, 4), best=round(best, 6), best_accuracy=accuracy,
+        threshold=threshold, served_declined=sum(d and not p.unserved for p, d in zip(points, declines)),
+        unserved_declined=sum(d and p.unserved for p, d in zip(points, declines)), bins=reliability(points))
+
+
+def write_reliability_plot(fit: ThresholdFit, path: str | Path, title: str) -> None:
+    """Draw the fit's reliability bins (how often declining was right against the mean decline
+    probability, with Wilson intervals, sized by the requests in each) and the threshold, as a PNG
+    written whole or not at all."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from helmdeck_dspy.io.atomic import atomic_writer
+
+    fig = Figure(figsize=(5.5, 5.0), dpi=120)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    ax.plot([0, 1], [0, 1], color="0.7", linestyle="--", linewidth=1, label="perfectly calibrated")
+    for b in fit.bins:
+        rate = b.unserved / b.n
+        ax.errorbar(b.mean_p, rate, yerr=[[rate - b.interval[0]], [b.interval[1] - rate]], fmt="o", color="C0",
+                    markersize=3 + 9 * (b.n / fit.n) ** 0.5, capsize=2, linewidth=1)
+        ax.annotate(str(b.n), (b.mean_p, rate), textcoords="offset points", xytext=(6, -3), fontsize=7)
+    cut = fit.threshold if fit.threshold is not None else fit.best
+    ax.axvline(cut, color="C3" if fit.threshold is not None else "0.5", linewidth=1,
+               label=(f"threshold {cut:.3g}" if fit.threshold is not None else f"best cut {cut:.3g} (not adopted)"))
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("decline probability of the first answer (bin mean)")
+    ax.set_ylabel("share of requests no tool serves")
+    ax.set_title(f"{title}\n{fit.n} requests ({fit.unserved} unserved); call-or-not accuracy "
+                 f"{100 * fit.own_accuracy:.1f}% as answered, {100 * fit.best_accuracy:.1f}% at the best cut",
+                 fontsize=8)
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    with atomic_writer(Path(path), "wb") as handle:
+        fig.savefig(handle, format="png", metadata={"Software": None})

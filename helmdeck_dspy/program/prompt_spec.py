@@ -88,6 +88,9 @@ class PromptSpec(BaseModel):
     def stamp(self) -> dict[str, Any]:
         """What a trace record keeps of the spec: the strategy, the wire, the demos and a hash of the rest."""
         body = self.model_dump(mode="json", exclude={"pool_demos"})
+        for key in ("draft", "repair_ask"):  # fields added since specs were first hashed: unset, the hash is unchanged
+            if body[key] is None:
+                del body[key]
         body["demo_tools"] = sorted(self.demo_tools) if self.demo_tools is not None else None
         digest = hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
         return {"strategy": self.strategy, **({"wire": self.schema_wire} if self.answer_schema is not None else {}),

@@ -1,8 +1,10 @@
 """The probability that a first answer declines, where the engine gives it cheaply (issue 38, item 2).
 
-Whether any tool fits is decided in one token of the answer: after the ``[`` that opens the
-model-alone call list (``plain``, ``draft``), ``]`` declines and ``{`` opens a call; under the schema
-strategy's fit decision, ``false`` or ``true`` after ``"tool_fits": ``. With
+Whether any tool fits is decided in one token of the answer. In the model-alone call list
+(``plain``, ``draft``) it is the token that opens the list: Qwen's vocabulary holds ``[]`` as one
+token, so a decline is a token starting ``[]`` and a call one starting ``[`` otherwise (``[``,
+``[{``, ``[\n``...), read where the list opens (after any code fence); under the schema strategy's
+fit decision, ``false`` or ``true`` after ``"tool_fits": ``. With
 ``PlannerOptions.probe_decision`` on and the LM a llama.cpp server started by this package (which
 has the route of :mod:`helmdeck_dspy.local.next_token`), the planner asks for the next-token mass
 at that point of the first answer, with the request exactly as sent, and keeps
@@ -24,11 +26,12 @@ _FIT_FIELD = re.compile(r'"tool_fits"\s*:\s*')
 
 
 def decision_point(strategy: str, content: str) -> tuple[str, str, str] | None:
-    """Where ``content`` makes the call-or-not decision: the answer up to that point, the start of a
-    decline and the start of a call; None when it holds no such point."""
+    """Where ``content`` makes the call-or-not decision: the answer before that token, the start of
+    a decline and the start of any answer there (a call's, or a decline's when it begins the same
+    way: ``[`` holds ``[]``); None when it holds no such point."""
     if strategy in MODEL_ALONE_STRATEGIES:
         at = content.find("[")
-        return (content[: at + 1], "]", "{") if at >= 0 else None
+        return (content[:at], "[]", "[") if at >= 0 else None
     found = _FIT_FIELD.search(content)
     return (content[: found.end()], "false", "true") if found else None
 
@@ -49,7 +52,8 @@ def decline_probability(lm: Any, strategy: str, completion: Any, timeout_s: floa
                             timeout_s)
     if answer is None:
         return None
-    covered = answer.mass[decline] + answer.mass[call]
+    calls = answer.mass[call] - (answer.mass[decline] if decline.startswith(call) else 0.0)
+    covered = answer.mass[decline] + calls
     if covered <= 0:
         return None
     return {"p_decline": round(answer.mass[decline] / covered, 6), "covered": round(covered, 6),

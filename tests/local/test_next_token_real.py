@@ -23,8 +23,12 @@ def _stop(stop_local_servers):
     yield
 
 
-@pytest.mark.parametrize("strategy", ["plain", "schema"])
-def test_the_decline_probability_agrees_with_the_greedy_answer(tmp_path, strategy):
+@pytest.mark.parametrize(("strategy", "intent", "declines"), [
+    ("plain", "What is the weather in Oslo right now?", False),
+    ("plain", "Hello, how are you?", True),  # answered "[]", one token in Qwen's vocabulary
+    ("schema", "What is the weather in Oslo right now?", None),
+])
+def test_the_decline_probability_agrees_with_the_greedy_answer(tmp_path, strategy, intent, declines):
     from helmdeck_dspy.engines.lm_spec import make_lm
     from helmdeck_dspy.planning.planner import Planner
     from helmdeck_dspy.traces.io import read_jsonl_traces
@@ -36,11 +40,13 @@ def test_the_decline_probability_agrees_with_the_greedy_answer(tmp_path, strateg
         planner = Planner.for_model(f"local/{REAL_MODEL}-instruct", lm=lm, catalog=CATALOG, history=None,
                                     use_filter=False, cache=False, answer_strategy=strategy, probe_decision=True,
                                     record_path=record)
-    result = planner.plan("What is the weather in Oslo right now?")
+    result = planner.plan(intent)
     assert result.ok and result.p_decline is not None and 0.0 <= result.p_decline <= 1.0
+    if declines is not None:
+        assert (not result.steps) is declines, "precondition: the 0.5B answers this request as it did when written"
     # temperature 0 takes the likeliest token: an answer that calls had the call as the likelier start
     assert (result.p_decline < 0.5) is bool(result.steps)
     (rec,) = read_jsonl_traces(record)
     decision = rec.run["decision"]
     assert decision["p_decline"] == result.p_decline and decision["covered"] > 0.5
-    assert 1 <= decision["evaluated"] <= 3  # the request and the answer were already in the context
+    assert 1 <= decision["evaluated"] <= 8  # the request was already in the context: at most a code fence more

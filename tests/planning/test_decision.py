@@ -17,8 +17,8 @@ GOOD = '[{"name": "get_weather", "arguments": {"city": "Oslo"}}]'
 
 
 @pytest.mark.parametrize(("strategy", "content", "point"), [
-    ("plain", '```json\n[\n  {"name": "a"}]\n```', ("```json\n[", "]", "{")),
-    ("draft", "[]", ("[", "]", "{")),
+    ("plain", '```json\n[\n  {"name": "a"}]\n```', ("```json\n", "[]", "[")),
+    ("draft", "[]", ("", "[]", "[")),  # "[]" is one token: the decision is the list's first token
     ("plain", '{"name": "a", "arguments": {}}', None),  # one object, no list: no decision point
     ("schema", '{"tool_fits": false, "steps": []}', ('{"tool_fits": ', "false", "true")),
     ("schema", '{"steps": []}', None),  # no fit field: nothing to read

@@ -80,9 +80,10 @@ def reliability(points: list[DecisionPoint], bins: int = BINS) -> list[Reliabili
         inside = [p for p in points if low <= p.p_decline < high or (i == bins - 1 and p.p_decline == 1.0)]
         if inside:
             hits = sum(p.unserved for p in inside)
+            lo, hi = wilson(hits, len(inside))
             out.append(ReliabilityBin(low=low, high=high, n=len(inside), unserved=hits,
                                       mean_p=round(sum(p.p_decline for p in inside) / len(inside), 4),
-                                      interval=tuple(round(x, 4) for x in wilson(hits, len(inside)))))
+                                      interval=(round(lo, 4), round(hi, 4))))
     return out
 
 

@@ -37,15 +37,16 @@ def calibrate_cmd(report_path: str | None, decisions: tuple[str, ...], plot_path
     from helmdeck_dspy.budgets import load_budget_table
     from helmdeck_dspy.calibration.apply import apply_calibration, select_proposals
     from helmdeck_dspy.calibration.calibrate import calibrate, load_report
-    from helmdeck_dspy.errors import InputError, UsageValueError
+    from helmdeck_dspy.errors import InputError
 
     if (report_path is None) == (not decisions):
-        raise UsageValueError("give --report or --decisions (one of them)", "--report")
+        raise click.UsageError("give --report, or --decisions (not both)")
     if decisions:
         if do_apply:
-            raise UsageValueError("--apply takes a --report (a decline threshold is reported, not applied yet)", "--apply")
+            raise click.UsageError("--apply takes a --report (a decline threshold is reported, not applied yet)")
         _fit_decisions(decisions, plot_path, as_json)
         return
+    assert report_path is not None  # one of the two, checked above
 
     report = load_report(report_path)
     table = load_budget_table(budgets_path)

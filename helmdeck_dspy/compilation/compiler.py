@@ -46,7 +46,14 @@ import dspy
 from helmdeck_dspy.compilation.demos import fit_demos
 from helmdeck_dspy.compilation.estimate import estimate_calls
 from helmdeck_dspy.compilation.history_pool import demos_sha256, history_demos
-from helmdeck_dspy.compilation.manifest import CompileResult, update_manifest
+from helmdeck_dspy.compilation.manifest import (
+    RECORD_KEY,
+    CompileResult,
+    entry_of,
+    entry_record,
+    record_run,
+    write_manifest,
+)
 from helmdeck_dspy.compilation.meter import CallMeter
 from helmdeck_dspy.compilation.optimizers import dev_score, make_metric, optimize
 from helmdeck_dspy.compilation.request import CompileOptions, CompileRequest
@@ -55,7 +62,6 @@ from helmdeck_dspy.compilation.tier_setup import TierSetup
 from helmdeck_dspy.engines.lm_spec import make_lm
 from helmdeck_dspy.errors import HelmdeckError, InputError
 from helmdeck_dspy.io.atomic import atomic_writer
-from helmdeck_dspy.io.datafiles import file_sha256
 from helmdeck_dspy.planning.history import HistoryStore
 from helmdeck_dspy.program.demo_pool import DemoPool, PoolDemo, fit_decline_gate, pool_from_tasks
 from helmdeck_dspy.program.modules import MODULES
@@ -122,18 +128,17 @@ class CompileTarget:
     history_demos: tuple[PoolDemo, ...] = ()
 
     def done(self) -> CompileResult | None:
-        """The manifest entry if it was compiled from these inputs and its file is intact (marked skipped)."""
-        entry = read_manifest(self.request.options.out_root)["programs"].get(self.key)
-        if not isinstance(entry, dict) or entry.get("inputs_sha256") != self.inputs_sha:
-            return None
-        if not self.path.is_file() or entry.get("program_sha256") != file_sha256(self.path):
+        """The program file's entry if it was compiled from these inputs and loads (marked skipped)."""
+        if not self.path.is_file():
             return None
         try:
+            entry = entry_of(self.path, self.request.options.out_root)
+            if entry is None or entry.inputs_sha256 != self.inputs_sha:
+                return None
             load_compiled_state(MODULES[self.request.variant](), self.path)
-            result = CompileResult.model_validate(entry)
-        except (HelmdeckError, ValueError):
+        except HelmdeckError:
             return None
-        return result.mark_skipped()
+        return entry.mark_skipped()
 
     def check_folder(self) -> None:
         """Raise :class:`InputError` when a model program's folder already holds another model's."""
@@ -241,14 +246,9 @@ def run_compile(target: CompileTarget, *, notify: Callable[[str], None] | None =
 
 
 def persist_compile(target: CompileTarget, run: CompileRun) -> CompileResult:
-    """Save ``run``'s program to ``target``'s file and record its entry in the manifest (both atomically)."""
+    """Save ``run``'s program to ``target``'s file with its entry, and derive the manifest again (both atomically)."""
     opts, setup = target.request.options, target.setup
     pool = run.program.demo_pool
-    save_program(run.program, target.path, about={
-        "variant": setup.variant, "tier": setup.tier, "model": opts.model, "optimizer": opts.optimizer,
-        "inputs_sha256": target.inputs_sha,
-        "pool": {"size": len(pool.demos), "k": pool.k, "decline_slot": pool.decline_slot} if pool else None,
-    })
     roles = run.meter.roles
     result = CompileResult(
         tier=setup.tier, variant=setup.variant, model=opts.model, optimizer=opts.optimizer, lm=target.lm_spec,
@@ -266,11 +266,19 @@ def persist_compile(target: CompileTarget, run: CompileRun) -> CompileResult:
         completion_tokens_used=sum(r.completion_tokens for r in roles.values()),
         cost_usd=run.cost_usd, seconds=run.seconds, dspy_version=dspy.__version__,
         compiled_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        path=str(target.path.relative_to(manifest_path(opts.out_root).parent)),
-        inputs_sha256=target.inputs_sha, program_sha256=file_sha256(target.path),
+        path=target.path.relative_to(manifest_path(opts.out_root).parent).as_posix(), inputs_sha256=target.inputs_sha,
     )
-    update_manifest(result, opts.out_root)
-    return result
+    save_program(run.program, target.path, about={
+        "variant": setup.variant, "tier": setup.tier, "model": opts.model, "optimizer": opts.optimizer,
+        "inputs_sha256": target.inputs_sha,
+        "pool": {"size": len(pool.demos), "k": pool.k, "decline_slot": pool.decline_slot} if pool else None,
+        RECORD_KEY: entry_record(result),
+    })
+    record_run(result, target.path)
+    write_manifest(opts.out_root)
+    entry = entry_of(target.path, opts.out_root)
+    assert entry is not None  # just written with its record
+    return entry
 
 
 def save_program(program: Any, path: Path, about: dict[str, Any] | None = None) -> None:

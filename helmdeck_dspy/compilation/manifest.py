@@ -1,11 +1,22 @@
-"""``compiled/manifest.json``: one entry per compiled program (a tier's, or one model's).
+"""``compiled/manifest.json``: one entry per compiled program (a tier's, or one model's), derived
+from the program files.
 
 An entry (:class:`CompileResult`) records the target, the optimizer and its settings, the task
 and teacher LMs, hashes of the train and valset tasks, the valset score before and after, the
 demos, the prompt size, the estimated and actual LM calls (live and cached apart) and tokens,
 the time taken, two hashes that make resuming safe: ``inputs_sha256`` (everything the compile
 depended on) and ``program_sha256`` (the saved file), and for a model program scored in a
-held-out comparison its test scores (:class:`HeldOut`). The manifest is rewritten atomically.
+held-out comparison its test scores (:class:`HeldOut`).
+
+Each program file carries its own entry, but for its path and hash, as ``metadata.helmdeck.compile``
+(written with it: ``compilation.compiler.save_program``). What varies from one run to the next
+with the same inputs (:data:`RUN_FACTS`: when, how long, calls live or cached, tokens, cost) sits
+beside it in ``V.run.json``, so compiling the same inputs again writes the same program bytes;
+held-out test scores, measured after the program was saved, in ``V.test.json`` (:func:`record_test`),
+so scoring a program never changes its bytes either. The
+manifest is an index derived from those files under a compiled root (:func:`derive_manifest`),
+rewritten atomically whenever one of them is written, so a program and its entry cannot disagree
+and copying a program file carries its record with it.
 """
 
 from __future__ import annotations
@@ -16,13 +27,20 @@ from typing import Any
 
 from pydantic import BaseModel, Field, PrivateAttr
 
+from helmdeck_dspy.domain import VARIANTS
+from helmdeck_dspy.errors import CompiledProgramError
 from helmdeck_dspy.io.atomic import atomic_write_text
-from helmdeck_dspy.program.store import (
-    manifest_path,
-    model_key,
-    read_manifest,
-    tier_key,
-)
+from helmdeck_dspy.io.datafiles import file_sha256, read_json
+from helmdeck_dspy.io.resources import compiled_dir
+from helmdeck_dspy.program.store import ABOUT_KEY, manifest_path, model_key, program_about, read_manifest, tier_key
+
+RECORD_KEY = "compile"
+"""The key under a program file's ``metadata.helmdeck`` that holds its manifest entry."""
+RUN_FACTS = ("compiled_at", "seconds", "lm_calls", "cached_calls", "teacher_calls", "prompt_tokens_used",
+             "completion_tokens_used", "cost_usd")
+"""Entry fields of the compile run rather than of its inputs, kept in ``V.run.json``."""
+DERIVED = frozenset({"path", "program_sha256", "test", *RUN_FACTS})
+"""Entry fields never stored in the program file: read off the file itself, or from beside it."""
 
 
 class HeldOutScore(BaseModel):
@@ -114,10 +132,76 @@ class CompileResult(BaseModel):
         return self
 
 
-def update_manifest(result: CompileResult, root: Path | None = None) -> None:
-    """Put ``result`` in the manifest (replacing the program's previous entry), entries sorted."""
-    path = manifest_path(root)
-    data = read_manifest(root)
-    data["programs"][result.key] = result.model_dump(exclude_none=False)
-    data["programs"] = dict(sorted(data["programs"].items()))
-    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+def program_files(root: Path | None = None) -> list[Path]:
+    """The program files under a compiled root: ``tier_T/V.json`` and ``models/SLUG/V.json``."""
+    base = root or compiled_dir()
+    return sorted(p for p in [*base.glob("tier_*/*.json"), *base.glob("models/*/*.json")] if p.stem in VARIANTS)
+
+
+def beside(path: Path, kind: str) -> Path:
+    """A file kept beside program ``V.json``: ``V.run.json`` (``kind`` run) or ``V.test.json`` (test)."""
+    return path.with_name(f"{path.stem}.{kind}.json")
+
+
+def entry_of(path: Path, root: Path | None = None) -> CompileResult | None:
+    """The manifest entry a program file carries (its path and hash read off the file), or None
+    for a file without one.
+
+    Raises:
+        CompiledProgramError: The file is not JSON, or its entry is malformed.
+    """
+    base = root or compiled_dir()
+    record = program_about(read_json(path, CompiledProgramError)).get(RECORD_KEY)
+    if not isinstance(record, dict):
+        return None
+    run, scores = beside(path, "run"), beside(path, "test")
+    try:
+        return CompileResult.model_validate({
+            **record, **(read_json(run, CompiledProgramError) if run.is_file() else {}),
+            "path": path.relative_to(base).as_posix(), "program_sha256": file_sha256(path),
+            "test": read_json(scores, CompiledProgramError) if scores.is_file() else None})
+    except ValueError as exc:
+        raise CompiledProgramError(str(path), f"metadata.{ABOUT_KEY}.{RECORD_KEY}: {exc}") from None
+
+
+def derive_manifest(root: Path | None = None) -> dict[str, Any]:
+    """The manifest of ``root`` as its program files say it. A file from before programs carried
+    their entries keeps the entry the current manifest lists for it, unless that entry hashes
+    another file; any other file without an entry is left out."""
+    base = root or compiled_dir()
+    listed = read_manifest(base)["programs"]
+    programs: dict[str, Any] = {}
+    for path in program_files(base):
+        entry = entry_of(path, base)
+        if entry is not None:
+            programs[entry.key] = entry.model_dump()
+            continue
+        key = path.relative_to(base).with_suffix("").as_posix()
+        old = listed.get(key)
+        if isinstance(old, dict) and old.get("program_sha256") in (None, file_sha256(path)):  # None: not hashed then
+            programs[key] = old
+    return {"schema_version": 1, "programs": dict(sorted(programs.items()))}
+
+
+def write_manifest(root: Path | None = None) -> None:
+    """Derive ``root``'s manifest from its program files and replace ``manifest.json`` atomically."""
+    atomic_write_text(manifest_path(root), json.dumps(derive_manifest(root), indent=2, ensure_ascii=False) + "\n")
+
+
+def entry_record(result: CompileResult) -> dict[str, Any]:
+    """What a program file keeps of its entry (everything but :data:`DERIVED`)."""
+    return result.model_dump(exclude=set(DERIVED))
+
+
+def record_run(result: CompileResult, path: Path) -> None:
+    """Keep ``result``'s :data:`RUN_FACTS` beside program ``path`` (``V.run.json``)."""
+    atomic_write_text(beside(path, "run"), json.dumps(result.model_dump(include=set(RUN_FACTS)), indent=2) + "\n")
+
+
+def record_test(entry: CompileResult, root: Path | None = None) -> None:
+    """Keep ``entry.test`` (held-out scores) beside its program file and derive the manifest again;
+    the program's bytes are left as they are."""
+    base = root or compiled_dir()
+    assert entry.test is not None
+    atomic_write_text(beside(base / entry.path, "test"), entry.test.model_dump_json(indent=2) + "\n")
+    write_manifest(base)

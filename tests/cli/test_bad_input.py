@@ -170,7 +170,7 @@ CASES = [
     Case("arg-unknown-option", {}, ["eval", "--bogus"], 2, ("No such option '--bogus'",)),
     Case("arg-workers-not-int", {}, ["eval", "--workers", "many"], 2, ("--workers", "'many' is not a valid integer")),
     Case("arg-workers-zero", {}, ["eval", "--workers", "0"], 2, ("--workers", "0 is not in the range 1<=x<=64")),
-    Case("arg-missing-report", {}, ["calibrate"], 2, ("Missing option '--report'",)),
+    Case("arg-missing-report", {}, ["calibrate"], 2, ("give --report, or --decisions",)),
     Case("arg-missing-out", {}, ["traces", "simulate", "-p", "nemotron-like"], 2, ("Missing option '--out'",)),
     Case("arg-compile-no-target", {}, ["compile"], 2, ("give --tier and --variant, or --all",)),
     Case("arg-nonexistent-trace", {}, ["eval", f"{T}/nope.jsonl"], 2, (f"{T}/nope.jsonl", "does not exist")),

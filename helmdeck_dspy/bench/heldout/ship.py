@@ -16,12 +16,12 @@ from pathlib import Path
 from helmdeck_dspy.compilation.manifest import (
     HeldOut,
     HeldOutScore,
-    update_manifest,
+    beside,
+    record_test,
 )
 from helmdeck_dspy.bench.heldout.spec import HeldOutSpec
 from helmdeck_dspy.bench.heldout.table import RowScore
 from helmdeck_dspy.io.atomic import atomic_writer
-from helmdeck_dspy.io.datafiles import file_sha256
 from helmdeck_dspy.io.resources import compiled_dir
 from helmdeck_dspy.program.store import model_program_path
 from helmdeck_dspy.tasks import load_tasks, tasks_sha256
@@ -67,7 +67,7 @@ def record_test_scores(spec: HeldOutSpec, rows: list[RowScore]) -> list[str]:
         test = _held_out(spec, rows, row, root)
         if entry.test != test:
             entry.test = test
-            update_manifest(entry, root)
+            record_test(entry, root)
         written.append(f"{row.config}/{row.variant}")
     return written
 
@@ -83,9 +83,11 @@ def ship(spec: HeldOutSpec, rows: list[RowScore], root: Path | None = None) -> l
         assert entry is not None  # a scored compiled config has its entry
         entry.test = _held_out(spec, rows, row, root)
         target = model_program_path(spec.model, variant, root)
-        with atomic_writer(target, "wb") as handle:
-            handle.write(model_program_path(spec.model, variant, source_root).read_bytes())
-        entry.program_sha256 = file_sha256(target)
-        update_manifest(entry, root)
+        source = model_program_path(spec.model, variant, source_root)
+        for kept, origin in ((target, source), (beside(target, "run"), beside(source, "run"))):
+            if origin.is_file():  # the program, and its compile run's facts
+                with atomic_writer(kept, "wb") as handle:
+                    handle.write(origin.read_bytes())
+        record_test(entry.model_copy(update={"path": target.relative_to(root).as_posix()}), root)
         written.append(entry.key)
     return written

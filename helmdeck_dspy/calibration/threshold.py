@@ -38,7 +38,7 @@ class DecisionPoint(BaseModel):
 
 
 class ReliabilityBin(BaseModel):
-    """Requests whose decline probability fell in ``[low, high)``: how often declining was right."""
+    """Requests whose decline probability lies in ``[low, high]``: how often declining was right."""
 
     low: float
     high: float
@@ -73,17 +73,18 @@ def _accuracy(points: list[DecisionPoint], declines: list[bool]) -> float:
 
 
 def reliability(points: list[DecisionPoint], bins: int = BINS) -> list[ReliabilityBin]:
-    """The points in equal-width bins of ``p_decline``, with how often declining was right."""
+    """The points in ``bins`` bins of near-equal size by ``p_decline`` (a small model's probabilities
+    crowd near 0, where equal-width bins would hide them in one), with how often declining was right."""
+    ordered = sorted(points, key=lambda p: p.p_decline)
+    size = max(1, -(-len(ordered) // bins))
     out = []
-    for i in range(bins):
-        low, high = i / bins, (i + 1) / bins
-        inside = [p for p in points if low <= p.p_decline < high or (i == bins - 1 and p.p_decline == 1.0)]
-        if inside:
-            hits = sum(p.unserved for p in inside)
-            lo, hi = wilson(hits, len(inside))
-            out.append(ReliabilityBin(low=low, high=high, n=len(inside), unserved=hits,
-                                      mean_p=round(sum(p.p_decline for p in inside) / len(inside), 4),
-                                      interval=(round(lo, 4), round(hi, 4))))
+    for start in range(0, len(ordered), size):
+        inside = ordered[start:start + size]
+        hits = sum(p.unserved for p in inside)
+        lo, hi = wilson(hits, len(inside))
+        out.append(ReliabilityBin(low=inside[0].p_decline, high=inside[-1].p_decline, n=len(inside), unserved=hits,
+                                  mean_p=round(sum(p.p_decline for p in inside) / len(inside), 4),
+                                  interval=(round(lo, 4), round(hi, 4))))
     return out
 
 
@@ -114,8 +115,7 @@ def fit_threshold(points: list[DecisionPoint]) -> ThresholdFit:
 
 def write_reliability_plot(fit: ThresholdFit, path: str | Path, title: str) -> None:
     """Draw the fit's reliability bins (how often declining was right against the mean decline
-    probability, with Wilson intervals, sized by the requests in each) and the threshold, as a PNG
-    written whole or not at all."""
+    probability, with Wilson intervals) and the threshold, as a PNG written whole or not at all."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -124,21 +124,24 @@ def write_reliability_plot(fit: ThresholdFit, path: str | Path, title: str) -> N
     fig = Figure(figsize=(5.5, 5.0), dpi=120)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    ax.plot([0, 1], [0, 1], color="0.7", linestyle="--", linewidth=1, label="perfectly calibrated")
+    low = max(1e-4, min(b.low for b in fit.bins) / 2)
+    high = min(1 - 1e-4, max(0.99, max(b.high for b in fit.bins)))
+    ax.set_xscale("logit")  # a small model's probabilities crowd near 0: a logit axis spreads them
+    grid = [low * (high / low) ** (i / 200) for i in range(201)]
+    ax.plot(grid, grid, color="0.7", linestyle="--", linewidth=1, label="perfectly calibrated")
     for b in fit.bins:
         rate = b.unserved / b.n
         ax.errorbar(b.mean_p, rate, yerr=[[rate - b.interval[0]], [b.interval[1] - rate]], fmt="o", color="C0",
-                    markersize=3 + 9 * (b.n / fit.n) ** 0.5, capsize=2, linewidth=1)
-        ax.annotate(str(b.n), (b.mean_p, rate), textcoords="offset points", xytext=(6, -3), fontsize=7)
+                    markersize=5, capsize=2, linewidth=1)
     cut = fit.threshold if fit.threshold is not None else fit.best
     ax.axvline(cut, color="C3" if fit.threshold is not None else "0.5", linewidth=1,
                label=(f"threshold {cut:.3g}" if fit.threshold is not None else f"best cut {cut:.3g} (not adopted)"))
-    ax.set_xlim(-0.02, 1.02)
+    ax.set_xlim(low, high)
     ax.set_ylim(-0.02, 1.02)
-    ax.set_xlabel("decline probability of the first answer (bin mean)")
-    ax.set_ylabel("share of requests no tool serves")
-    ax.set_title(f"{title}\n{fit.n} requests ({fit.unserved} unserved); call-or-not accuracy "
-                 f"{100 * fit.own_accuracy:.1f}% as answered, {100 * fit.best_accuracy:.1f}% at the best cut",
+    ax.set_xlabel("decline probability of the first answer (bin mean, logit scale)")
+    ax.set_ylabel("share of requests no tool serves (95% interval)")
+    ax.set_title(f"{title}\n{fit.n} requests ({fit.unserved} unserved) in bins of about {fit.bins[0].n}\ncall-or-not "
+                 f"accuracy {100 * fit.own_accuracy:.1f}% as answered, {100 * fit.best_accuracy:.1f}% at the best cut",
                  fontsize=8)
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()

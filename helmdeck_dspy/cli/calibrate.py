@@ -131,27 +131,26 @@ def _fit_decisions(decisions: tuple[str, ...], plot_path: str | None, as_json: b
     """Fit and print a decline threshold over the rows named ``SPEC:ROW``."""
     from helmdeck_dspy.bench.bfcl.decisions import decision_points
     from helmdeck_dspy.calibration.threshold import fit_threshold, write_reliability_plot
-    from helmdeck_dspy.errors import UsageValueError
 
     models, points = set(), []
     for item in decisions:
         spec, _, row = item.rpartition(":")
         if not spec or not row:
-            raise UsageValueError(f"{item!r} is not SPEC:ROW", "--decisions")
+            raise click.UsageError(f"--decisions {item!r} is not SPEC:ROW")
         model, found = decision_points(spec, row)
         if not found:
-            raise UsageValueError(f"{item}: no request of that row recorded a decline probability", "--decisions")
+            raise click.UsageError(f"--decisions {item}: no request of that row recorded a decline probability")
         models.add(model)
         points += found
     if len(models) > 1:
-        raise UsageValueError(f"the rows are of different models: {sorted(models)}", "--decisions")
+        raise click.UsageError(f"--decisions: the rows are of different models: {sorted(models)}")
     fit = fit_threshold(points)
     if plot_path:
         write_reliability_plot(fit, plot_path, f"{models.pop()}: decline probability")
     if as_json:
         emit_json(fit.model_dump(mode="json"))
         return
-    rows = [[f"{b.low:.1f}-{b.high:.1f}", b.n, f"{b.mean_p:.3f}", b.unserved,
+    rows = [[f"{b.low:.3g}-{b.high:.3g}", b.n, f"{b.mean_p:.3f}", b.unserved,
              f"{100 * b.unserved / b.n:.0f}% [{100 * b.interval[0]:.0f}, {100 * b.interval[1]:.0f}]"] for b in fit.bins]
     print_table(["p_decline", "requests", "mean p", "unserved", "share unserved"], rows)
     click.echo(f"{fit.n} requests ({fit.served} served, {fit.unserved} unserved) over {len(fit.dev_sets)} dev set(s), "

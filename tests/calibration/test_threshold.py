@@ -39,10 +39,11 @@ def test_each_dev_set_weighs_the_same_whatever_its_size():
     assert fit.dev_sets == {"big": 10, "small": 2}
 
 
-def test_reliability_bins_count_how_often_declining_was_right():
-    bins = reliability(_points([(0.0, False, False), (0.05, False, True), (0.95, True, True), (1.0, True, True)]))
-    assert [(b.low, b.n, b.unserved) for b in bins] == [(0.0, 2, 1), (0.9, 2, 2)]
-    assert bins[0].interval[0] < 0.5 < bins[0].interval[1]
+def test_reliability_bins_hold_near_equal_counts_and_how_often_declining_was_right():
+    points = _points([(0.0, False, False), (0.05, False, True), (0.95, True, True), (1.0, True, True), (0.5, False, False)])
+    bins = reliability(points, bins=2)
+    assert [(b.low, b.high, b.n, b.unserved) for b in bins] == [(0.0, 0.5, 3, 1), (0.95, 1.0, 2, 2)]
+    assert bins[0].interval[0] < 1 / 3 < bins[0].interval[1] and bins[0].mean_p == pytest.approx(0.55 / 3, abs=1e-4)
 
 
 def test_the_reliability_plot_is_a_png(tmp_path):

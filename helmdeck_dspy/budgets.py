@@ -72,6 +72,13 @@ class BudgetFields(BaseModel):
         description="The answer strategy over a plain list of tools (a catalog without pipelines); unset = "
         "answer_strategy. Chosen per catalog shape by docs/results/strategies.md's rule.",
     )
+    decline_thresholds: dict[StrategyName, float] = Field(
+        default_factory=dict,
+        description="Per answer strategy: decline a request exactly when its first answer's decline probability "
+        "(planning.decision, where the endpoint gives it) is at least this; a decline under it is asked again for at "
+        "least one call, a call at or over it is dropped. Fitted on dev answers by `calibrate --decisions`; a strategy "
+        "without one keeps the model's own choice.",
+    )
     temperature: float = Field(
         default=0.0, ge=0.0, le=2.0,
         description="Sampling temperature sent with every plan and filter call (0 unless measured otherwise).",
@@ -102,15 +109,27 @@ class BudgetFields(BaseModel):
             raise ValueError("decided_by: every field needs at least one study folder")
         return value
 
+    @field_validator("decline_thresholds")
+    @classmethod
+    def _probabilities(cls, value: dict[str, float]) -> dict[str, float]:
+        if any(not 0.0 <= t <= 1.0 for t in value.values()):
+            raise ValueError("decline_thresholds: each threshold is a probability, 0 to 1")
+        return value
+
     def plan_row(self) -> dict[str, Any]:
-        """The fields that shape a plan call, by name (what a study records it ran under)."""
-        return {name: getattr(self, name) for name in PLAN_FIELDS}
+        """The fields that shape a plan call, by name (what a study records it ran under); a field
+        added since rows were first recorded is left out while unset, so their hashes hold."""
+        return {name: getattr(self, name) for name in PLAN_FIELDS
+                if name not in LATER_PLAN_FIELDS or getattr(self, name)}
 
 
 PLAN_FIELDS = ("tier", "input_tokens", "output_tokens", "max_catalog_bytes", "max_catalog_entries",
                "compact_arg_schemas", "allows_llm_filter", "filter_model", "is_hybrid_reasoning", "wants_strict_json",
-               "supports_prefix_cache", "answer_strategy", "tool_list_strategy", "temperature", "prompt_variant")
+               "supports_prefix_cache", "answer_strategy", "tool_list_strategy", "temperature", "prompt_variant",
+               "decline_thresholds")
 """The budget fields a plan call depends on; the rest (cost, calibration figures, provenance) do not."""
+LATER_PLAN_FIELDS = frozenset({"decline_thresholds"})
+"""Plan fields added after studies first recorded their rows: recorded only when set."""
 
 
 def row_sha(plan_row: dict[str, Any]) -> str:

@@ -40,7 +40,9 @@ def _stale(folder: str, models: list[str] | None = None) -> list[str]:
         for entry in entries:
             if entry["sha"] != row_sha(entry["fields"]):
                 problems.append(f"{model}: sha {entry['sha']} is not its fields' hash")
-            changed = {f: (entry["fields"][f], getattr(today, f)) for f in free if entry["fields"][f] != getattr(today, f)}
+            ran = {f: entry["fields"].get(f, BudgetRow.model_fields[f].get_default(call_default_factory=True))
+                   for f in free}  # a field added since the row was recorded was unset then (budgets.LATER_PLAN_FIELDS)
+            changed = {f: (ran[f], getattr(today, f)) for f in free if ran[f] != getattr(today, f)}
             if changed:
                 problems.append(f"{model} ran under {entry['sha']}, which differs from today's row in {changed}")
     return problems

@@ -20,6 +20,7 @@ from helmdeck_dspy.decoding.call_list import parse_call_list
 from helmdeck_dspy.decoding.parsing import ParseResult, parse_completion
 from helmdeck_dspy.evaluation.metric import PlanScore, score_plan
 from helmdeck_dspy.planning.arguments import PLACEHOLDERS_KEY
+from helmdeck_dspy.planning.decision import declined_by_threshold, declined_parse
 from helmdeck_dspy.planning.guards import MAP_NAMES_KEY, GuardedStep
 from helmdeck_dspy.planning.result import guard_plan
 from helmdeck_dspy.program.prompt_spec import answers_in_call_list
@@ -41,10 +42,12 @@ class GuardedCompletion(NamedTuple):
 
 def recorded_reading(run: dict[str, Any] | None, intent: str | None = None) -> dict[str, Any]:
     """How a trace record's answer is read back, as its planner read it: as a JSON list of calls
-    (``call_list``, the ``plain`` strategy), with near-miss names mapped (``map_names``) and with
-    placeholder paths filled from the record's ``intent`` (``fill_from``)."""
+    (``call_list``, the ``plain`` strategy), with near-miss names mapped (``map_names``), with
+    placeholder paths filled from the record's ``intent`` (``fill_from``) and its calls dropped when
+    a decline threshold dropped them (``declined``)."""
     return {"call_list": answers_in_call_list(run), "map_names": bool((run or {}).get(MAP_NAMES_KEY)),
-            "fill_from": intent if (run or {}).get(PLACEHOLDERS_KEY) else None}
+            "fill_from": intent if (run or {}).get(PLACEHOLDERS_KEY) else None,
+            "declined": declined_by_threshold(run)}
 
 
 def guard_completion(
@@ -62,6 +65,7 @@ def guard_completion(
     map_names: bool = False,
     call_list: bool = False,
     fill_from: str | None = None,
+    declined: bool = False,
 ) -> GuardedCompletion:
     """Decode a completion and guard its plan as the planner does for ``variant``.
 
@@ -81,6 +85,7 @@ def guard_completion(
         map_names: Map near-miss tool names to their catalog ids (``planning.guards.near_miss``).
         call_list: The answer was asked for as a JSON list of calls (the ``plain`` strategy).
         fill_from: The request, when placeholder paths are filled from it (``planning.arguments``).
+        declined: A decline threshold dropped the answer's calls (``planning.decision``): no steps.
     """
     if call_list:
         parse = parse_call_list(content, finish_reason, reasoning_content)
@@ -89,6 +94,8 @@ def guard_completion(
                                  tool_ids=catalog_ids, refusal=refusal)
     if parse.plan is None:
         return GuardedCompletion(parse, None)
+    if declined:
+        return GuardedCompletion(declined_parse(parse), [])
     steps, _dropped, _more = guard_plan(parse.plan, variant, catalog_ids, pipeline_ids, schemas, chains, map_names,
                                         fill_from)
     return GuardedCompletion(parse, steps)

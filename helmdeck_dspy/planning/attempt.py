@@ -27,7 +27,13 @@ from helmdeck_dspy.errors import DeadlineExceeded, RecordWriteError
 from helmdeck_dspy.io.redaction import redact, scrub, secret_values
 from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY, PLACEHOLDERS_KEY
 from helmdeck_dspy.planning.chains import PIPELINE_CHAINS_KEY
-from helmdeck_dspy.planning.decision import DECISION_KEY, decline_probability
+from helmdeck_dspy.planning.decision import (
+    DECISION_KEY,
+    call_spec,
+    declined_parse,
+    decline_probability,
+    threshold_action,
+)
 from helmdeck_dspy.planning.draft import repair_spec
 from helmdeck_dspy.planning.guards import MAP_NAMES_KEY
 from helmdeck_dspy.planning.history import HistoryStore
@@ -214,11 +220,13 @@ def _call_program(
                     raise
                 unread = exc
             first = calls[-1] if calls else None
-            if planner.options.probe_decision and first is not None:
-                exchange.decision = decline_probability(planner.lm, spec.strategy, first)
-            again = (repair_spec(spec, selected, planner.catalog, first.parse if first else None,
-                                 first.content if first else None, str(getattr(planner.lm, "model", "")))
-                     or recheck_spec(planner, spec, intent, first.parse if first else None, prior_steps))
+            endpoint = str(getattr(planner.lm, "model", ""))
+            again = _decide(planner, exchange, spec, selected, first, endpoint)
+            decided = exchange.decision is not None and "threshold" in exchange.decision  # no recheck of its call
+            again = again or repair_spec(spec, selected, planner.catalog, first.parse if first else None,
+                                         first.content if first else None, endpoint)
+            if again is None and not decided:
+                again = recheck_spec(planner, spec, intent, first.parse if first else None, prior_steps)
             if again is not None:  # asked once more, never twice
                 exchange.rechecked = again
                 ask(again)
@@ -232,6 +240,31 @@ def _call_program(
                 raise mine  # e.g. a replay file running out: a usage error, not a model failure
             return None, exc
     return None, None
+
+
+def _decide(planner: PlannerParts, exchange: _Exchange, spec: PromptSpec, shown: RoutingGuide, first: Any,
+            endpoint: str) -> PromptSpec | None:
+    """The first answer's decline probability, when asked for or when the row has a threshold for
+    the strategy, and what the threshold does with it (``planning.decision``): the ask again for a
+    call it overrules a decline into, or None (a call it overrules is dropped from ``first`` here)."""
+    threshold = planner.budget.decline_thresholds.get(spec.strategy)
+    if first is None or not (planner.options.probe_decision or threshold is not None):
+        return None
+    exchange.decision = decline_probability(planner.lm, spec.strategy, first)
+    plan = first.parse.plan if first.parse is not None else None
+    if exchange.decision is None or plan is None:
+        return None
+    if threshold is None:
+        return None
+    action = threshold_action(exchange.decision["p_decline"], not plan.steps, threshold)
+    exchange.decision["threshold"] = threshold
+    if action is None:
+        return None
+    exchange.decision["overruled"] = action
+    if action == "decline":
+        first.parse = declined_parse(first.parse)
+        return None
+    return call_spec(spec, shown, first.content, endpoint)
 
 
 def _result(

@@ -11,14 +11,25 @@ at that point of the first answer, with the request exactly as sent, and keeps
 ``p_decline = P(decline) / (P(decline) + P(call))`` with the answer (``run.decision`` of its trace
 record). The context already holds the request and the answer, so only the last token or two are
 evaluated. Any other endpoint gives none (None), and the decision is the model's own choice.
+
+A budget row's ``decline_thresholds`` (per strategy, fitted by ``calibrate --decisions``) turns the
+probability into the decision (:func:`threshold_action`): a decline under the threshold is asked
+again for at least one call (:func:`call_spec`), a call at or over it is dropped
+(:func:`declined_parse`); ``run.decision.overruled`` says which, so a re-score does the same.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
+from helmdeck_dspy.catalog.models import RoutingGuide
+from helmdeck_dspy.decoding.parsing import ParseResult
 from helmdeck_dspy.domain import MODEL_ALONE_STRATEGIES
+from helmdeck_dspy.program.answer_schema import call_list_schema, has_fit_decision, plan_schema, schema_wire
+from helmdeck_dspy.program.plain_prompt import CALL_ASK, FIT_ASK
+from helmdeck_dspy.program.prompt_spec import PromptSpec
 
 DECISION_KEY = "decision"
 """``run`` key of a trace record that holds its first answer's decline probability."""
@@ -58,3 +69,43 @@ def decline_probability(lm: Any, strategy: str, completion: Any, timeout_s: floa
         return None
     return {"p_decline": round(answer.mass[decline] / covered, 6), "covered": round(covered, 6),
             "evaluated": answer.evaluated}
+
+
+def threshold_action(p_decline: float, declined: bool, threshold: float | None) -> str | None:
+    """What a decline threshold does to a first answer: ``call`` (it declined, under the threshold:
+    asked again for at least one call), ``decline`` (it called, at or over it: its calls dropped), or
+    None (it stands)."""
+    if threshold is None:
+        return None
+    if declined and p_decline < threshold:
+        return "call"
+    if not declined and p_decline >= threshold:
+        return "decline"
+    return None
+
+
+def declined_parse(parse: ParseResult) -> ParseResult:
+    """``parse`` with its plan's steps dropped (a call a threshold overruled), noted ``declined_by_threshold``."""
+    assert parse.plan is not None
+    return dataclasses.replace(parse, plan=parse.plan.model_copy(update={"steps": []}),
+                               notes=(*parse.notes, "declined_by_threshold"))
+
+
+def call_spec(spec: PromptSpec, shown: RoutingGuide, content: str | None, endpoint: str) -> PromptSpec:
+    """The ask again after a decline a threshold overruled: the same conversation, the decline as the
+    model's turn, then an ask for calls, decoded under a schema of at least one call over the shown
+    tools (the model-alone call list, or the plan object with ``tool_fits`` true)."""
+    if spec.strategy in MODEL_ALONE_STRATEGIES:
+        schema, ask = call_list_schema(shown, None, minimum=1), CALL_ASK
+    else:
+        schema = plan_schema(shown, spec.variant, fit_decision=has_fit_decision(spec.answer_schema), must_call=True)
+        ask = FIT_ASK
+    return spec.model_copy(update={"draft": content or "", "repair_ask": ask, "answer_schema": schema,
+                                   "schema_wire": schema_wire(endpoint), "tools": (), "json_object": False})
+
+
+def declined_by_threshold(run: dict[str, Any] | None) -> bool:
+    """Whether a trace record's ``run`` says a threshold dropped its answer's calls (re-scoring it
+    drops them too)."""
+    decision = (run or {}).get(DECISION_KEY)
+    return isinstance(decision, dict) and decision.get("overruled") == "decline"

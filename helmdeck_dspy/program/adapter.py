@@ -248,11 +248,14 @@ class PlanAdapter(dspy.Adapter):
         user += f"\n\n{CLOSING_LINE}"
         if self.spec.instructions is not None or self.spec.answer_schema is not None:
             user += f" {NO_FIT_CONSTRAINED if has_fit_decision(self.spec.answer_schema) else NO_FIT_FREE}"
+        again = ([{"role": "assistant", "content": self.spec.draft}, {"role": "user", "content": self.spec.repair_ask}]
+                 if self.spec.draft is not None and self.spec.repair_ask is not None else [])
         return [
             {"role": "system", "content": self.system_message(signature, catalog)},
             *self.format_demos(signature, demos),
             *self.format_pool_demos(),
             {"role": "user", "content": user},
+            *again,
         ]
 
     # -------------------------------------------------------------- decoding

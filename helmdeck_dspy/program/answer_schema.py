@@ -103,11 +103,14 @@ def step_branches(catalog: RoutingGuide) -> list[dict[str, Any]]:
     return branches
 
 
-def plan_schema(catalog: RoutingGuide, variant: str, fit_decision: bool = True) -> dict[str, Any]:
+def plan_schema(catalog: RoutingGuide, variant: str, fit_decision: bool = True, must_call: bool = False) -> dict[str, Any]:
     """The answer schema for one request over ``catalog`` (see the module docstring), opening with
-    the ``tool_fits`` decision when ``fit_decision``."""
+    the ``tool_fits`` decision when ``fit_decision``; ``must_call``: at least one step (and
+    ``tool_fits`` true), for a decline a threshold overrules (``planning.decision``)."""
     branches = step_branches(catalog)
     steps: dict[str, Any] = {"type": "array", "maxItems": 1 if variant == "single_pick" else MAX_STEPS}
+    if must_call and branches:
+        steps["minItems"] = 1
     if branches:
         steps["items"] = branches[0] if len(branches) == 1 else {"anyOf": branches}
     else:
@@ -117,19 +120,21 @@ def plan_schema(catalog: RoutingGuide, variant: str, fit_decision: bool = True) 
     if variant == "single_pick":
         properties["more_steps_likely"] = {"type": "boolean"}
     schema = {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
-    if fit_decision:  # tool_fits false: steps must be empty (the grammar takes the branches, readers the properties)
+    if fit_decision and must_call:
+        schema["properties"] = {**properties, "tool_fits": {"const": True}}
+    elif fit_decision:  # tool_fits false: steps must be empty (the grammar takes the branches, readers the properties)
         no = {**properties, "tool_fits": {"const": False}, "steps": {"const": []}}
         schema["anyOf"] = [{**schema, "properties": {**properties, "tool_fits": {"const": True}}},
                            {**schema, "properties": no}]
     return schema
 
 
-def call_list_schema(catalog: RoutingGuide, calls: int | None) -> dict[str, Any]:
+def call_list_schema(catalog: RoutingGuide, calls: int | None, minimum: int = 0) -> dict[str, Any]:
     """The schema a ``draft`` repair is decoded under: a JSON list of ``{name, arguments}`` calls in
     the model-alone format, each naming one of the functions ``catalog`` shows
     (``program.plain_prompt.plain_functions``: its packs, and its pipelines by id) with arguments
-    under that function's schema; exactly ``calls`` of them (the draft's number), or 0 to
-    :data:`MAX_STEPS` when the draft held no readable list."""
+    under that function's schema; exactly ``calls`` of them (the draft's number), or ``minimum`` to
+    :data:`MAX_STEPS` when the draft held no readable list (or a threshold overruled its decline)."""
     def call(name: str, args: dict[str, Any]) -> dict[str, Any]:
         return {"type": "object", "properties": {"name": {"const": name}, "arguments": args},
                 "required": ["name", "arguments"], "additionalProperties": False}
@@ -137,6 +142,8 @@ def call_list_schema(catalog: RoutingGuide, calls: int | None) -> dict[str, Any]
     branches = [call(p.name, _object_args(p.parameters)) for p in catalog.packs]
     branches += [call(p.id, {"type": "object"}) for p in catalog.pipelines]
     count = {"minItems": calls, "maxItems": calls} if calls is not None else {"maxItems": MAX_STEPS}
+    if calls is None and minimum:
+        count["minItems"] = minimum
     if not branches:
         return {"type": "array", "maxItems": 0}
     return {"type": "array", **count, "items": branches[0] if len(branches) == 1 else {"anyOf": branches}}

@@ -24,6 +24,11 @@ the conversation: docs/results/e2e.md)."""
 REPAIR_ASK = ("Answer again with only a JSON list of {count}, each as {{\"name\": \"<function name>\", "
               "\"arguments\": {{...}}}}, naming only the functions above, with the arguments their parameters list.")
 """The ask after a ``draft`` answer that failed the planner's checks (:func:`repair_request`)."""
+CALL_ASK = ("A function above does fit this question. Answer again with only a JSON list of the function calls "
+            "that answer it, each as {\"name\": \"<function name>\", \"arguments\": {...}}.")
+"""The ask after a decline a decline threshold overrules (``planning.decision``), model-alone format."""
+FIT_ASK = "A catalog tool does fit this request. Answer again, with the steps that do what it asks."
+"""The same ask under the schema strategy's answer format."""
 CONTEXT_LEAD = "Context:"
 PRIOR_LEAD = "Calls already made, with their results:"
 RESULTS_LEAD = "Results of those calls:"

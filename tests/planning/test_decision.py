@@ -41,3 +41,90 @@ def test_an_endpoint_without_the_route_gives_no_probability_and_the_plan_stands(
     assert unrouted == (["/helmdeck/next-token"] if model.startswith("llamacpp/") else [])
     (rec,) = read_jsonl_traces(record)
     assert "decision" not in rec.run
+
+
+def _threshold_planner(lm, record, strategy="plain", threshold=0.2, tools=TOOLS):
+    from helmdeck_dspy.budgets import load_budget_table
+
+    table = load_budget_table().changed_for(MODEL, {"decline_thresholds": {strategy: threshold}})
+    return Planner.for_model(MODEL, lm=lm, catalog=read_tools_catalog(tools), history=None, use_filter=False,
+                             cache=False, answer_strategy=strategy, budgets=table, record_path=record)
+
+
+def _mass(monkeypatch, p_decline, starts=("[]", "[")):
+    """The route's answer, scripted: a decline with probability ``p_decline`` at the decision point."""
+    from helmdeck_dspy.local import next_token
+
+    seen = []
+
+    def ask(api_base, request, timeout_s=60.0):
+        seen.append(request)
+        decline, other = starts
+        call_mass = 1 - p_decline
+        mass = {decline: p_decline, other: call_mass + (p_decline if decline.startswith(other) else 0)}
+        return next_token.NextTokenAnswer(mass=mass, prompt_tokens=100, evaluated=1)
+
+    monkeypatch.setattr(next_token, "ask_next_token", ask)
+    return seen
+
+
+def test_a_decline_under_the_threshold_is_asked_again_for_a_call(tmp_path, monkeypatch):
+    from helmdeck_dspy.program.plain_prompt import CALL_ASK
+
+    seen = _mass(monkeypatch, 0.05)
+    record = tmp_path / "rec.jsonl"
+    with FaultServer([ok("[]"), ok(GOOD)]) as server:
+        lm = make_lm("llamacpp/m", api_base=server.url, cache=False, num_retries=0)
+        result = _threshold_planner(lm, record).plan(INTENT)
+        bodies = [r.body for r in server.requests]
+    assert seen[0].prefix == "" and seen[0].starts == ["[]", "["]  # read at the list's first token
+    assert len(bodies) == 2 and bodies[1]["messages"][-2:] == [{"role": "assistant", "content": "[]"},
+                                                              {"role": "user", "content": CALL_ASK}]
+    assert bodies[1]["response_format"]["schema"]["minItems"] == 1
+    assert [s.tool for s in result.steps] == ["get_weather"] and result.p_decline == 0.05 and result.rechecked
+    first, again = read_jsonl_traces(record)
+    assert first.run["decision"] == {"p_decline": 0.05, "covered": 1.0, "evaluated": 1, "threshold": 0.2,
+                                     "overruled": "call"}
+
+
+def test_a_call_at_the_threshold_is_dropped_and_a_rescore_drops_it_too(tmp_path, monkeypatch):
+    from helmdeck_dspy.bench.bfcl.plans import decode_record
+
+    _mass(monkeypatch, 0.2)
+    record = tmp_path / "rec.jsonl"
+    with FaultServer([ok(GOOD)]) as server:
+        lm = make_lm("llamacpp/m", api_base=server.url, cache=False, num_retries=0)
+        result = _threshold_planner(lm, record).plan(INTENT)
+        asked = len(server.requests)
+    assert asked == 1 and result.steps == [] and result.ok and not result.rechecked
+    (rec,) = read_jsonl_traces(record)
+    assert rec.run["decision"]["overruled"] == "decline"
+    assert decode_record(rec, read_tools_catalog(TOOLS)).calls == []
+
+
+def test_a_decline_the_threshold_upholds_is_not_asked_again_even_over_many_tools(tmp_path, monkeypatch):
+    _mass(monkeypatch, 0.5)
+    many = [*TOOLS, *({"name": f"tool_{i:02d}", "description": f"Does thing {i}.",
+                       "inputSchema": {"type": "object", "properties": {}}} for i in range(12))]
+    with FaultServer([ok("[]"), ok(GOOD)]) as server:
+        lm = make_lm("llamacpp/m", api_base=server.url, cache=False, num_retries=0)
+        result = _threshold_planner(lm, tmp_path / "rec.jsonl", tools=many).plan(INTENT)
+        asked = len(server.requests)
+    assert asked == 1 and result.steps == []  # the plain recheck of a decline would have asked again
+
+
+def test_under_the_schema_a_fit_declined_under_the_threshold_is_asked_again_with_tool_fits_true(tmp_path, monkeypatch):
+    from helmdeck_dspy.program.plain_prompt import FIT_ASK
+
+    seen = _mass(monkeypatch, 0.1, starts=("false", "true"))
+    declined = '{"tool_fits": false, "steps": []}'
+    fits = '{"tool_fits": true, "steps": [{"tool": "get_weather", "args": {"city": "Oslo"}}]}'
+    with FaultServer([ok(declined), ok(fits)]) as server:
+        lm = make_lm("llamacpp/m", api_base=server.url, cache=False, num_retries=0)
+        result = _threshold_planner(lm, tmp_path / "rec.jsonl", strategy="schema").plan(INTENT)
+        bodies = [r.body for r in server.requests]
+    assert seen[0].prefix == '{"tool_fits": '
+    assert bodies[1]["messages"][-2:] == [{"role": "assistant", "content": declined}, {"role": "user", "content": FIT_ASK}]
+    schema = bodies[1]["response_format"]["schema"]
+    assert schema["properties"]["tool_fits"] == {"const": True} and schema["properties"]["steps"]["minItems"] == 1
+    assert [s.tool for s in result.steps] == ["get_weather"]

@@ -125,7 +125,8 @@ def decode_record(rec: TraceRecord, catalog: RoutingGuide, post: dict[str, Any] 
     by :func:`decode_plain`; a plan through the one scoring path, the guards checking args against
     the catalog's schemas when the recording planner did (``run.coerce_args``), collapsing
     pipeline chains when it did (``run.pipeline_chains``), mapping near-miss names when it did
-    (``run.map_names``) and reading a call list when it asked for one (``run.prompt.strategy``).
+    (``run.map_names``), reading a call list when it asked for one (``run.prompt.strategy``) and
+    dropping the calls a decline threshold dropped (``run.decision``; ``evaluation.scoring.recorded_reading``).
     ``post`` overrides any of those (a row re-guarding another row's answers: a plain answer so
     re-guarded is what the ``plain`` strategy makes of the same request)."""
     variant = rec.prompt_variant or "full_steps"

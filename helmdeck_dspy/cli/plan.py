@@ -122,7 +122,7 @@ def _print_result(result: PlanResult, lm_spec: str, exit_on_failure: bool = True
     kind = source_kind(trace_source(lm_spec))
     answered = f"  lm {lm_spec} (SIMULATED: not the model)" if is_simulated(kind) else f"  lm {lm_spec} ({kind})"
     strategy = f"  strategy {result.strategy}" + (" (asked once more)" if result.rechecked else "") \
-        if result.strategy else ""
+        + (f"  p_decline {result.p_decline:.3g}" if result.p_decline is not None else "") if result.strategy else ""
     click.echo(f"model {result.model}  tier {result.tier}  variant {result.prompt_variant_used}{strategy}{answered}")
     if result.program is not None:
         ref = result.program

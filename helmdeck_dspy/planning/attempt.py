@@ -12,32 +12,24 @@ from __future__ import annotations
 import functools
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from helmdeck_dspy.budgets import Budget
 from helmdeck_dspy.catalog.compact import Trim, compact_catalog
 from helmdeck_dspy.catalog.models import RoutingGuide
 from helmdeck_dspy.catalog.ranking.embedding import encoder
-from helmdeck_dspy.catalog.ranking import RANKERS
-from helmdeck_dspy.catalog.select import restrict_catalog, select_catalog
+from helmdeck_dspy.catalog.select import select_catalog
 from helmdeck_dspy.decoding.parsing import ParseResult
-from helmdeck_dspy.domain import MODEL_ALONE_STRATEGIES, Variant
+from helmdeck_dspy.domain import MODEL_ALONE_STRATEGIES
 from helmdeck_dspy.engines.lm_spec import make_lm, trace_source
 from helmdeck_dspy.errors import DeadlineExceeded, RecordWriteError
 from helmdeck_dspy.io.redaction import redact, scrub, secret_values
 from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY, PLACEHOLDERS_KEY
 from helmdeck_dspy.planning.chains import PIPELINE_CHAINS_KEY
-from helmdeck_dspy.planning.decision import (
-    DECISION_KEY,
-    call_spec,
-    declined_parse,
-    decline_probability,
-    threshold_action,
-)
-from helmdeck_dspy.planning.draft import repair_spec
+from helmdeck_dspy.planning.again import ask_again
+from helmdeck_dspy.planning.decision import DECISION_KEY
 from helmdeck_dspy.planning.guards import MAP_NAMES_KEY
-from helmdeck_dspy.planning.history import HistoryStore
-from helmdeck_dspy.planning.options import BEFORE_ISSUE_22, PlannerOptions
+from helmdeck_dspy.planning.options import BEFORE_ISSUE_22
+from helmdeck_dspy.planning.parts import PlannerParts
 from helmdeck_dspy.planning.prompt import plain_shows_whole, resolve_prompt, sampling_for, strategy_for
 from helmdeck_dspy.planning.resilience.classify import (
     ErrorInfo,
@@ -46,24 +38,9 @@ from helmdeck_dspy.planning.resilience.classify import (
 )
 from helmdeck_dspy.planning.resilience.deadline import call_with_deadline, warm_up
 from helmdeck_dspy.planning.result import Attempt, PlanResult, build_result
-from helmdeck_dspy.program.plain_prompt import plain_functions
 from helmdeck_dspy.program.prompt_spec import SPEC_KEY, PromptSpec
-from helmdeck_dspy.program.store import ProgramRef
 from helmdeck_dspy.recording.exchanges import record_exchanges
 from helmdeck_dspy.signatures.types import ExecutedStep
-
-
-class PlannerParts(Protocol):
-    """What an attempt reads of a planner."""
-
-    budget: Budget
-    variant: Variant
-    program: Any
-    lm: Any
-    catalog: RoutingGuide
-    history: HistoryStore | None
-    options: PlannerOptions
-    program_ref: ProgramRef | None
 
 
 def select_for(planner: PlannerParts, intent: str) -> tuple[RoutingGuide, Trim]:
@@ -130,20 +107,6 @@ def prompt_for(planner: PlannerParts, selected: RoutingGuide | None, intent: str
         temperature=options.temperature, seed=options.seed, lm_kwargs=getattr(planner.lm, "kwargs", None),
         fit_catalog=shipped_checks(planner), exclude_demo=task_id,
     )
-
-
-def recheck_spec(planner: PlannerParts, spec: PromptSpec, intent: str, last: ParseResult | None,
-                 prior_steps: list[ExecutedStep] | None) -> PromptSpec | None:
-    """The narrowed ask after a declined first ``plain`` plan (``PlannerOptions.recheck_top``): the
-    same request over the top tools the ranker gives for ``intent``, in rank order; else None."""
-    top = rechecks_top(planner)
-    declined = last is not None and last.plan is not None and not last.plan.steps
-    if not top or not declined or prior_steps or spec.strategy not in MODEL_ALONE_STRATEGIES \
-            or len(planner.catalog.packs) <= top:
-        return None
-    ranked = RANKERS[planner.options.ranker](planner.catalog, intent, None)
-    shown = restrict_catalog(planner.catalog, [r.id for r in ranked[:top]])
-    return spec.model_copy(update={"catalog": plain_functions(shown)})
 
 
 def rechecks_top(planner: PlannerParts) -> int:
@@ -219,14 +182,8 @@ def _call_program(
                 if spec.strategy != "draft":
                     raise
                 unread = exc
-            first = calls[-1] if calls else None
-            endpoint = str(getattr(planner.lm, "model", ""))
-            again = _decide(planner, exchange, spec, selected, first, endpoint)
-            decided = exchange.decision is not None and "threshold" in exchange.decision  # no recheck of its call
-            again = again or repair_spec(spec, selected, planner.catalog, first.parse if first else None,
-                                         first.content if first else None, endpoint)
-            if again is None and not decided:
-                again = recheck_spec(planner, spec, intent, first.parse if first else None, prior_steps)
+            again, exchange.decision = ask_again(planner, spec, selected, calls[-1] if calls else None, intent,
+                                                 prior_steps, rechecks_top(planner))
             if again is not None:  # asked once more, never twice
                 exchange.rechecked = again
                 ask(again)
@@ -240,31 +197,6 @@ def _call_program(
                 raise mine  # e.g. a replay file running out: a usage error, not a model failure
             return None, exc
     return None, None
-
-
-def _decide(planner: PlannerParts, exchange: _Exchange, spec: PromptSpec, shown: RoutingGuide, first: Any,
-            endpoint: str) -> PromptSpec | None:
-    """The first answer's decline probability, when asked for or when the row has a threshold for
-    the strategy, and what the threshold does with it (``planning.decision``): the ask again for a
-    call it overrules a decline into, or None (a call it overrules is dropped from ``first`` here)."""
-    threshold = planner.budget.decline_thresholds.get(spec.strategy)
-    if first is None or not (planner.options.probe_decision or threshold is not None):
-        return None
-    exchange.decision = decline_probability(planner.lm, spec.strategy, first)
-    plan = first.parse.plan if first.parse is not None else None
-    if exchange.decision is None or plan is None:
-        return None
-    if threshold is None:
-        return None
-    action = threshold_action(exchange.decision["p_decline"], not plan.steps, threshold)
-    exchange.decision["threshold"] = threshold
-    if action is None:
-        return None
-    exchange.decision["overruled"] = action
-    if action == "decline":
-        first.parse = declined_parse(first.parse)
-        return None
-    return call_spec(spec, shown, first.content, endpoint)
 
 
 def _result(

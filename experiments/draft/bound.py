@@ -24,7 +24,8 @@ from helmdeck_dspy.bench.bfcl.plans import request_records
 from helmdeck_dspy.bench.bfcl.gold_tasks import as_call
 from helmdeck_dspy.bench.bfcl.score import calls_from_steps, score_calls
 from helmdeck_dspy.evaluation.scoring import guard_completion
-from helmdeck_dspy.planning.draft import draft_problems
+from helmdeck_dspy.planning.arguments import argument_problems
+from helmdeck_dspy.planning.guards import guard_steps
 
 HERE = Path(__file__).resolve().parent
 DEV = (  # (dev set, spec, the model-alone row)
@@ -33,13 +34,15 @@ DEV = (  # (dev set, spec, the model-alone row)
     ("MCP dev, 1.5B", "mcp/qwen2.5-coder-1.5b/levers.toml", "plain"),
 )
 def failed_checks(guarded, catalog) -> str | None:
-    """Why an answer fails the checks the draft strategy applies (``planning.draft``), or None."""
-    problems = draft_problems(guarded.parse, catalog)
-    if problems is None:
-        return None
-    if not problems:
+    """Why an answer fails the checks the draft strategy applied, or None (the rule of its
+    ``planning/draft.py``, retired with it after commit 663e608)."""
+    if guarded.parse.plan is None:
         return "no call list"
-    return "unknown name" if any("is not one of the functions" in p for p in problems) else "bad argument"
+    steps = guard_steps(guarded.parse.plan.steps, catalog.id_set, catalog.pipeline_ids, catalog.arg_schemas,
+                        map_names=True)
+    if any(s.demoted for s in steps):
+        return "unknown name"
+    return "bad argument" if any(argument_problems(s.arg_notes) for s in steps) else None
 
 
 def bound(spec_path: Path, row: str) -> dict[str, object]:

@@ -2,9 +2,8 @@
 
 - a decline that the budget row's decline threshold overrules (``planning.decision``; a call it
   overrules is dropped, with no call);
-- a ``draft`` answer that fails the checks, repaired under a schema of its calls (``planning.draft``);
-- a declined ``plain`` or ``draft`` plan over a long list, asked once more over the top tools the
-  ranker gives (:func:`recheck_spec`, ``PlannerOptions.recheck_top``), unless a threshold decided.
+- a declined ``plain`` plan over a long list, asked once more over the top tools the ranker gives
+  (:func:`recheck_spec`, ``PlannerOptions.recheck_top``), unless a threshold decided.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ from helmdeck_dspy.catalog.select import restrict_catalog
 from helmdeck_dspy.decoding.parsing import ParseResult
 from helmdeck_dspy.domain import MODEL_ALONE_STRATEGIES
 from helmdeck_dspy.planning.decision import call_spec, declined_parse, decline_probability, threshold_action
-from helmdeck_dspy.planning.draft import repair_spec
 from helmdeck_dspy.program.plain_prompt import plain_functions
 from helmdeck_dspy.program.prompt_spec import PromptSpec
 from helmdeck_dspy.planning.parts import PlannerParts
@@ -27,16 +25,12 @@ from helmdeck_dspy.signatures.types import ExecutedStep
 def ask_again(planner: PlannerParts, spec: PromptSpec, shown: RoutingGuide, first: Any, intent: str,
               prior_steps: list[ExecutedStep] | None, recheck_top: int) -> tuple[PromptSpec | None, dict[str, Any] | None]:
     """What the first answer (``first``, its exchange) is asked again with, if anything, and its
-    decline probability when one was read. In this order: a decline a threshold overrules
-    (:func:`_decide`), a draft that fails the checks (``planning.draft``), a declined plain plan over
-    the top tools (:func:`recheck_spec`, not when a threshold decided)."""
-    endpoint = str(getattr(planner.lm, "model", ""))
-    parse = first.parse if first is not None else None
-    again, decision = _decide(planner, spec, shown, first, endpoint)
-    again = again or repair_spec(spec, shown, planner.catalog, parse, first.content if first is not None else None,
-                                 endpoint)
+    decline probability when one was read: a decline a threshold overrules (:func:`_decide`), else a
+    declined plain plan over the top tools (:func:`recheck_spec`, not when a threshold decided)."""
+    again, decision = _decide(planner, spec, shown, first, str(getattr(planner.lm, "model", "")))
     if again is None and "threshold" not in (decision or {}):
-        again = recheck_spec(planner, spec, intent, parse, prior_steps, recheck_top)
+        again = recheck_spec(planner, spec, intent, first.parse if first is not None else None, prior_steps,
+                             recheck_top)
     return again, decision
 
 
@@ -65,7 +59,7 @@ def _decide(planner: PlannerParts, spec: PromptSpec, shown: RoutingGuide, first:
 
 def recheck_spec(planner: PlannerParts, spec: PromptSpec, intent: str, last: ParseResult | None,
                  prior_steps: list[ExecutedStep] | None, top: int) -> PromptSpec | None:
-    """The narrowed ask after a declined first ``plain`` or ``draft`` plan: the same request over the
+    """The narrowed ask after a declined first ``plain`` plan: the same request over the
     ``top`` tools the ranker gives for ``intent`` (``PlannerOptions.recheck_top``; 0: never), in rank
     order; else None."""
     declined = last is not None and last.plan is not None and not last.plan.steps

@@ -148,7 +148,7 @@ class _Exchange:
     calls: list[Any] = field(default_factory=list)
     trim: Trim | None = None
     spec: PromptSpec | None = None
-    rechecked: PromptSpec | None = None  # the ask again: narrowed after a declined plan, or a draft's repair
+    rechecked: PromptSpec | None = None  # the ask again: narrowed after a declined plan, or a threshold's call
     decision: dict[str, Any] | None = None  # the first answer's decline probability (planning.decision)
     task_id: str | None = None  # never its own demo
 
@@ -175,20 +175,12 @@ def _call_program(
                 planner.program(user_intent=intent, catalog=spec.catalog, context=context, prior_steps=prior_steps)
 
         try:
-            unread = None
-            try:
-                ask(spec)
-            except PlanParseError as exc:  # a draft with no readable list is asked again; any other fails here
-                if spec.strategy != "draft":
-                    raise
-                unread = exc
+            ask(spec)
             again, exchange.decision = ask_again(planner, spec, selected, calls[-1] if calls else None, intent,
                                                  prior_steps, rechecks_top(planner))
             if again is not None:  # asked once more, never twice
                 exchange.rechecked = again
                 ask(again)
-            elif unread is not None:
-                raise unread
         except PlanParseError as exc:
             return exc.result, None
         except Exception as exc:  # noqa: BLE001 - transport failures become a failure cause
@@ -237,8 +229,8 @@ def recorded_run(planner: PlannerParts, spec: PromptSpec | None = None, rechecke
     model's settings), which program planned (``program``, when the planner knows), whether
     args were coerced (:data:`COERCE_ARGS_KEY`) and chains collapsed (:data:`PIPELINE_CHAINS_KEY`),
     and the prompt spec the call was given (its strategy, wire, pool demos and hash), and the
-    spec it was asked again with (``rechecked``: narrowed after a declined first plan, or a draft's
-    repair), and the first answer's decline probability when it was asked for (``decision``)."""
+    spec it was asked again with (``rechecked``: narrowed after a declined first plan, or the call a
+    decline threshold asked for), and the first answer's decline probability when it was asked for (``decision``)."""
     ref = planner.program_ref
     coerced = shipped_checks(planner) and planner.catalog.arg_schemas
     stamp = spec.stamp() if spec is not None else {}

@@ -1,7 +1,7 @@
 """The probability that a first answer declines, where the engine gives it cheaply (issue 38, item 2).
 
 Whether any tool fits is decided in one token of the answer. In the model-alone call list
-(``plain``, ``draft``) it is the token that opens the list: Qwen's vocabulary holds ``[]`` as one
+(``plain``) it is the token that opens the list: Qwen's vocabulary holds ``[]`` as one
 token, so a decline is a token starting ``[]`` and a call one starting ``[`` otherwise (``[``,
 ``[{``, ``[\n``...), read where the list opens (after any code fence); under the schema strategy's
 fit decision, ``false`` or ``true`` after ``"tool_fits": ``. With
@@ -96,11 +96,11 @@ def call_spec(spec: PromptSpec, shown: RoutingGuide, content: str | None, endpoi
     model's turn, then an ask for calls, decoded under a schema of at least one call over the shown
     tools (the model-alone call list, or the plan object with ``tool_fits`` true)."""
     if spec.strategy in MODEL_ALONE_STRATEGIES:
-        schema, ask = call_list_schema(shown, None, minimum=1), CALL_ASK
+        schema, ask = call_list_schema(shown, minimum=1), CALL_ASK
     else:
         schema = plan_schema(shown, spec.variant, fit_decision=has_fit_decision(spec.answer_schema), must_call=True)
         ask = FIT_ASK
-    return spec.model_copy(update={"draft": content or "", "repair_ask": ask, "answer_schema": schema,
+    return spec.model_copy(update={"first_answer": content or "", "again_ask": ask, "answer_schema": schema,
                                    "schema_wire": schema_wire(endpoint), "tools": (), "json_object": False})
 
 

@@ -21,7 +21,7 @@ wins over what the catalog's shape implies.
   ``before-issue-22`` preset, which reproduces the planner before the catalog fitting);
 - demos from the program's compiled pool: the nearest to the request among those whose tools the
   selection kept (:func:`compiled_pool`);
-- the ``plain`` and ``draft`` strategies take none of the above but the output cap and sampling: the catalog as
+- the ``plain`` strategy takes none of the above but the output cap and sampling: the catalog as
   JSON functions in the catalog's own order: the whole list whenever the request with it fits the
   row's ``input_tokens`` (:func:`plain_shows_whole`), the selection's entries only when it does not.
 

@@ -67,8 +67,8 @@ class PlanResult(BaseModel):
         attempts: Every attempt made, in order (retries and fallbacks included).
         program: Which program planned: the model's own or the tier's (path and SHA-256), bare, or a file.
         strategy: The answer strategy of the plan call (``schema``, ``plain`` ...; None: no call made).
-        rechecked: Asked once more: a declined first ``plain`` or ``draft`` plan over the top-ranked
-            tools, or a ``draft`` that failed the checks under a schema of its calls.
+        rechecked: Asked once more: a declined first ``plain`` plan over the top-ranked tools, or a
+            decline a decline threshold overruled (``planning.decision``).
         p_decline: The probability that the first answer declines, where the endpoint gives it
             (``PlannerOptions.probe_decision``, ``planning.decision``); else None.
     """

@@ -239,24 +239,26 @@ class PlanAdapter(dspy.Adapter):
             prior = _prior_json(inputs.get("prior_steps"))
             ask = [{"role": "system", "content": ""},
                    {"role": "user", "content": plain_request(catalog, inputs["user_intent"], inputs.get("context"), prior)}]
-            if self.spec.draft is None or self.spec.repair_ask is None:
-                return ask
-            return [*ask, {"role": "assistant", "content": self.spec.draft}, {"role": "user", "content": self.spec.repair_ask}]
+            return [*ask, *self.again_turns()]
         user = self.request_text(inputs["user_intent"], inputs.get("context"), inputs.get("prior_steps"))
         if not self.spec.catalog_in_system:
             user = f"{CATALOG_HEADER}\n{catalog}\n\n{user}"
         user += f"\n\n{CLOSING_LINE}"
         if self.spec.instructions is not None or self.spec.answer_schema is not None:
             user += f" {NO_FIT_CONSTRAINED if has_fit_decision(self.spec.answer_schema) else NO_FIT_FREE}"
-        again = ([{"role": "assistant", "content": self.spec.draft}, {"role": "user", "content": self.spec.repair_ask}]
-                 if self.spec.draft is not None and self.spec.repair_ask is not None else [])
         return [
             {"role": "system", "content": self.system_message(signature, catalog)},
             *self.format_demos(signature, demos),
             *self.format_pool_demos(),
             {"role": "user", "content": user},
-            *again,
+            *self.again_turns(),
         ]
+
+    def again_turns(self) -> list[dict[str, str]]:
+        """An ask again's turns after the request: the first answer and the ask (none on a first call)."""
+        if self.spec.first_answer is None or self.spec.again_ask is None:
+            return []
+        return [{"role": "assistant", "content": self.spec.first_answer}, {"role": "user", "content": self.spec.again_ask}]
 
     # -------------------------------------------------------------- decoding
 

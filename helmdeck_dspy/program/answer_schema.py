@@ -129,21 +129,18 @@ def plan_schema(catalog: RoutingGuide, variant: str, fit_decision: bool = True, 
     return schema
 
 
-def call_list_schema(catalog: RoutingGuide, calls: int | None, minimum: int = 0) -> dict[str, Any]:
-    """The schema a ``draft`` repair is decoded under: a JSON list of ``{name, arguments}`` calls in
-    the model-alone format, each naming one of the functions ``catalog`` shows
-    (``program.plain_prompt.plain_functions``: its packs, and its pipelines by id) with arguments
-    under that function's schema; exactly ``calls`` of them (the draft's number), or ``minimum`` to
-    :data:`MAX_STEPS` when the draft held no readable list (or a threshold overruled its decline)."""
+def call_list_schema(catalog: RoutingGuide, minimum: int = 0) -> dict[str, Any]:
+    """A JSON list of ``minimum`` to :data:`MAX_STEPS` ``{name, arguments}`` calls in the model-alone
+    format, each naming one of the functions ``catalog`` shows (``program.plain_prompt.plain_functions``:
+    its packs, and its pipelines by id) with arguments under that function's schema: what a decline a
+    threshold overrules is asked again under (``planning.decision``, ``minimum`` 1)."""
     def call(name: str, args: dict[str, Any]) -> dict[str, Any]:
         return {"type": "object", "properties": {"name": {"const": name}, "arguments": args},
                 "required": ["name", "arguments"], "additionalProperties": False}
 
     branches = [call(p.name, _object_args(p.parameters)) for p in catalog.packs]
     branches += [call(p.id, {"type": "object"}) for p in catalog.pipelines]
-    count = {"minItems": calls, "maxItems": calls} if calls is not None else {"maxItems": MAX_STEPS}
-    if calls is None and minimum:
-        count["minItems"] = minimum
+    count = {"minItems": minimum, "maxItems": MAX_STEPS} if minimum else {"maxItems": MAX_STEPS}
     if not branches:
         return {"type": "array", "maxItems": 0}
     return {"type": "array", **count, "items": branches[0] if len(branches) == 1 else {"anyOf": branches}}

@@ -21,9 +21,6 @@ NEXT_ASK = ('Answer with only a JSON list of the next function calls, each as {"
 """The ask after calls have run, in the model-alone loop's conversation (:func:`results_message`; a
 ``plain`` re-plan with it tied on the end-to-end study's dev half, and so did one that continued
 the conversation: docs/results/e2e.md)."""
-REPAIR_ASK = ("Answer again with only a JSON list of {count}, each as {{\"name\": \"<function name>\", "
-              "\"arguments\": {{...}}}}, naming only the functions above, with the arguments their parameters list.")
-"""The ask after a ``draft`` answer that failed the planner's checks (:func:`repair_request`)."""
 CALL_ASK = ("A function above does fit this question. Answer again with only a JSON list of the function calls "
             "that answer it, each as {\"name\": \"<function name>\", \"arguments\": {...}}.")
 """The ask after a decline a decline threshold overrules (``planning.decision``), model-alone format."""
@@ -52,15 +49,6 @@ def plain_request(functions: str, intent: str, context: str | None = None, prior
     if prior:
         parts.append(f"{PRIOR_LEAD}\n{json.dumps(prior, ensure_ascii=False)}")
     return "\n\n".join([*parts, ASK])
-
-
-def repair_request(problems: list[str], calls: int | None) -> str:
-    """The user turn after a draft that failed the checks: what was wrong, and the ask again for the
-    same number of calls (``calls``; None: the draft held no readable list, so as many as needed)."""
-    count = ("the function calls that answer the question" if calls is None
-             else "1 function call" if calls == 1 else f"{calls} function calls")
-    wrong = "; ".join(problems) if problems else "that answer is not a JSON list of function calls"
-    return f"Not usable as it is: {wrong}.\n\n{REPAIR_ASK.format(count=count)}"
 
 
 def results_message(steps: list[dict[str, Any]]) -> str:

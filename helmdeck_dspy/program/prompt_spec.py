@@ -19,10 +19,10 @@ planner's option):
   functions, the question, a JSON list of calls, ``[]`` for none), no instructions or demos,
   decoded freely; the answer then goes through the planner's checks (names outside the catalog
   mapped to a near miss or demoted, arguments checked and coerced);
-- ``draft``: the ``plain`` request, decoded freely; an answer that fails the planner's checks is
-  asked for once more in the same conversation (the draft, then what was wrong with it), decoded
-  under a schema of the shown functions that keeps the draft's number of calls
-  (:func:`~helmdeck_dspy.program.answer_schema.call_list_schema`, ``planning.draft``).
+
+Two more were measured on the dev sets and retired (``domain.RETIRED_STRATEGIES``;
+docs/results/strategies.md): ``decide`` and ``draft``. Their recorded answers, call lists, still
+re-score.
 """
 
 from __future__ import annotations
@@ -62,8 +62,8 @@ class PromptSpec(BaseModel):
         schema_wire: How the schema travels (see :data:`~helmdeck_dspy.program.answer_schema.SchemaWire`).
         demo_tools: A program demo is shown only when every tool it names is among these.
         pool_demos: Demos chosen for this request from the program's compiled pool.
-        draft / repair_ask: A ``draft`` repair: the first answer (the assistant turn) and the user
-            turn that asks for it again (None on a first call).
+        first_answer / again_ask: An ask again in the same conversation: the first answer (the
+            assistant turn) and the user turn after it (None on a first call; ``planning.decision``).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -82,13 +82,13 @@ class PromptSpec(BaseModel):
     schema_wire: SchemaWire = "json_schema"
     demo_tools: frozenset[str] | None = None
     pool_demos: tuple[PoolDemo, ...] = ()
-    draft: str | None = None
-    repair_ask: str | None = None
+    first_answer: str | None = None
+    again_ask: str | None = None
 
     def stamp(self) -> dict[str, Any]:
         """What a trace record keeps of the spec: the strategy, the wire, the demos and a hash of the rest."""
         body = self.model_dump(mode="json", exclude={"pool_demos"})
-        for key in ("draft", "repair_ask"):  # fields added since specs were first hashed: unset, the hash is unchanged
+        for key in ("first_answer", "again_ask"):  # fields added since specs were first hashed: unset, the hash is unchanged
             if body[key] is None:
                 del body[key]
         body["demo_tools"] = sorted(self.demo_tools) if self.demo_tools is not None else None
@@ -132,12 +132,11 @@ STRATEGIES: dict[str, AnswerStrategy] = {s.name: s for s in (
     AnswerStrategy("schema", "JSON text decoded under the selected catalog's answer schema"),
     AnswerStrategy("native", "the selected catalog also offered as native function tools"),
     AnswerStrategy("plain", "the model-alone prompt verbatim, its JSON list of calls through the planner's checks"),
-    AnswerStrategy("draft", "the plain request; an answer failing the checks asked again under a schema of its calls"),
 )}
 
-CALL_LIST_STRATEGIES = frozenset({*MODEL_ALONE_STRATEGIES, "decide"})
+CALL_LIST_STRATEGIES = frozenset({*MODEL_ALONE_STRATEGIES, "decide", "draft"})
 """Strategies whose answer is a JSON list of calls (``decoding.call_list``), not a plan object (the
-retired ``decide`` strategy's plan records hold one too, so its recorded answers re-score)."""
+retired ``decide`` and ``draft`` strategies' plan records hold one too, so their answers re-score)."""
 
 
 def answers_in_call_list(run: dict[str, Any] | None) -> bool:

@@ -18,7 +18,7 @@ GOOD = '[{"name": "get_weather", "arguments": {"city": "Oslo"}}]'
 
 @pytest.mark.parametrize(("strategy", "content", "point"), [
     ("plain", '```json\n[\n  {"name": "a"}]\n```', ("```json\n", "[]", "[")),
-    ("draft", "[]", ("", "[]", "[")),  # "[]" is one token: the decision is the list's first token
+    ("plain", "[]", ("", "[]", "[")),  # "[]" is one token: the decision is the list's first token
     ("plain", '{"name": "a", "arguments": {}}', None),  # one object, no list: no decision point
     ("schema", '{"tool_fits": false, "steps": []}', ('{"tool_fits": ', "false", "true")),
     ("schema", '{"steps": []}', None),  # no fit field: nothing to read
@@ -128,3 +128,15 @@ def test_under_the_schema_a_fit_declined_under_the_threshold_is_asked_again_with
     schema = bodies[1]["response_format"]["schema"]
     assert schema["properties"]["tool_fits"] == {"const": True} and schema["properties"]["steps"]["minItems"] == 1
     assert [s.tool for s in result.steps] == ["get_weather"]
+
+
+def test_the_call_schema_names_each_shown_function_with_its_own_arguments():
+    from helmdeck_dspy.program.answer_schema import call_list_schema
+
+    schema = call_list_schema(read_tools_catalog(TOOLS), minimum=1)
+    names = [b["properties"]["name"]["const"] for b in schema["items"]["anyOf"]]
+    assert names == ["get_weather", "send_fax"] and (schema["minItems"], schema["maxItems"]) == (1, 8)
+    weather = schema["items"]["anyOf"][0]["properties"]["arguments"]
+    assert weather["required"] == ["city"] and weather["additionalProperties"] is False
+    assert call_list_schema(read_tools_catalog([])) == {"type": "array", "maxItems": 0}
+

@@ -10,6 +10,7 @@ hash, and the tier rule's n, strict rate and interval when full_steps had enough
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from datetime import date
@@ -84,11 +85,18 @@ def apply_calibration(cal: Calibration, path: str | Path | None = None, *, allow
     selection = select_proposals(cal, allow_simulated=allow_simulated)
     if not selection.written:
         return []
+    return rewrite_table(path, lambda text, where: _rewrite(selection, cal, text, where))
+
+
+def rewrite_table(path: str | Path | None, change: Callable[[str, str], tuple[str, list[str]]]) -> list[str]:
+    """Rewrite the budget table (``path``, default the bundled one) with ``change(text, where) ->
+    (new text, touched match keys)``, under :func:`~helmdeck_dspy.io.atomic.locked` and atomically,
+    keeping the file's line endings; returns the touched keys."""
     target = Path(path) if path is not None else default_budgets_path()
     with locked(target):
         raw = read_text(target, BudgetTableError)
         crlf = "\r\n" in raw
-        new_text, touched = _rewrite(selection, cal, raw.replace("\r\n", "\n"), str(target))
+        new_text, touched = change(raw.replace("\r\n", "\n"), str(target))
         atomic_write_text(target, new_text.replace("\n", "\r\n") if crlf else new_text)
     return touched
 

@@ -147,3 +147,45 @@ def write_reliability_plot(fit: ThresholdFit, path: str | Path, title: str) -> N
     fig.tight_layout()
     with atomic_writer(Path(path), "wb") as handle:
         fig.savefig(handle, format="png", metadata={"Software": None})
+
+
+def apply_threshold(model: str, strategy: str, fit: ThresholdFit, folders: list[str],
+                    path: str | Path | None = None) -> list[str]:
+    """Write ``fit.threshold`` as ``model``'s ``decline_thresholds[strategy]``, with the study folders
+    as its ``decided_by`` and the fit's figures in a comment, into the model's exact row of the
+    budget table (``path``, default the bundled one); returns the touched ``match`` keys.
+
+    Raises:
+        ValueError: The fit proposes no threshold.
+        BudgetTableError: The table has no exact row for ``model``, or would not load after the change.
+    """
+    import tomlkit
+
+    from helmdeck_dspy.budgets import parse_budget_table
+    from helmdeck_dspy.calibration.apply import rewrite_table
+    from helmdeck_dspy.errors import BudgetTableError
+
+    if fit.threshold is None:
+        raise ValueError("the fit proposes no threshold")
+    threshold = fit.threshold
+
+    def change(text: str, where: str) -> tuple[str, list[str]]:
+        doc = tomlkit.parse(text)
+        row = next((r for r in doc.get("model", []) if r.get("match") == model), None)
+        if row is None:
+            raise BudgetTableError(where, f"no row matches {model!r} exactly; add one before applying a threshold")
+        thresholds = tomlkit.inline_table()
+        thresholds.update({**dict(row.get("decline_thresholds", {})), strategy: threshold})
+        row["decline_thresholds"] = thresholds
+        row["decline_thresholds"].comment(
+            f"calibrate --decisions: call-or-not {100 * fit.own_accuracy:.1f}% as answered, "
+            f"{100 * fit.best_accuracy:.1f}% at {threshold:.4g} over {fit.n} dev requests")
+        decided = tomlkit.inline_table()
+        decided.update({**{k: list(v) for k, v in dict(row.get("decided_by", {})).items()},
+                        "decline_thresholds": folders})
+        row["decided_by"] = decided
+        new_text = tomlkit.dumps(doc)
+        parse_budget_table(new_text, where)  # never write a table that would not load
+        return new_text, [model]
+
+    return rewrite_table(path, change)

@@ -42,9 +42,7 @@ def calibrate_cmd(report_path: str | None, decisions: tuple[str, ...], plot_path
     if (report_path is None) == (not decisions):
         raise click.UsageError("give --report, or --decisions (not both)")
     if decisions:
-        if do_apply:
-            raise click.UsageError("--apply takes a --report (a decline threshold is reported, not applied yet)")
-        _fit_decisions(decisions, plot_path, as_json)
+        _fit_decisions(decisions, plot_path, as_json, do_apply, budgets_path)
         return
     assert report_path is not None  # one of the two, checked above
 
@@ -127,26 +125,41 @@ def _evidence_text(e: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def _fit_decisions(decisions: tuple[str, ...], plot_path: str | None, as_json: bool) -> None:
-    """Fit and print a decline threshold over the rows named ``SPEC:ROW``."""
-    from helmdeck_dspy.bench.bfcl.decisions import decision_points
-    from helmdeck_dspy.calibration.threshold import fit_threshold, write_reliability_plot
+def _fit_decisions(decisions: tuple[str, ...], plot_path: str | None, as_json: bool, do_apply: bool,
+                   budgets_path: str | None) -> None:
+    """Fit and print a decline threshold over the rows named ``SPEC:ROW`` (and --apply it)."""
+    import os
 
-    models, points = set(), []
+    from helmdeck_dspy.bench.bfcl.decisions import decision_points
+    from helmdeck_dspy.calibration.threshold import apply_threshold, fit_threshold, write_reliability_plot
+    from helmdeck_dspy.domain import STRATEGY_NAMES
+
+    models: set[str] = set()
+    strategies: set[str] = set()
+    folders: list[str] = []
+    points: list[Any] = []
     for item in decisions:
         spec, _, row = item.rpartition(":")
         if not spec or not row:
             raise click.UsageError(f"--decisions {item!r} is not SPEC:ROW")
-        model, found = decision_points(spec, row)
-        if not found:
+        found = decision_points(spec, row)
+        if not found.points:
             raise click.UsageError(f"--decisions {item}: no request of that row recorded a decline probability")
-        models.add(model)
-        points += found
+        models.add(found.model)
+        strategies |= found.strategies
+        folders.append(os.path.relpath(os.path.dirname(os.path.abspath(spec))))
+        points += found.points
     if len(models) > 1:
         raise click.UsageError(f"--decisions: the rows are of different models: {sorted(models)}")
+    if do_apply and (len(strategies) != 1 or next(iter(strategies)) not in STRATEGY_NAMES):
+        raise click.UsageError(f"--apply needs rows of one answer strategy the planner has; these: {sorted(strategies)}")
+    model = models.pop()
     fit = fit_threshold(points)
     if plot_path:
-        write_reliability_plot(fit, plot_path, f"{models.pop()}: decline probability")
+        write_reliability_plot(fit, plot_path, f"{model}: decline probability")
+    if do_apply and fit.threshold is not None:
+        touched = apply_threshold(model, strategies.pop(), fit, sorted(set(folders)), budgets_path)
+        click.echo(f"updated {', '.join(touched)}: decline_thresholds", err=True)
     if as_json:
         emit_json(fit.model_dump(mode="json"))
         return

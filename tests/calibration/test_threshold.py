@@ -56,3 +56,27 @@ def test_the_reliability_plot_is_a_png(tmp_path):
 def test_no_points_is_an_error():
     with pytest.raises(ValueError, match="no decision points"):
         fit_threshold([])
+
+
+def test_applying_a_threshold_writes_it_with_its_evidence_into_the_models_row(tmp_path):
+    import shutil
+
+    from helmdeck_dspy.budgets import load_budget_table
+    from helmdeck_dspy.calibration.threshold import apply_threshold
+    from helmdeck_dspy.errors import BudgetTableError
+    from helmdeck_dspy.io.resources import default_budgets_path
+
+    table = tmp_path / "budgets.toml"
+    shutil.copy(default_budgets_path(), table)
+    model = "local/qwen2.5-coder-0.5b-instruct"
+    fit = fit_threshold(_points([(0.05, False, False), (0.4, True, False), (0.3, False, True), (0.9, True, True)]))
+    assert apply_threshold(model, "schema", fit, ["experiments/bfcl/qwen2.5-coder-0.5b"], table) == [model]
+    budget = load_budget_table(table).lookup(model)
+    assert budget.decline_thresholds == {"schema": fit.threshold}
+    assert budget.decided_by["decline_thresholds"] == ("experiments/bfcl/qwen2.5-coder-0.5b",)
+    assert budget.decided_by["max_catalog_entries"]  # what the row named before stays
+    assert "call-or-not 50.0% as answered, 75.0% at 0.65" in table.read_text()
+    with pytest.raises(BudgetTableError, match="no row matches"):
+        apply_threshold("local/no-such-model", "schema", fit, ["x"], table)
+    with pytest.raises(ValueError, match="no threshold"):
+        apply_threshold(model, "schema", fit_threshold(_points([(0.1, False, False), (0.9, True, True)])), ["x"], table)

@@ -17,8 +17,8 @@ ROW = PROJECT_ROOT / "experiments/bfcl/qwen2.5-coder-0.5b/levers.toml"
 
 
 def test_the_fit_on_a_committed_row_is_the_librarys_on_its_points(shared_dir, tmp_path):
-    model, points = decision_points(ROW, "draft")
-    assert model == "local/qwen2.5-coder-0.5b-instruct" and len(points) == 120
+    model, strategies, points = decision_points(ROW, "draft")
+    assert model == "local/qwen2.5-coder-0.5b-instruct" and strategies == {"draft"} and len(points) == 120
     assert sum(p.unserved for p in points) == 30  # irrelevance: no function serves the question
     first = {tid: calls[0].content for tid, calls in request_records(ROW.parent / "draft.jsonl").items()}
     assert all(p.declined == (first[p.task_id].strip() == "[]") for p in points)  # the first answers as written
@@ -32,3 +32,8 @@ def test_the_fit_on_a_committed_row_is_the_librarys_on_its_points(shared_dir, tm
 def test_a_row_without_probabilities_is_a_usage_error(shared_dir):
     done = CliRunner().invoke(cli, ["calibrate", "--decisions", f"{ROW}:plain"])
     assert done.exit_code == 2 and "recorded a decline probability" in done.output
+
+
+def test_apply_refuses_rows_of_a_retired_strategy(shared_dir):
+    done = CliRunner().invoke(cli, ["calibrate", "--decisions", f"{ROW}:draft", "--apply"])
+    assert done.exit_code == 2 and "one answer strategy the planner has" in done.output

@@ -37,7 +37,7 @@ measure: $(STAMP)
 # records what is missing (hours on 2 cores; resumable), then writes table.md beside the spec.
 # Needs the local extra and both Qwen models: helmdeck-dspy models install qwen2.5-coder-0.5b qwen2.5-coder-1.5b
 heldout: $(STAMP)
-	@$(CLI) bench heldout experiments/heldout/qwen2.5-coder-0.5b/heldout.toml
+	@$(CLI) bench study experiments/heldout/qwen2.5-coder-0.5b/study.toml
 
 # The BFCL lever tables (issue 22): the model alone against the planner, paired, live on the local
 # Qwen models, the steps of experiments/studies.toml in order (helmdeck-dspy bench plan). Hours on 2

@@ -57,10 +57,9 @@ _EXPORTS: dict[str, str] = {
     "resolve_program": "helmdeck_dspy.program.store",
     # benchmarks
     "run_bfcl": "helmdeck_dspy.bench.bfcl.flow",
-    "run_lever_spec": "helmdeck_dspy.bench.bfcl.lever_flow",
-    "run_heldout": "helmdeck_dspy.bench.heldout.flow",
-    "load_spec": "helmdeck_dspy.bench.heldout.spec",
-    "score_spec": "helmdeck_dspy.bench.heldout.table",
+    "run_study": "helmdeck_dspy.bench.study.flow",
+    "load_study_spec": "helmdeck_dspy.bench.study.spec",
+    "score_study": "helmdeck_dspy.bench.study.table",
     # errors
     "HelmdeckError": "helmdeck_dspy.errors",
     "InputError": "helmdeck_dspy.errors",
@@ -71,10 +70,9 @@ _EXPORTS: dict[str, str] = {
 
 if TYPE_CHECKING:  # the same names, for type checkers (keep in step with _EXPORTS)
     from helmdeck_dspy.bench.bfcl.flow import run_bfcl as run_bfcl
-    from helmdeck_dspy.bench.bfcl.lever_flow import run_lever_spec as run_lever_spec
-    from helmdeck_dspy.bench.heldout.flow import run_heldout as run_heldout
-    from helmdeck_dspy.bench.heldout.spec import load_spec as load_spec
-    from helmdeck_dspy.bench.heldout.table import score_spec as score_spec
+    from helmdeck_dspy.bench.study.flow import run_study as run_study
+    from helmdeck_dspy.bench.study.spec import load_study_spec as load_study_spec
+    from helmdeck_dspy.bench.study.table import score_study as score_study
     from helmdeck_dspy.budgets import (
         Budget as Budget,
         BudgetTable as BudgetTable,

@@ -1,6 +1,6 @@
 """Prompt-prefix reuse in a lever run: the first call of each block against the calls after it.
 
-A lever run (``bench levers``) asks a block of questions under one row, then the same block under
+A lever run (``bench study``) asks a block of questions under one row, then the same block under
 the next row. On llama.cpp the server keeps the last prompt's evaluated tokens, so the first call of
 a block re-evaluates the whole prompt (cold: the previous call was another row's prompt), and the
 calls after it evaluate only what differs from the call before (warm: same instructions, same tool
@@ -17,13 +17,14 @@ import statistics
 
 
 def main() -> None:
-    from helmdeck_dspy.bench.bfcl.levers import load_lever_spec, load_questions
+    from helmdeck_dspy.bench.study.questions import load_questions
+    from helmdeck_dspy.bench.study.spec import load_study_spec
     from helmdeck_dspy.traces.io import load_traces
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("spec")
     args = parser.parse_args()
-    spec = load_lever_spec(args.spec)
+    spec = load_study_spec(args.spec)
     order = [q.id for q in load_questions(spec).questions]
     first_of_block = {qid for i, qid in enumerate(order) if i % spec.block == 0}
     print(f"{'row':<16} {'cold n':>6} {'cold p50 s':>10} {'warm n':>6} {'warm p50 s':>10} {'cold/warm':>9} {'prompt tok p50':>14}")

@@ -70,7 +70,7 @@ def test_wheel_contains_signatures_compiled_and_bundled_data(wheel):
         "helmdeck_dspy/compiled/budgets.toml",
         "helmdeck_dspy/bundled/catalog/routing-guide.json",
         "helmdeck_dspy/cli/app.py",
-        "helmdeck_dspy/bench/heldout/table.py",
+        "helmdeck_dspy/bench/study/compiled.py",
         "helmdeck_dspy/decoding/finish_reasons.toml",  # the finish-reason table is read at run time
         "helmdeck_dspy/py.typed",  # type checkers read the package's annotations
     ):

@@ -19,7 +19,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from helmdeck_dspy.bench.bfcl.levers import load_lever_spec, load_questions
+from helmdeck_dspy.bench.study.questions import load_questions
+from helmdeck_dspy.bench.study.spec import load_study_spec
 from helmdeck_dspy.bench.bfcl.plans import request_records
 from helmdeck_dspy.bench.bfcl.gold_tasks import as_call
 from helmdeck_dspy.bench.bfcl.score import calls_from_steps, score_calls
@@ -46,7 +47,7 @@ def failed_checks(guarded, catalog) -> str | None:
 
 
 def bound(spec_path: Path, row: str) -> dict[str, object]:
-    spec = load_lever_spec(spec_path)
+    spec = load_study_spec(spec_path)
     questions = {q.id: q for q in load_questions(spec).questions}
     config = next(c for c in spec.config if c.name == row)
     exact = failing = failing_exact = 0

@@ -3,7 +3,7 @@
 A plan (``experiments/studies.toml``) lists ``[[step]]`` tables in the order they run::
 
     [[step]]
-    spec = "bfcl/qwen2.5-coder-1.5b/levers.toml"   # a levers.toml or a heldout.toml, beside the plan
+    spec = "bfcl/qwen2.5-coder-1.5b/levers.toml"   # a study spec (study.toml or levers.toml), beside the plan
     only = ["default-answer"]                      # its configs to run (omitted: all of them)
 
     [[step]]
@@ -35,13 +35,13 @@ from helmdeck_dspy.bench.progress import Bars
 from helmdeck_dspy.errors import DataFileError, UsageValueError, validation_message
 from helmdeck_dspy.io.datafiles import parse_toml, read_text
 
-SPEC_KINDS = {"levers.toml": "levers", "heldout.toml": "heldout", "e2e.toml": "e2e"}
-"""A spec's kind by its file name (an end-to-end run's name may also end in ``.e2e.toml``)."""
-
-
 def spec_kind(path: Path) -> str | None:
-    """``levers``, ``heldout``, ``e2e`` or None (not a study spec)."""
-    return SPEC_KINDS.get(path.name) or ("e2e" if path.name.endswith(".e2e.toml") else None)
+    """``study``, ``e2e`` (an end-to-end run: ``e2e.toml`` or ``*.e2e.toml``) or None (not a study spec)."""
+    from helmdeck_dspy.bench.study.spec import SPEC_NAMES
+
+    if path.name in SPEC_NAMES:
+        return "study"
+    return "e2e" if path.name == "e2e.toml" or path.name.endswith(".e2e.toml") else None
 
 
 class PlanStep(BaseModel):
@@ -49,7 +49,7 @@ class PlanStep(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    spec: Path | None = Field(default=None, description="A levers.toml, heldout.toml or *.e2e.toml (relative to the plan).")
+    spec: Path | None = Field(default=None, description="A study.toml (or levers.toml) or *.e2e.toml (relative to the plan).")
     only: tuple[str, ...] | None = Field(default=None, description="The spec's configs (an e2e run's arms) to run "
                                          "(None: all).")
     script: Path | None = Field(default=None, description="A Python benchmark script (relative to the plan).")
@@ -68,7 +68,7 @@ class PlanStep(BaseModel):
 
     @property
     def kind(self) -> str:
-        """``levers``, ``heldout``, ``e2e`` (by the spec's file name) or ``script``."""
+        """``study``, ``e2e`` (by the spec's file name) or ``script``."""
         return "script" if self.spec is None else spec_kind(self.spec) or "unknown"
 
     @property
@@ -89,9 +89,9 @@ class StudyPlan(BaseModel):
 
 def _load_spec(spec_path: Path, kind: str, only: tuple[str, ...] | None) -> Any:
     """The step's spec, loaded by its own study's loader, with ``only`` checked against its configs."""
-    from helmdeck_dspy.bench.bfcl import lever_flow, levers
     from helmdeck_dspy.bench.e2e.spec import load_e2e_spec
-    from helmdeck_dspy.bench.heldout import flow, spec
+    from helmdeck_dspy.bench.study.flow import check_configs
+    from helmdeck_dspy.bench.study.spec import load_study_spec
 
     if kind == "e2e":
         run = load_e2e_spec(spec_path)
@@ -99,13 +99,9 @@ def _load_spec(spec_path: Path, kind: str, only: tuple[str, ...] | None) -> Any:
         if unknown:
             raise UsageValueError(f"no arm {unknown[0]!r} in {spec_path}", "only")
         return run.model_copy(update={"arms": only}) if only else run
-    if kind == "levers":
-        lever_spec = levers.load_lever_spec(spec_path)
-        lever_flow.check_configs(lever_spec, only)
-        return lever_spec
-    heldout_spec = spec.load_spec(spec_path)
-    flow.check_configs(heldout_spec, only)
-    return heldout_spec
+    study = load_study_spec(spec_path)
+    check_configs(study, only)
+    return study
 
 
 def load_plan(path: str | Path) -> StudyPlan:
@@ -123,7 +119,7 @@ def load_plan(path: str | Path) -> StudyPlan:
     for i, step in enumerate(plan.step, 1):
         where = f"step {i}"
         if step.spec is not None and spec_kind(step.spec) is None:
-            raise DataFileError(str(path), f"{where}: {step.spec} is not a levers.toml, a heldout.toml or an e2e.toml")
+            raise DataFileError(str(path), f"{where}: {step.spec} is not a study.toml, a levers.toml or an e2e.toml")
         resolved = step.model_copy(update={k: path.parent / v for k in ("spec", "script", "out")
                                            if (v := getattr(step, k)) is not None})
         if resolved.script is not None and not resolved.script.is_file():
@@ -138,21 +134,16 @@ def load_plan(path: str | Path) -> StudyPlan:
 
 
 def pending(step: PlanStep) -> int:
-    """What a step has left: LM calls for a lever spec, compile and scoring runs for a held-out
-    spec, 1 or 0 for a script."""
+    """What a step has left: compiles and LM calls for a study, runs for an end-to-end spec, 1 or 0
+    for a script."""
     if step.spec is None:
         return 0 if step.out is not None and step.out.exists() and step.out.stat().st_size else 1
     spec = _load_spec(step.spec, step.kind, step.only)
     if step.kind == "e2e":
         return spec.pending()
-    chosen = set(step.only) if step.only else None
-    if step.kind == "levers":
-        from helmdeck_dspy.bench.bfcl.levers import load_questions, pending_pairs
+    from helmdeck_dspy.bench.study.flow import pending as study_pending
 
-        return len(pending_pairs(spec, load_questions(spec), chosen))
-    from helmdeck_dspy.bench.heldout.runs import pending_steps
-
-    return len(pending_steps(spec, list(chosen) if chosen else None, None))
+    return study_pending(spec, step.only)
 
 
 def run_script(step: PlanStep) -> None:
@@ -175,8 +166,7 @@ def run_plan(plan: StudyPlan, *, dry_run: bool = False, matching: tuple[str, ...
     Returns:
         Each step with what it had left before this run.
     """
-    from helmdeck_dspy.bench.bfcl.lever_flow import run_lever_spec
-    from helmdeck_dspy.bench.heldout.flow import run_heldout
+    from helmdeck_dspy.bench.study.flow import run_study
 
     tell = notify or (lambda _msg: None)
     done = []
@@ -195,8 +185,6 @@ def run_plan(plan: StudyPlan, *, dry_run: bool = False, matching: tuple[str, ...
 
             run_e2e_spec(_load_spec(step.spec, "e2e", step.only),
                          lambda r, i, n: tell(f"  [{i}/{n}] {'ok  ' if r.success else 'FAIL'} {r.arm} {r.task_id}"))
-        elif step.kind == "levers":
-            run_lever_spec(step.spec, only=step.only, notify=tell, bars=bars)
         else:
-            run_heldout(step.spec, only=step.only, notify=tell, bars=bars)
+            run_study(step.spec, only=step.only, notify=tell, bars=bars)
     return done

@@ -5,8 +5,7 @@ from __future__ import annotations
 import click
 
 from helmdeck_dspy.cli.e2e import e2e_cmd
-from helmdeck_dspy.cli.heldout import heldout_cmd
-from helmdeck_dspy.cli.levers import levers_cmd, plan_cmd
+from helmdeck_dspy.cli.study import plan_cmd, study_cmd
 from helmdeck_dspy.cli.options import (
     TerminalBars,
     api_base_option,
@@ -166,7 +165,8 @@ def bench_bfcl(
                    f"call recall {100 * s.call_recall:.1f}%, name recall {100 * s.name_recall:.1f}%{irrelevance}")
 
 
-bench.add_command(heldout_cmd)
-bench.add_command(levers_cmd)
+bench.add_command(study_cmd)
+bench.add_command(click.Command("levers", callback=study_cmd.callback, params=study_cmd.params, hidden=True,
+                                help=study_cmd.help))  # the command's name before the held-out comparison joined it
 bench.add_command(e2e_cmd)
 bench.add_command(plan_cmd)

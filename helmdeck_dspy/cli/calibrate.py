@@ -130,7 +130,7 @@ def _fit_decisions(decisions: tuple[str, ...], plot_path: str | None, as_json: b
     """Fit and print a decline threshold over the rows named ``SPEC:ROW`` (and --apply it)."""
     import os
 
-    from helmdeck_dspy.bench.bfcl.decisions import decision_points
+    from helmdeck_dspy.bench.study.decisions import decision_points
     from helmdeck_dspy.calibration.threshold import apply_threshold, fit_threshold, write_reliability_plot
     from helmdeck_dspy.domain import STRATEGY_NAMES
 

@@ -166,8 +166,9 @@ def entry_of(path: Path, root: Path | None = None) -> CompileResult | None:
 
 def derive_manifest(root: Path | None = None) -> dict[str, Any]:
     """The manifest of ``root`` as its program files say it. A file from before programs carried
-    their entries keeps the entry the current manifest lists for it, unless that entry hashes
-    another file; any other file without an entry is left out."""
+    their entries keeps the entry the current manifest lists for it (with the test scores kept
+    beside it, when there are any), unless that entry hashes another file; any other file without
+    an entry is left out."""
     base = root or compiled_dir()
     listed = read_manifest(base)["programs"]
     programs: dict[str, Any] = {}
@@ -179,7 +180,8 @@ def derive_manifest(root: Path | None = None) -> dict[str, Any]:
         key = path.relative_to(base).with_suffix("").as_posix()
         old = listed.get(key)
         if isinstance(old, dict) and old.get("program_sha256") in (None, file_sha256(path)):  # None: not hashed then
-            programs[key] = old
+            scores = beside(path, "test")
+            programs[key] = {**old, "test": read_json(scores, CompiledProgramError)} if scores.is_file() else old
     return {"schema_version": 1, "programs": dict(sorted(programs.items()))}
 
 

@@ -1,3 +1,3 @@
 """The CLI tests share the BFCL fixture files of tests/bench/bfcl."""
 
-from tests.bench.bfcl.conftest import bfcl_dir  # noqa: F401  (a pytest fixture)
+from tests.bench.conftest import bfcl_dir  # noqa: F401  (a pytest fixture)

@@ -58,7 +58,7 @@ def test_bad_arguments_give_one_clear_line(bfcl_dir, args, code, message, capsys
 
 
 def test_categories_take_several_values(bfcl_dir):
-    from tests.bench.bfcl.conftest import write_bfcl
+    from tests.bench.conftest import write_bfcl
 
     write_bfcl(bfcl_dir, category="simple")
     for args in (["--categories", "parallel", "simple"], ["--categories", "parallel,simple"],

@@ -43,11 +43,12 @@ def test_one_server_per_model_per_process_is_reused(fake_engine):
 
 
 def test_a_context_window_is_set_on_first_start_and_a_clash_is_an_error(fake_engine):
-    from helmdeck_dspy.bench.bfcl.levers import LeverSpec, start_local
+    from helmdeck_dspy.bench.study.runner import start_local
+    from helmdeck_dspy.bench.study.spec import StudySpec
     from helmdeck_dspy.errors import LocalModelError
     from helmdeck_dspy.local.server import ServerOptions
 
-    spec = LeverSpec(model="m", lm="local:qwen2.5-coder-0.5b", data=("d",), categories=("simple_python",), limit=1,
+    spec = StudySpec(model="m", lm="local:qwen2.5-coder-0.5b", data=("d",), categories=("simple_python",), limit=1,
                      context=16384, config=({"name": "plain", "plain": True},))
     start_local(spec)
     server = managed_server("qwen2.5-coder-0.5b")

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from helmdeck_dspy.cli.app import cli as main
-from tests.bench.bfcl.conftest import write_bfcl
+from tests.bench.conftest import write_bfcl
 from tests.fault_server import FaultServer, ok
 
 MODEL = "local/qwen2.5-coder-1.5b-instruct"

@@ -13,7 +13,7 @@ import pytest
 
 from helmdeck_dspy.io.resources import bundled_dir
 from helmdeck_dspy.traces.record import TraceRecord, write_jsonl_traces
-from tests.bench.bfcl.conftest import write_bfcl
+from tests.bench.conftest import write_bfcl
 from tests.reliability.conftest import assert_one_line, read_only, snapshot, unwritable_targets
 
 PLAN = '{"steps": [{"order": 1, "tool": "blog.rewrite_for_audience", "args": {}}], "complexity": "single-action"}'

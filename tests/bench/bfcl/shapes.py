@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.bench.bfcl.conftest import write_bfcl
+from tests.bench.conftest import write_bfcl
 
 
 def _user(text: str) -> list[dict[str, str]]:

@@ -19,7 +19,7 @@ from helmdeck_dspy.bench.bfcl.score import (
     summarise,
     summarise_by_category,
 )
-from tests.bench.bfcl.conftest import ANSWERS, QUESTIONS, write_bfcl
+from tests.bench.conftest import ANSWERS, QUESTIONS, write_bfcl
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The BFCL and lever benchmarks called from Python: ``run_bfcl`` and ``run_lever_spec`` return
+"""The BFCL and lever benchmarks called from Python: ``run_bfcl`` and ``run_study`` return
 report models, say what they do through ``notify`` and count their stages through ``bars``."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from helmdeck_dspy.bench.bfcl.flow import run_bfcl
-from helmdeck_dspy.bench.bfcl.lever_flow import LeverReport, run_lever_spec
+from helmdeck_dspy.bench.study.flow import StudyReport, run_study
 from helmdeck_dspy.bench.bfcl.report import BfclReport
 from helmdeck_dspy.errors import InputError, UsageValueError
 
@@ -71,30 +71,30 @@ def _lever_spec(tmp_path: Path, bfcl_dir: Path) -> Path:
     return path
 
 
-def test_run_lever_spec_answers_scores_writes_and_then_has_nothing_left(tmp_path, bfcl_dir):
+def test_run_study_answers_scores_writes_and_then_has_nothing_left(tmp_path, bfcl_dir):
     spec = _lever_spec(tmp_path, bfcl_dir)
     messages: list[str] = []
     bars = CountingBars()
-    report = run_lever_spec(spec, notify=messages.append, bars=bars)
-    assert isinstance(report, LeverReport)
-    assert report.made == {"plain": 2, "planner": 2} and bars.stages == {"levers": [4, 4]}
+    report = run_study(spec, notify=messages.append, bars=bars)
+    assert isinstance(report, StudyReport)
+    assert report.made == {"plain": 2, "planner": 2} and bars.stages == {"calls": [4, 4]}
     assert {(r.config, r.scope) for r in report.rows} == {(c, s) for c in ("plain", "planner") for s in ("all", "parallel")}
     assert [p.name for p in report.written] == ["table.md", "table.json", "exact.png"]
     assert all(p.is_file() for p in report.written)
-    assert messages[:2] == ["levers: 4 calls to make (sim:mid-tier)", "made plain 2, planner 2"]
-    again = run_lever_spec(spec, only=["planner"])
+    assert messages[:2] == ["study: 4 calls to make (sim:mid-tier)", "made plain 2, planner 2"]
+    again = run_study(spec, only=["planner"])
     assert again.made == {"planner": 0} and len(again.rows) == len(report.rows)
 
 
-def test_run_lever_spec_with_nothing_answered_writes_nothing(tmp_path, bfcl_dir):
+def test_run_study_with_nothing_answered_writes_nothing(tmp_path, bfcl_dir):
     messages: list[str] = []
-    report = run_lever_spec(_lever_spec(tmp_path, bfcl_dir), score_only=True, notify=messages.append)
+    report = run_study(_lever_spec(tmp_path, bfcl_dir), score_only=True, notify=messages.append)
     assert report.rows == [] and report.written == [] and report.made == {}
-    assert messages == [f"levers: no answered question yet in {tmp_path}; nothing written"]
+    assert messages == [f"study: no answered question yet in {tmp_path}; nothing written"]
     assert not (tmp_path / "table.md").exists()
 
 
-def test_run_lever_spec_refuses_an_unknown_config(tmp_path, bfcl_dir):
+def test_run_study_refuses_an_unknown_config(tmp_path, bfcl_dir):
     with pytest.raises(UsageValueError, match="no config 'nope'") as info:
-        run_lever_spec(_lever_spec(tmp_path, bfcl_dir), only=["nope"])
+        run_study(_lever_spec(tmp_path, bfcl_dir), only=["nope"])
     assert info.value.argument == "--only"

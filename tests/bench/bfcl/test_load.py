@@ -12,7 +12,7 @@ from helmdeck_dspy.bench.bfcl.load import (
     load_bfcl,
     to_json_schema,
 )
-from tests.bench.bfcl.conftest import ANSWERS, QUESTIONS, write_bfcl
+from tests.bench.conftest import ANSWERS, QUESTIONS, write_bfcl
 
 
 def test_functions_become_packs_with_json_schema(bfcl_dir):

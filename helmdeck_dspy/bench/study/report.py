@@ -1,0 +1,164 @@
+"""A study's table as Markdown and JSON, and its figure (exact calls per config and category)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from helmdeck_dspy.bench.study.table import StudyRow, Rate
+from helmdeck_dspy.bench.study.spec import StudySpec
+from helmdeck_dspy.bench.provenance import recorded_rows
+from helmdeck_dspy.io.atomic import atomic_write_text
+
+HEADER = ("| config | scope | n | exact calls | tool-name accuracy | argument accuracy | irrelevance | strict parse "
+          "| prompt / completion tokens (p50) | latency p50 | exact vs baseline (paired) | latency ratio |")
+
+
+def _rate(r: Rate) -> str:
+    if r.rate is None:
+        return "–"
+    return f"{100 * r.rate:.1f}% [{100 * (r.low or 0):.1f}, {100 * (r.high or 0):.1f}] ({r.k}/{r.n})"
+
+
+def _diff(row: StudyRow) -> str:
+    if row.exact_diff is None:
+        return "baseline" if row.paired_n == 0 else "–"
+    return (f"{100 * row.exact_diff:+.1f} [{100 * (row.exact_diff_low or 0):+.1f}, "
+            f"{100 * (row.exact_diff_high or 0):+.1f}] (n={row.paired_n})")
+
+
+def _num(x: float | None, unit: str = "") -> str:
+    return "–" if x is None else f"{x:g}{unit}"
+
+
+def _score(row: StudyRow) -> str:
+    if row.plan_score is None:
+        return "–"
+    text = f"{row.plan_score:.3f} [{row.plan_score_low or 0:.3f}, {row.plan_score_high or 0:.3f}]"
+    if row.plan_score_diff is not None:
+        text += (f"; {row.plan_score_diff:+.3f} [{row.plan_score_diff_low or 0:+.3f}, "
+                 f"{row.plan_score_diff_high or 0:+.3f}] paired")
+    return text
+
+
+def table_lines(rows: list[StudyRow]) -> list[str]:
+    """The rows as one Markdown table (with a plan-score column when the rows have one: gold tasks)."""
+    scored = any(r.plan_score is not None for r in rows)
+    header = HEADER + (" plan score (vs baseline, paired) |" if scored else "")
+    lines = [header, "|" + "---|" * (header.count("|") - 1)]
+    for r in rows:
+        lines.append(
+            f"| {r.config} | {r.scope} | {r.n} | {_rate(r.exact)} | {_rate(r.tool_accuracy)} | "
+            f"{_rate(r.argument_accuracy)} | {_rate(r.irrelevance)} | {_rate(r.strict)} | "
+            f"{_num(r.prompt_tokens_p50)} / {_num(r.completion_tokens_p50)} | {_num(r.latency_p50_s, ' s')} | "
+            f"{_diff(r)} | {_num(r.latency_ratio, '×')} |" + (f" {_score(r)} |" if scored else "")
+        )
+    return lines
+
+
+def calls_lines(rows: list[StudyRow]) -> list[str]:
+    """How many calls each row made where a call serves the question, against the number asked, and
+    how often it declined a served question (the table's irrelevance column is the unserved side)."""
+    served = [r for r in rows if r.served_declined is not None]
+    if not served:
+        return []
+    lines = ["| config | scope | served questions declined | fewer calls than asked | more calls than asked |",
+             "|---|---|---|---|---|"]
+    for r in served:
+        assert r.served_declined is not None and r.calls_short is not None and r.calls_long is not None
+        lines.append(f"| {r.config} | {r.scope} | {_rate(r.served_declined)} | {_rate(r.calls_short)} | "
+                     f"{_rate(r.calls_long)} |")
+    return ["", *lines]
+
+
+def compile_lines(spec: StudySpec) -> list[str]:
+    """What each compile arm's compile cost: LM calls (live, cached and the teacher's), tokens and time."""
+    from helmdeck_dspy.bench.study.compiled import entry
+
+    arms = [(c, entry(spec, c)) for c in spec.config if c.optimizer is not None]
+    if not arms:
+        return []
+    lines = ["", "| compile arm | optimizer | LM calls (cached, teacher) | prompt + completion tokens | time |",
+             "|---|---|---|---|---|"]
+    for c, e in arms:
+        if e is None:
+            lines.append(f"| {c.name} | {c.optimizer} | not compiled yet | | |")
+            continue
+        lines.append(f"| {c.name} | {c.optimizer} | {e.lm_calls} ({e.cached_calls}, {e.teacher_calls}) | "
+                     f"{e.prompt_tokens_used:,} + {e.completion_tokens_used:,} | {e.seconds / 60:.1f} min |")
+    return lines
+
+
+def render_markdown(spec: StudySpec, rows: list[StudyRow]) -> str:
+    """The table page: what ran, the configs, then the table (written beside the spec)."""
+    out = [
+        f"# {'Gold-task' if spec.tasks else 'BFCL'} levers: {spec.model}",
+        "",
+        f"LM `{spec.lm}`, temperature {spec.temperature:g}, seed {spec.seed}; categories "
+        f"{', '.join(spec.categories)}, the first {spec.limit} questions of each. Every row is paired against "
+        f"`{spec.baseline}`" + (" (or the row its paired_with names)" if any(c.paired_with for c in spec.config) else "")
+        + " on the questions both answered. "
+        + ("SIMULATED: the LM is the simulator, not a model." if spec.lm.startswith("sim:") else "Measured live."),
+        "",
+        "| config | what it is |",
+        "|---|---|",
+        *[f"| {c.name} | {c.description or '–'} |" for c in spec.config],
+        "",
+        *table_lines(rows),
+        *calls_lines(rows),
+        *compile_lines(spec),
+        "",
+    ]
+    return "\n".join(out)
+
+
+def _bar(row: StudyRow, metric: str) -> tuple[float, float, float]:
+    """A row's value and interval on ``metric`` (``exact``: the exact-call rate; ``plan_score``)."""
+    if metric == "plan_score":
+        return row.plan_score or 0, row.plan_score_low or 0, row.plan_score_high or 0
+    return row.exact.rate or 0, row.exact.low or 0, row.exact.high or 0
+
+
+def plot_rows(rows: list[StudyRow], path: Path, metric: str = "exact") -> Path:
+    """Exact-call rate (or, with ``metric="plan_score"``, the plan score) with its interval, per
+    category (panels) and config (bars)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    scopes = list(dict.fromkeys(r.scope for r in rows))
+    configs = list(dict.fromkeys(r.config for r in rows))
+    fig, axes = plt.subplots(1, len(scopes), figsize=(3.2 * len(scopes), 3.6), sharey=True, squeeze=False)
+    for ax, scope in zip(axes[0], scopes):
+        here = {r.config: r for r in rows if r.scope == scope}
+        xs = [c for c in configs if c in here]
+        bars = [_bar(here[c], metric) for c in xs]
+        ax.bar(range(len(xs)), [100 * v for v, _, _ in bars], yerr=[[100 * (v - lo) for v, lo, _ in bars],
+                                                                    [100 * (hi - v) for v, _, hi in bars]],
+               capsize=3, color=["#888888" if i == 0 else "#3b6ea8" for i in range(len(xs))])
+        ax.set_xticks(range(len(xs)), [f"{c} ({here[c].n})" for c in xs], rotation=45, ha="right", fontsize=8)
+        ax.set_title(scope, fontsize=9)  # rows may cover different questions: each bar says how many
+        ax.set_ylim(0, 100)
+    axes[0][0].set_ylabel("plan score × 100 (95% CI)" if metric == "plan_score" else "exact calls, % (95% CI)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_study(spec: StudySpec, rows: list[StudyRow]) -> list[Path]:
+    """``table.md``, ``table.json`` and ``exact.png`` beside the spec, and ``plan_score.png`` for
+    gold tasks."""
+    folder = spec.folder
+    md, js = folder / "table.md", folder / "table.json"
+    atomic_write_text(md, render_markdown(spec, rows))
+    payload: dict[str, Any] = {"model": spec.model, "lm": spec.lm, "baseline": spec.baseline,
+                               "rows": [r.model_dump(mode="json") for r in rows], "budget_rows": recorded_rows(folder)}
+    atomic_write_text(js, json.dumps(payload, indent=1) + "\n")
+    written = [md, js, plot_rows(rows, folder / "exact.png")]
+    if any(r.plan_score is not None for r in rows):  # gold tasks: the metric the compiler optimises
+        written.append(plot_rows(rows, folder / "plan_score.png", metric="plan_score"))
+    return written

@@ -1,0 +1,277 @@
+"""A study spec (``study.toml``; ``levers.toml`` is its older name): cases x arms, paired, in one
+resumable run.
+
+A spec names the LM, the model id whose budget applies, where the questions come from (BFCL data
+folders, or gold tasks over a catalog: the project's splits, the MCP gold sets), the categories
+and questions per category, the sampling, and a list of ``[[config]]`` rows, the arms: ``plain``
+(the model alone, :mod:`~helmdeck_dspy.bench.bfcl.baseline`), a planner with its options (answer
+strategy, argument coercion, the program, demos, the pooled catalog), or a program an optimizer
+compiles for the model first (``optimizer``: the held-out comparison's arms). Each row is paired
+against the spec's ``baseline`` row, or the row its ``paired_with`` names. Relative paths in a spec
+are read from the spec's folder.
+
+:func:`~helmdeck_dspy.bench.study.runner.run_arms` answers every (question, config) pair that has no
+record yet, block by block, so a load change on the machine falls on all rows alike and a run
+stopped at any point resumes where it was. Each config's exchanges are appended to
+``<config>.jsonl`` beside the spec, ``task_id`` = the question's id, the raw answer in ``content``;
+:func:`~helmdeck_dspy.bench.study.table.score_study` scores them without a model.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from helmdeck_dspy.domain import RETIRED_STRATEGIES, StrategyName
+from helmdeck_dspy.errors import DataFileError, validation_message
+from helmdeck_dspy.io.datafiles import parse_toml, read_text
+from helmdeck_dspy.planning.options import BEFORE_ISSUE_22
+from helmdeck_dspy.program.store import PROGRAM_CHOICES
+
+if TYPE_CHECKING:
+    from helmdeck_dspy.bench.bfcl.models import BfclQuestion
+    from helmdeck_dspy.catalog.models import RoutingGuide
+
+SPEC_NAMES = ("study.toml", "levers.toml")
+"""The file names a study spec has (``levers.toml``: the name of the specs written before the held-out
+comparison joined them)."""
+
+Optimizer = Literal["bootstrap", "mipro", "gepa"]
+
+
+class StudySpecError(DataFileError):
+    """A study spec that cannot be used."""
+
+
+RETIRED_LEVERS: dict[str, Any] = {"fit_last": False, "strict_fit": False, "nearest_tools": 0, "multi_call_format": False,
+                                  "pipelines_as_tools": False, "instructions": None, "knn_demos": 0, "arg_hints": False,
+                                  "recheck_form": "narrowed"}
+"""Levers measured, lost and taken out of the planner (issue 37), with their off values (and the
+strategies in ``domain.RETIRED_STRATEGIES``): a committed spec row that set one still loads, so its
+recorded answers re-score, but it cannot run again (git keeps the code; docs/results say which rows)."""
+
+
+class StudyConfig(BaseModel):
+    """One row of a lever run: the model alone, or the planner with some levers on."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="Row name; also the trace file's stem.")
+    description: str = ""
+    plain: bool = Field(default=False, description="The model alone with the plain prompt (no planner).")
+    constrained: bool | None = Field(default=None, description="Planner: schema-constrained decoding (None: the budget's); "
+                                     "the older spelling of strategy schema / free.")
+    strategy: StrategyName | None = Field(
+        default=None, description="Planner: the answer strategy (None: the budget row's, else the endpoint's). A plain "
+        "row with answers_from naming the model alone's row re-reads those answers as the strategy would.")
+    coerce_args: bool = Field(default=True, description="Planner: check and coerce args against the tool schemas.")
+    pipeline_chains: bool = Field(default=True, description="Planner: a plan listing every pack a pipeline chains "
+                                  "runs the pipeline.")
+    answers_from: str | None = Field(default=None, description="No model call: this row scores the named row's "
+                                     "recorded answers, guarded with its own coerce_args and pipeline_chains.")
+    catalog_fitting: bool = Field(default=True, description="Planner: instructions and demos fitted to the catalog "
+                                  "(off with coerce_args off: the planner before issue 22).")
+    fit_decision: bool | None = Field(default=None, description="Planner, constrained: the answer opens with "
+                                      "tool_fits (None: the planner's default).")
+    probe_decision: bool = Field(default=False, description="Planner: record the first answer's decline probability "
+                                 "(planning.decision).")
+    program: str | None = Field(default=None, description="Planner: program (None/auto, tier, tier:T, bare, or a "
+                                "program file relative to the spec).")
+    retired: tuple[str, ...] = Field(default=(), description="Levers this row set that the planner no longer has "
+                                     "(RETIRED_LEVERS): its recorded answers are scored, it makes no new call.")
+    optimizer: Optimizer | None = Field(default=None, description="A compile arm: the program this optimizer compiles "
+                                        "for the spec's model and this row's variant (into programs/NAME/ beside the "
+                                        "spec, with eval/compile.toml's settings) before the row answers.")
+    paired_with: str | None = Field(default=None, description="The row this one is paired against (None: the spec's "
+                                    "baseline).")
+    variant: str = "full_steps"
+    pool: bool = Field(default=False, description="Plan against one catalog pooled from every loaded question.")
+    catalog: str | None = Field(default=None, description="Gold tasks: plan over this catalog file (beside the spec).")
+    budget_model: str | None = Field(default=None, description="Budget lookup id for this row (default: the spec's model).")
+    budget: dict[str, Any] = Field(default_factory=dict, description="Budget fields this row changes for its model "
+                                   "(for example max_catalog_bytes), on top of the bundled table's row.")
+    categories: tuple[str, ...] | None = Field(default=None, description="Run this row on these categories only.")
+    limit: int | None = Field(default=None, ge=1, description="Run this row on the first N questions of each "
+                              "category only (None: the spec's limit).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _retire(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        kept = {k: v for k, v in data.items() if k not in RETIRED_LEVERS}
+        gone = tuple(sorted(k for k, v in data.items() if k in RETIRED_LEVERS and v != RETIRED_LEVERS[k]))
+        if kept.get("strategy") in RETIRED_STRATEGIES:  # its recorded plan records still re-score
+            gone = (*gone, f"strategy={kept.pop('strategy')}")
+        return {**kept, "retired": gone} if gone else kept
+
+    @property
+    def answer_strategy(self) -> str | None:
+        """The strategy the row plans with (``constrained`` is its older spelling)."""
+        if self.strategy is not None or self.constrained is None:
+            return self.strategy
+        return "schema" if self.constrained else "free"
+
+    @property
+    def preset(self) -> str | None:
+        """The planner preset this row runs (None: a mix of the three switches no preset reproduces)."""
+        switches = (self.catalog_fitting, self.coerce_args)
+        if all(switches) and self.pipeline_chains:
+            return "shipped"
+        return BEFORE_ISSUE_22 if not any(switches) else None  # its chain guard is off (none on BFCL's tools)
+
+    @field_validator("budget")
+    @classmethod
+    def _budget_fields(cls, value: dict[str, Any]) -> dict[str, Any]:
+        from helmdeck_dspy.budgets import BudgetFields
+
+        unknown = sorted(set(value) - set(BudgetFields.model_fields))
+        if unknown:
+            raise ValueError(f"not budget fields: {unknown}")
+        return value  # the values are checked against the model's row when the spec loads
+
+    def applies_to(self, q: BfclQuestion, rank: int = 0) -> bool:
+        """Whether this row answers ``q``, the ``rank``-th question (from 0) of its category."""
+        return (self.categories is None or q.category in self.categories) and (self.limit is None or rank < self.limit)
+
+
+class StudySpec(BaseModel):
+    """A lever run (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = Field(min_length=1, description="Budget lookup id.")
+    lm: str = Field(min_length=1, description="LM spec (local:NAME, llamacpp/..., a LiteLLM string, replay:, sim:).")
+    data: tuple[str, ...] = Field(default=(), description="BFCL data folders, relative to the spec.")
+    tasks: str | None = Field(default=None, description="Instead of BFCL data: a gold tasks JSONL file (relative "
+                              "to the spec), each task a question over the whole of ``catalog``.")
+    catalog: str | None = Field(default=None, description="The catalog file the gold tasks are planned over.")
+    split: str | None = Field(default=None, description="Gold tasks: only this split (None: every task).")
+    categories: tuple[str, ...] = Field(min_length=1)
+    limit: int = Field(ge=1, description="Questions per category (the first N after ``start``).")
+    start: int = Field(default=0, ge=0, description="Questions of each category left out before the first one "
+                       "asked (60: a test half after a dev half of 60).")
+    temperature: float = 0.0
+    seed: int = 7
+    teacher: str | None = Field(default=None, description="Compile arms: the stronger LM that bootstraps demos, "
+                                "proposes instructions and reflects (None: the task LM).")
+    valset: int = Field(default=12, ge=0, description="Compile arms: the dev tasks the optimizers validate on (the "
+                        "first N).")
+    baseline: str = Field(default="plain", description="The config every other row is paired against.")
+    timeout_s: float = Field(default=900.0, gt=0, le=3600, description="One call's time limit: generous, so a "
+                             "loaded machine slows a call down rather than failing it (a failure is asked again).")
+    context: int | None = Field(default=None, ge=256, description="A ``local:`` model's context window in tokens "
+                                "(None: the runner's default, 8,192), for prompts that need more.")
+    block: int = Field(default=8, ge=1, description="Questions asked under one config before the next config "
+                       "takes the same questions (a server's prompt cache keeps one config's stable prefix).")
+    config: tuple[StudyConfig, ...] = Field(min_length=1)
+    path: Path = Field(default=Path("."), exclude=True)
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
+
+    def answering(self, config: StudyConfig) -> StudyConfig:
+        """The row whose recorded answers ``config`` scores: its ``answers_from`` row, else itself."""
+        return next((c for c in self.config if c.name == config.answers_from), config)
+
+    def trace_path(self, config: StudyConfig) -> Path:
+        return self.folder / f"{self.answering(config).name}.jsonl"
+
+    def baseline_of(self, config: StudyConfig) -> str:
+        """The row ``config`` is paired against."""
+        return config.paired_with or self.baseline
+
+    def compile_root(self, config: StudyConfig) -> Path:
+        """Where a compile arm's program, its run facts and its test scores go."""
+        return self.folder / "programs" / config.name
+
+    def program_choice(self, config: StudyConfig) -> str | None:
+        """The program a config plans with, as the planner takes it (a program file resolved beside the
+        spec; a compile arm's compiled program)."""
+        if config.optimizer is not None:
+            from helmdeck_dspy.program.store import model_program_path
+
+            return str(model_program_path(self.model, config.variant, self.compile_root(config)).resolve())
+        choice = config.program
+        if choice is None or choice in PROGRAM_CHOICES or choice.startswith("tier:"):
+            return choice
+        return str((self.folder / choice).resolve())
+
+    def catalog_of(self, config: StudyConfig) -> RoutingGuide | None:
+        """The catalog file a config's answers were planned over, if not the questions' own (loaded once)."""
+        own = self.answering(config).catalog
+        return None if own is None else _catalog_file((self.folder / own).resolve())
+
+    def data_dirs(self) -> list[Path]:
+        return [(self.folder / d).resolve() for d in self.data]
+
+    @model_validator(mode="after")
+    def _one_source(self) -> StudySpec:
+        if bool(self.data) == bool(self.tasks) or bool(self.tasks) != bool(self.catalog):
+            raise ValueError("give BFCL data folders (data) or gold tasks with their catalog (tasks and catalog)")
+        return self
+
+
+@functools.cache
+def _catalog_file(path: Path) -> RoutingGuide:
+    from helmdeck_dspy.catalog.models import load_catalog
+
+    return load_catalog(path)
+
+
+def load_study_spec(path: str | Path) -> StudySpec:
+    """Read and validate a study spec.
+
+    Raises:
+        StudySpecError: the file does not parse, a field is wrong, names repeat, the baseline or a
+            ``paired_with`` is not one of the configs, or a compile arm is not over gold tasks.
+    """
+    data = parse_toml(read_text(path, StudySpecError), str(path), StudySpecError)
+    try:
+        spec = StudySpec.model_validate({**data, "path": Path(path)})
+    except ValidationError as exc:
+        raise StudySpecError(str(path), validation_message(exc, subject="spec", all_errors=True)) from None
+    names = [c.name for c in spec.config]
+    if len(set(names)) != len(names):
+        raise StudySpecError(str(path), f"config names repeat: {names}")
+    if spec.baseline not in names:
+        raise StudySpecError(str(path), f"baseline {spec.baseline!r} is not a config; expected one of {names}")
+    for c in spec.config:
+        if c.budget:
+            _check_budget_change(spec, c, str(path))
+        source = spec.answering(c)
+        if c.strategy is not None and c.constrained is not None:
+            raise StudySpecError(str(path), f"config {c.name}: give strategy or constrained, not both")
+        plain_reread = source.plain and c.strategy == "plain"  # the model alone's answers as the plain strategy reads them
+        if c.answers_from is not None and (source is c or source.answers_from or (source.plain and not plain_reread)):
+            raise StudySpecError(str(path), f"config {c.name}: answers_from {c.answers_from!r} is not a planner config "
+                                 "with answers of its own (or the model alone's, for a strategy = \"plain\" row)")
+        if c.catalog is not None and (not spec.tasks or not (spec.folder / c.catalog).is_file()):
+            raise StudySpecError(str(path), f"config {c.name}: catalog {c.catalog!r} needs gold tasks and a file beside "
+                                 "the spec")
+        if c.paired_with is not None and c.paired_with not in names:
+            raise StudySpecError(str(path), f"config {c.name}: paired_with {c.paired_with!r} is not a config; expected "
+                                 f"one of {names}")
+        if c.optimizer is not None:
+            if c.program is not None or c.plain or c.answers_from is not None or not spec.tasks:
+                raise StudySpecError(str(path), f"config {c.name}: an optimizer row compiles its own program from gold "
+                                     "tasks: give it no program, plain or answers_from, and the spec tasks")
+            continue
+        program = spec.program_choice(c)
+        if program != c.program and not Path(str(program)).is_file():
+            raise StudySpecError(str(path), f"config {c.name}: program file {program} not found")
+    return spec
+
+
+def _check_budget_change(spec: StudySpec, config: StudyConfig, path: str) -> None:
+    """A config's budget changes applied to its model's row, as the run applies them."""
+    from helmdeck_dspy.budgets import load_budget_table
+
+    try:
+        load_budget_table().changed_for(config.budget_model or spec.model, config.budget)
+    except ValidationError as exc:
+        raise StudySpecError(path, f"config {config.name}: budget: {validation_message(exc, subject='budget')}") from None

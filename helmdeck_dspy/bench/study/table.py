@@ -1,0 +1,242 @@
+"""Scoring a study's trace files: one row per config, overall and per category, paired against the
+baseline row (or the row its ``paired_with`` names) on the questions both answered.
+
+Columns: exact calls, tool-name accuracy (the plan calls exactly the gold functions, as a
+multiset; questions with gold calls), argument accuracy (calls to a gold function whose arguments
+also match / gold calls whose function was called), irrelevance accuracy (no call where none
+fits), strict parse rate, median prompt and completion tokens, median latency, and the paired
+difference in exact calls against the baseline (Newcombe's paired interval). A run over the
+project's gold tasks also has the plan score (:func:`~helmdeck_dspy.evaluation.metric.score_plan`,
+the metric the compiler optimises; the model alone's list is scored as a full plan), with a
+bootstrap interval and the paired difference. Rates carry 95% Wilson intervals; argument accuracy counts calls, which are not independent across one question's
+calls, so its interval is indicative.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from helmdeck_dspy.domain import UNKNOWN_TOOL
+from helmdeck_dspy.bench.bfcl.baseline import PLAIN_VARIANT
+from helmdeck_dspy.bench.bfcl.gold_tasks import as_call
+from helmdeck_dspy.bench.study.questions import load_questions, load_spec_tasks
+from helmdeck_dspy.bench.study.spec import StudyConfig, StudySpec
+from helmdeck_dspy.bench.bfcl.models import BfclQuestion
+from helmdeck_dspy.bench.bfcl.plans import decode_record, request_records
+from helmdeck_dspy.bench.bfcl.score import score_calls
+from helmdeck_dspy.evaluation.metric import score_plan
+from helmdeck_dspy.evaluation.scoring import guard_prediction
+from helmdeck_dspy.evaluation.stats import bootstrap_mean_ci, newcombe_paired_diff, wilson
+from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY
+from helmdeck_dspy.planning.chains import PIPELINE_CHAINS_KEY
+from helmdeck_dspy.planning.guards import MAP_NAMES_KEY
+from helmdeck_dspy.tasks import PlanTask
+
+
+class Rate(BaseModel):
+    """k of n, the rate and its 95% Wilson interval."""
+
+    k: int
+    n: int
+    rate: float | None
+    low: float | None = None
+    high: float | None = None
+
+    @classmethod
+    def of(cls, k: int, n: int) -> Rate:
+        if n == 0:
+            return cls(k=0, n=0, rate=None)
+        low, high = wilson(k, n)
+        return cls(k=k, n=n, rate=round(k / n, 4), low=round(low, 4), high=round(high, 4))
+
+
+class Outcome(BaseModel):
+    """One question answered under one config."""
+
+    task_id: str
+    category: str
+    exact: bool
+    tool_right: bool | None = Field(description="Gold questions: the called functions are the gold ones.")
+    args_matched: int = 0
+    names_matched: int = 0
+    no_call_right: bool | None = Field(default=None, description="No-call questions: nothing was called.")
+    strict: bool
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_ms: float | None = None
+    plan_score: float | None = Field(default=None, description="Gold tasks: the plan score (None for BFCL).")
+    calls: int = Field(default=0, description="Calls the answer makes (a failed answer makes none).")
+    asked: int | None = Field(default=None, description="Questions a call serves: the gold's number of calls.")
+
+
+class StudyRow(BaseModel):
+    """One config's figures over a set of questions."""
+
+    config: str
+    scope: str = Field(description="'all' or a category.")
+    n: int
+    exact: Rate
+    tool_accuracy: Rate
+    argument_accuracy: Rate
+    irrelevance: Rate
+    strict: Rate
+    prompt_tokens_p50: float | None = None
+    completion_tokens_p50: float | None = None
+    latency_p50_s: float | None = None
+    paired_n: int = 0
+    exact_diff: float | None = Field(default=None, description="Exact rate minus the baseline's, paired.")
+    exact_diff_low: float | None = None
+    exact_diff_high: float | None = None
+    latency_ratio: float | None = Field(default=None, description="Median latency / the baseline's (paired questions).")
+    plan_score: float | None = Field(default=None, description="Gold tasks: mean plan score.")
+    plan_score_low: float | None = None
+    plan_score_high: float | None = None
+    plan_score_diff: float | None = Field(default=None, description="Mean plan score minus the baseline's, paired.")
+    plan_score_diff_low: float | None = None
+    plan_score_diff_high: float | None = None
+    served_declined: Rate | None = Field(default=None, description="Questions a call serves answered with no call.")
+    calls_short: Rate | None = Field(default=None, description="Served questions answered with fewer calls than asked "
+                                     "(a decline included).")
+    calls_long: Rate | None = Field(default=None, description="Served questions answered with more calls than asked.")
+
+
+def _total(values: Any) -> Any:
+    """The sum of a request's per-call figures (None when a call lacks one)."""
+    listed = list(values)
+    return None if any(v is None for v in listed) else sum(listed)
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 1) if values else None
+
+
+def _plan_score(task: PlanTask, variant: str, calls: list[Any], failed: bool, catalog: Any) -> float:
+    """A recorded answer's plan score against its gold task, guarded as the planner guards."""
+    variant = "full_steps" if variant == PLAIN_VARIANT else variant
+    steps = None if failed else guard_prediction([{"tool": c.name, "args": c.args} for c in calls], variant=variant,
+                                                 catalog_ids=catalog.id_set, pipeline_ids=catalog.pipeline_ids)
+    return score_plan(task, steps, variant=variant, pipeline_ids=catalog.pipeline_ids).score
+
+
+def outcomes_for(path: Path, questions: dict[str, BfclQuestion], catalog_for: Any,
+                 tasks: dict[str, PlanTask] | None = None, post: dict[str, bool] | None = None) -> dict[str, Outcome]:
+    """Each answered question of a trace file scored (the last record per question); ``tasks``: the
+    gold tasks the questions were made from, for the plan score; ``post``: the post-model guards to
+    apply instead of the recorded ones (:func:`~helmdeck_dspy.bench.bfcl.plans.decode_record`)."""
+    out: dict[str, Outcome] = {}
+    if not path.exists():
+        return out
+    for task_id, calls in request_records(path, on_error="skip").items():
+        rec = calls[-1]  # the answer; the request's tokens and latency are every call's
+        q = questions.get(task_id)
+        if q is None:
+            continue
+        decoded = decode_record(rec, catalog_for(q), post)
+        failed = decoded.cause is not None
+        task = (tasks or {}).get(task_id)
+        plan_score = None if task is None else _plan_score(task, decoded.variant, decoded.calls, failed, catalog_for(q))
+        decoded = decoded._replace(calls=[as_call(c) for c in decoded.calls])
+        score = score_calls(q, decoded.calls, failed=failed)
+        called = Counter(c.name for c in decoded.calls if c.name != UNKNOWN_TOOL)
+        golds = [Counter(g.name for g in calls) for calls in (q.gold, *q.alternatives)]
+        has_gold = q.expect == "calls"
+        out[task_id] = Outcome(
+            task_id=task_id, category=q.category, exact=score.exact,
+            tool_right=(called in golds and decoded.cause is None) if has_gold else None,
+            args_matched=score.matched_calls if has_gold else 0, names_matched=score.names_matched if has_gold else 0,
+            no_call_right=score.exact if q.expect == "no_call" else None,
+            strict=decoded.outcome == "strict", prompt_tokens=_total(c.prompt_tokens for c in calls),
+            completion_tokens=_total(c.completion_tokens for c in calls),
+            latency_ms=None if any(c.cache_hit for c in calls) else _total(c.latency_ms for c in calls),
+            plan_score=plan_score, calls=len(decoded.calls), asked=len(q.gold) if has_gold else None,
+        )
+    return out
+
+
+def summarise_row(config: str, scope: str, outs: list[Outcome], base: dict[str, Outcome] | None) -> StudyRow:
+    """Figures of one config over ``outs``, paired against ``base`` (the baseline's outcomes by id)."""
+    gold = [o for o in outs if o.tool_right is not None]
+    no_call = [o for o in outs if o.no_call_right is not None]
+    row = StudyRow(
+        config=config, scope=scope, n=len(outs),
+        exact=Rate.of(sum(o.exact for o in outs), len(outs)),
+        tool_accuracy=Rate.of(sum(bool(o.tool_right) for o in gold), len(gold)),
+        argument_accuracy=Rate.of(sum(o.args_matched for o in gold), sum(o.names_matched for o in gold)),
+        irrelevance=Rate.of(sum(bool(o.no_call_right) for o in no_call), len(no_call)),
+        strict=Rate.of(sum(o.strict for o in outs), len(outs)),
+        prompt_tokens_p50=_median([o.prompt_tokens for o in outs if o.prompt_tokens is not None]),
+        completion_tokens_p50=_median([o.completion_tokens for o in outs if o.completion_tokens is not None]),
+        latency_p50_s=_median([o.latency_ms / 1000 for o in outs if o.latency_ms is not None]),
+    )
+    served = [o for o in outs if o.asked is not None]
+    if served:
+        row = row.model_copy(update={
+            "served_declined": Rate.of(sum(o.calls == 0 for o in served), len(served)),
+            "calls_short": Rate.of(sum(o.calls < (o.asked or 0) for o in served), len(served)),
+            "calls_long": Rate.of(sum(o.calls > (o.asked or 0) for o in served), len(served)),
+        })
+    scored = [o.plan_score for o in outs if o.plan_score is not None]
+    if scored:
+        low, high = bootstrap_mean_ci(scored)
+        row = row.model_copy(update={"plan_score": round(statistics.mean(scored), 4), "plan_score_low": round(low, 4),
+                                     "plan_score_high": round(high, 4)})
+    if base is None:
+        return row
+    pairs = [(o, base[o.task_id]) for o in outs if o.task_id in base]
+    if not pairs:
+        return row
+    diffs = [a.plan_score - b.plan_score for a, b in pairs if a.plan_score is not None and b.plan_score is not None]
+    if diffs:
+        low, high = bootstrap_mean_ci(diffs)
+        row = row.model_copy(update={"plan_score_diff": round(statistics.mean(diffs), 4),
+                                     "plan_score_diff_low": round(low, 4), "plan_score_diff_high": round(high, 4)})
+    cells = Counter((a.exact, b.exact) for a, b in pairs)
+    d, low, high = newcombe_paired_diff(cells[True, True], cells[True, False], cells[False, True], cells[False, False])
+    mine = [a.latency_ms for a, b in pairs if a.latency_ms is not None and b.latency_ms is not None]
+    theirs = [b.latency_ms for a, b in pairs if a.latency_ms is not None and b.latency_ms is not None]
+    ratio = round(statistics.median(mine) / statistics.median(theirs), 2) if mine and statistics.median(theirs) else None
+    return row.model_copy(update={"paired_n": len(pairs), "exact_diff": round(d, 4), "exact_diff_low": round(low, 4),
+                                  "exact_diff_high": round(high, 4), "latency_ratio": ratio})
+
+
+def _post_guards(config: StudyConfig) -> dict[str, Any] | None:
+    """A row scoring another row's answers guards them with its own post-model options (a ``plain``
+    strategy row reads the model alone's answers as that strategy does: a call list, near-miss names
+    mapped)."""
+    if config.answers_from is None:
+        return None
+    post: dict[str, Any] = {COERCE_ARGS_KEY: config.coerce_args, PIPELINE_CHAINS_KEY: config.pipeline_chains}
+    if config.strategy == "plain":
+        post.update({"prompt": {"strategy": "plain"}, MAP_NAMES_KEY: True})
+    return post
+
+
+def score_study(spec: StudySpec) -> list[StudyRow]:
+    """Every config's rows (overall, then per category) from the trace files beside the spec."""
+    data = load_questions(spec)
+    questions = {q.id: q for q in data.questions}
+    pooled = data.pool()[0]
+    tasks = {t.id: t for t in load_spec_tasks(spec)} if spec.tasks else None
+    by_config = {
+        c.name: outcomes_for(spec.trace_path(c), questions,
+                             (lambda q, c=c, own=spec.catalog_of(c): pooled if c.pool else (own or q.catalog)), tasks,
+                             _post_guards(c))
+        for c in spec.config
+    }
+    rows: list[StudyRow] = []
+    for c in spec.config:
+        outs = list(by_config[c.name].values())
+        if not outs:
+            continue
+        paired_base = None if c.name == spec.baseline_of(c) else by_config.get(spec.baseline_of(c))
+        rows.append(summarise_row(c.name, "all", outs, paired_base))
+        for category in spec.categories:
+            mine = [o for o in outs if o.category == category]
+            if mine:
+                rows.append(summarise_row(c.name, category, mine, paired_base))
+    return rows

@@ -30,12 +30,13 @@ def test_live_plan_returns_a_classified_result_and_records_it(tmp_path):
 
 
 def test_live_bfcl_plans_are_scored_and_recorded(tmp_path, shared_dir):
+    from helmdeck_dspy.bench.bfcl.flow import run_bfcl
     from helmdeck_dspy.bench.bfcl.load import load_bfcl
-    from helmdeck_dspy.bench.bfcl.plans import plan_questions, score_traces
+    from helmdeck_dspy.bench.bfcl.plans import score_traces
 
     data = load_bfcl(shared_dir / "data" / "bfcl", ["parallel"]).limited(3)
     out = tmp_path / "bfcl.jsonl"
-    live = plan_questions(data, model=LIVE_MODEL, lm_spec=LIVE_MODEL, api_base=os.environ.get("HELMDECK_LIVE_API_BASE"),
-                          record_path=out)
+    live = run_bfcl(shared_dir / "data" / "bfcl", categories=["parallel"], limit=3, rankers=["bm25"], lm_spec=LIVE_MODEL,
+                    model=LIVE_MODEL, api_base=os.environ.get("HELMDECK_LIVE_API_BASE"), record_path=out).plan_accuracy[0]
     assert live.summary.n == 3
     assert [s.model_dump() for s in score_traces(data, out).scores] == [s.model_dump() for s in live.scores]

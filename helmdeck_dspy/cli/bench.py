@@ -94,7 +94,8 @@ def _split(values: tuple[str, ...]) -> list[str] | None:
               help="With --lm, also score the same LM alone with a plain prompt (the question's functions as JSON, "
                    "the question, a request for a JSON list of {name, arguments}); recorded with --record.")
 @click.option("--record", "record_path", type=click.Path(dir_okay=False), default=None,
-              help="Append the --lm exchanges as trace records (task_id = BFCL id).")
+              help="Keep the --lm exchanges as trace records (task_id = BFCL id) in this file, the model alone's "
+                   "beside it (STEM.plain.jsonl); a question already answered there is not asked again.")
 @click.option("--traces", "trace_paths", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Score the plan records of a trace file against the gold calls (repeatable).")
 @budgets_option

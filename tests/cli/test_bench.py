@@ -78,13 +78,14 @@ def test_pooled_recall_on_the_shared_data(shared_dir):
 
 
 def test_baseline_plain_scores_the_lm_alone_and_its_records_rescore_the_same(bfcl_dir, tmp_path):
-    """Two replayed plain answers (one right, one a prose refusal; each row replays the file from its
-    start): the model alone scores 1 of 2 exact, and its records re-score to the same."""
+    """Replayed answers in the order the rows ask (the planner's two, then the model alone's: one right,
+    one a prose refusal): the model alone scores 1 of 2 exact, its records re-score to the same, and a
+    second run with the same record file asks nothing again."""
     right = json.dumps([{"name": "money.convert", "arguments": {"amount": a, "source": "EUR", "target": "JPY"}}
                         for a in (10, 25)])
     replay = tmp_path / "answers.jsonl"
     replay.write_text("".join(json.dumps({"id": f"a{i}", "content": c, "finish_reason": "stop"}) + "\n"
-                              for i, c in enumerate([right, "Sorry, I cannot look that up."])), encoding="utf-8")
+                              for i, c in enumerate([right, "Sorry, I cannot look that up."] * 2)), encoding="utf-8")
     rec = tmp_path / "rec.jsonl"
     result = _run("--data", str(bfcl_dir), "--rankers", "bm25", "--lm", f"replay:{replay}", "--model", "m",
                   "--baseline", "plain", "--record", str(rec), "--json")
@@ -92,8 +93,10 @@ def test_baseline_plain_scores_the_lm_alone_and_its_records_rescore_the_same(bfc
     rows = json.loads(result.stdout)["plan_accuracy"]
     assert [r["variant"] for r in rows] == ["full_steps", "plain"]
     assert rows[1]["summary"]["exact"] == 1 and rows[1]["failures"] == {"no_json": 1}
-    plain_only = tmp_path / "plain.jsonl"
-    plain_only.write_text("".join(line + "\n" for line in rec.read_text().splitlines() if '"plain"' in line))
+    plain_only = tmp_path / "rec.plain.jsonl"  # the model alone's exchanges, beside the planner's
     rescored = json.loads(_run("--data", str(bfcl_dir), "--rankers", "bm25", "--traces", str(plain_only), "--json").stdout)
     assert rescored["plan_accuracy"][0]["summary"] == rows[1]["summary"]
+    again = _run("--data", str(bfcl_dir), "--rankers", "bm25", "--lm", f"replay:{replay}", "--model", "m",
+                 "--baseline", "plain", "--record", str(rec), "--json")  # every question answered: no call made
+    assert json.loads(again.stdout)["plan_accuracy"] == rows and len(plain_only.read_text().splitlines()) == 2
     assert _run("--data", str(bfcl_dir), "--baseline", "plain").exit_code != 0

@@ -6,13 +6,21 @@
 
 from __future__ import annotations
 
+import re
+import tempfile
+from collections import Counter
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from helmdeck_dspy.bench.bfcl.report import BfclReport
 from helmdeck_dspy.bench.progress import Bars, SilentBars
 from helmdeck_dspy.errors import InputError, UsageValueError
+
+if TYPE_CHECKING:
+    from helmdeck_dspy.bench.bfcl.models import BfclSet
+    from helmdeck_dspy.bench.bfcl.plans import PlanAccuracy
 
 
 def choose_rankers(given: Sequence[str] | None) -> tuple[list[str], dict[str, str]]:
@@ -81,7 +89,8 @@ def run_bfcl(
         temperature / seed: The sampling of every call, planner and baseline alike (None: the
             budget row's temperature, 0, and seed 7 where the endpoint takes one).
         baseline: ``plain`` also scores the same LM alone with a plain prompt.
-        record_path: Append the LM exchanges as trace records.
+        record_path: Keep the planner's exchanges in this trace file (and the model alone's beside it,
+            ``STEM.plain.jsonl``); a question already answered there is not asked again.
         trace_paths: Trace files whose plan records are scored against the gold calls.
         budgets: A budget table file (None: the bundled one).
         out_dir: Write ``report.md`` and ``report.json`` here.
@@ -94,7 +103,7 @@ def run_bfcl(
         BfclDataError: the data folder or a category file is unusable.
     """
     from helmdeck_dspy.bench.bfcl.load import load_bfcl
-    from helmdeck_dspy.bench.bfcl.plans import plain_questions, plan_questions, score_traces
+    from helmdeck_dspy.bench.bfcl.plans import score_traces
     from helmdeck_dspy.bench.bfcl.recall import measure_recall, tier_budgets
     from helmdeck_dspy.bench.bfcl.report import write_report
     from helmdeck_dspy.budgets import load_budget_table
@@ -102,6 +111,9 @@ def run_bfcl(
     chosen, skipped = choose_rankers(rankers)
     if baseline and not lm_spec:
         raise InputError("a baseline needs an LM to ask alone (lm_spec)")
+    if record_path and not re.fullmatch(r"[A-Za-z0-9_.-]+", Path(record_path).stem):
+        raise UsageValueError(f"{record_path}: a record file's name holds only letters, digits, '.', '_' and '-' (it "
+                              "names the study row)", "--record")
     tell = notify or (lambda _msg: None)
     show = bars or SilentBars()
 
@@ -115,16 +127,10 @@ def run_bfcl(
         recall = measure_recall(data, tiers, chosen, pool=pool, progress=step)
 
     accuracy = []
-    common: dict[str, Any] = {
-        "model": model or lm_spec, "lm_spec": lm_spec, "pool": pool, "api_base": api_base, "max_tokens": max_tokens,
-        "budgets": budgets, "record_path": record_path, "temperature": temperature, "seed": seed,
-    }
     if lm_spec:
-        with show.stage(f"planning ({lm_spec})", len(data.questions)) as step:
-            accuracy.append(plan_questions(data, variant=variant, progress=step, **common))
-    if lm_spec and baseline == "plain":
-        with show.stage(f"the model alone ({lm_spec})", len(data.questions)) as step:
-            accuracy.append(plain_questions(data, progress=step, **common))
+        accuracy = plan_study(data, Path(data_dir), lm_spec=lm_spec, model=model or lm_spec, variant=variant, pool=pool,
+                              api_base=api_base, max_tokens=max_tokens, budgets=budgets, temperature=temperature,
+                              seed=seed, baseline=baseline, record_path=record_path, bars=show)
     accuracy += [score_traces(data, p, pool=pool) for p in trace_paths]
 
     report = BfclReport(
@@ -135,3 +141,37 @@ def run_bfcl(
         written = write_report(report, out_dir)
         tell(f"wrote {', '.join(str(p) for p in written)}")
     return report
+
+
+def plan_study(data: BfclSet, data_dir: Path, *, lm_spec: str, model: str, variant: str, pool: bool,
+               api_base: str | None, max_tokens: int | None, budgets: str | Path | None, temperature: float | None,
+               seed: int | None, baseline: str | None, record_path: str | Path | None, bars: Bars) -> list[PlanAccuracy]:
+    """Plan every question of ``data`` with the planner (and the model alone, with ``baseline``) as
+    a study on the one engine (:func:`~helmdeck_dspy.bench.study.runner.run_arms`: resumable, its
+    exchanges in a trace file per row), then score each row's trace file with the BFCL call matcher."""
+    from helmdeck_dspy.bench.bfcl.plans import score_traces
+    from helmdeck_dspy.bench.study.runner import run_arms
+    from helmdeck_dspy.bench.study.spec import StudyConfig, StudySpec
+    from helmdeck_dspy.budgets import load_budget_table
+    from helmdeck_dspy.planning.prompt import DEFAULT_SEED
+
+    with tempfile.TemporaryDirectory(prefix="bench-bfcl-") as scratch:
+        record = Path(record_path).resolve() if record_path else Path(scratch) / "planner.jsonl"
+        change = {"output_tokens": max_tokens} if max_tokens else {}
+        planner = StudyConfig(name=record.stem, variant=variant, pool=pool, budget=change)
+        plain = StudyConfig(name=f"{record.stem}.plain", plain=True, pool=pool, budget=change)
+        counts = Counter(q.category for q in data.questions)
+        spec = StudySpec(
+            model=model, lm=lm_spec, data=(str(data_dir.resolve()),), categories=tuple(counts),
+            limit=max(counts.values(), default=1), api_base=api_base,
+            budgets=None if budgets is None else str(Path(budgets).resolve()),
+            temperature=load_budget_table(budgets).lookup(model).temperature if temperature is None else temperature,
+            seed=DEFAULT_SEED if seed is None else seed, baseline=planner.name,
+            config=(planner, plain) if baseline == "plain" else (planner,), path=record.parent / "study.toml")
+        labels = {planner.name: (f"planning ({lm_spec})", lm_spec),
+                  plain.name: (f"the model alone ({lm_spec})", f"{lm_spec} (plain prompt)")}
+        with ExitStack() as stack:
+            steps = {c.name: stack.enter_context(bars.stage(labels[c.name][0], len(data.questions))) for c in spec.config}
+            run_arms(spec, progress=lambda config, _question: steps[config](1))
+        return [score_traces(data, spec.trace_path(c), pool=pool).model_copy(
+                    update={"source": labels[c.name][1], "model": model}) for c in spec.config]

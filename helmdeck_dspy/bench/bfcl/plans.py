@@ -1,22 +1,20 @@
-"""Plan accuracy on BFCL: from a planner run (any LM spec) or from recorded trace records.
+"""Plan accuracy on BFCL from recorded trace records: a live run (``bench bfcl --lm``, on the study
+engine, :func:`~helmdeck_dspy.bench.bfcl.flow.plan_study`) is scored from the trace files it wrote,
+so scoring it later from those files gives the same figures.
 
-Both paths end in :func:`~helmdeck_dspy.bench.bfcl.score.score_calls` on the guarded steps
-(the planner's own for a run; :mod:`helmdeck_dspy.evaluation.scoring`'s decode → guard path for a
-trace file), so a run recorded with ``--record`` and scored later from its trace file gives the
-same figures as scoring it live.
+Each record goes through :mod:`helmdeck_dspy.evaluation.scoring`'s decode → guard path (a plain
+answer through the plain decoder) and then :func:`~helmdeck_dspy.bench.bfcl.score.score_calls`.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
-from helmdeck_dspy.bench.bfcl.baseline import PLAIN_VARIANT, ask_plain, decode_plain
+from helmdeck_dspy.bench.bfcl.baseline import PLAIN_VARIANT, decode_plain
 from helmdeck_dspy.bench.bfcl.models import BfclQuestion, BfclSet
 from helmdeck_dspy.bench.bfcl.score import (
     AccuracySummary,
@@ -28,7 +26,6 @@ from helmdeck_dspy.bench.bfcl.score import (
     summarise_by_category,
 )
 from helmdeck_dspy.catalog.models import RoutingGuide
-from helmdeck_dspy.engines.lm_spec import make_lm, trace_source
 from helmdeck_dspy.evaluation.scoring import guard_completion, recorded_reading
 from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY
 from helmdeck_dspy.planning.chains import recorded_chains
@@ -53,62 +50,6 @@ class PlanAccuracy(BaseModel):
 def _catalog_for(q: BfclQuestion, pooled: RoutingGuide | None) -> RoutingGuide:
     """The catalog a question is planned against: the pool when given, else its own functions."""
     return pooled if pooled is not None else q.catalog
-
-
-def plan_questions(
-    data: BfclSet,
-    *,
-    model: str,
-    lm_spec: str,
-    pool: bool = False,
-    variant: str = "full_steps",
-    api_base: str | None = None,
-    max_tokens: int | None = None,
-    budgets: str | Path | None = None,
-    record_path: str | Path | None = None,
-    progress: Callable[[int], None] | None = None,
-    temperature: float | None = None,
-    seed: int | None = None,
-) -> PlanAccuracy:
-    """Run the planner on every question and score its plans.
-
-    Args:
-        data: The questions.
-        model: Budget lookup id (tier, caps, prompt variant).
-        lm_spec: A LiteLLM model string, ``replay:PATH`` or ``sim:PROFILE``.
-        pool: Plan against the pooled catalog instead of each question's own functions.
-        variant: ``full_steps`` (the default: BFCL's gold has several calls) or ``single_pick``.
-        record_path: Append every exchange as trace records (``task_id`` = the BFCL id).
-        temperature / seed: The sampling of every call (None: the budget row's temperature, 0, and
-            seed 7 where the endpoint takes one; :func:`~helmdeck_dspy.planning.prompt.sampling_for`).
-    """
-    from helmdeck_dspy.planning.planner import Planner  # imports dspy
-
-    lm = make_lm(lm_spec, api_base=api_base)
-    source = trace_source(lm_spec)
-    pooled = data.pool()[0] if pool else None
-    scores: list[CallScore] = []
-    failures: Counter[str] = Counter()
-    planner = None
-    for q in data.questions:
-        if planner is None or pooled is None:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                planner = Planner.for_model(
-                    model, lm=lm, catalog=_catalog_for(q, pooled), variant=variant, budgets=budgets,
-                    max_tokens=max_tokens, record_path=record_path, record_source=source, history=None,
-                    use_filter=False, temperature=temperature, seed=seed,
-                )
-        result = planner.plan(q.intent, task_id=q.id)
-        if result.failure_cause:
-            failures[result.failure_cause] += 1
-        scores.append(score_calls(q, calls_from_steps(result.steps), failed=bool(result.failure_cause)))
-        if progress is not None:
-            progress(1)
-    return PlanAccuracy(
-        source=lm_spec, model=model, variant=variant, summary=summarise(scores), by_category=summarise_by_category(scores),
-        failures=dict(failures), scores=scores,
-    )
 
 
 class DecodedRecord(NamedTuple):
@@ -158,51 +99,6 @@ def request_records(path: str | Path, *, on_error: str = "fail") -> dict[str, li
         same = stamp is not None and before and (before[-1].run or {}).get("rechecked") == stamp
         out[rec.task_id] = [*before[-1:], rec] if same else [rec]
     return out
-
-
-def plain_questions(
-    data: BfclSet,
-    *,
-    model: str,
-    lm_spec: str,
-    pool: bool = False,
-    api_base: str | None = None,
-    max_tokens: int | None = None,
-    budgets: str | Path | None = None,
-    record_path: str | Path | None = None,
-    progress: Callable[[int], None] | None = None,
-    temperature: float | None = None,
-    seed: int | None = None,
-) -> PlanAccuracy:
-    """The model alone on every question (:mod:`~helmdeck_dspy.bench.bfcl.baseline`), scored by
-    the same call matcher as the planner's plans; ``record_path`` appends each exchange as a
-    ``plain`` trace record."""
-    from helmdeck_dspy.budgets import load_budget_table
-    from helmdeck_dspy.planning.prompt import sampling_for  # imports dspy
-    from helmdeck_dspy.recording.exchanges import record_exchanges
-
-    lm = make_lm(lm_spec, api_base=api_base, num_retries=0)
-    budget = load_budget_table(budgets).lookup(model)
-    pooled = data.pool()[0] if pool else None
-    scores: list[CallScore] = []
-    failures: Counter[str] = Counter()
-    for q in data.questions:
-        catalog = _catalog_for(q, pooled)
-        completion = ask_plain(lm, q.intent, catalog, max_tokens=max_tokens or budget.output_tokens,
-                               sampling=sampling_for(budget, str(lm.model), temperature, seed, lm.kwargs))
-        if record_path is not None:
-            record_exchanges(Path(record_path), [completion], source=trace_source(lm_spec), budget=budget,
-                             variant=PLAIN_VARIANT, intent=q.intent, task_id=q.id, secrets=[])
-        answer = decode_plain(completion.content, completion.finish_reason)
-        if answer.outcome == "failed":
-            failures["no_json"] += 1
-        scores.append(score_calls(q, answer.calls, failed=answer.outcome == "failed"))
-        if progress is not None:
-            progress(1)
-    return PlanAccuracy(
-        source=f"{lm_spec} (plain prompt)", model=model, variant=PLAIN_VARIANT, summary=summarise(scores),
-        by_category=summarise_by_category(scores), failures=dict(failures), scores=scores,
-    )
 
 
 def score_traces(

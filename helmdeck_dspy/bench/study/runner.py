@@ -73,9 +73,9 @@ def run_arms(
         only: Run these configs only.
         progress: Called before each call with the config name and the question.
     """
-    from helmdeck_dspy.budgets import load_budget_table
-    from helmdeck_dspy.engines.lm_spec import make_lm, run_settings
+    from helmdeck_dspy.engines.lm_spec import LOCAL_PREFIX, make_lm, run_settings
     from helmdeck_dspy.planning.planner import Planner  # imports dspy
+    from helmdeck_dspy.planning.prompt import SEEDED_ENDPOINTS
     from helmdeck_dspy.planning.resilience.policy import RetryPolicy
 
     data = load_questions(spec)
@@ -86,10 +86,11 @@ def run_arms(
         return made
     if lm is None:
         start_local(spec)
-        lm = make_lm(spec.lm, cache=False, num_retries=0, timeout=spec.timeout_s,
-                     sampling={"temperature": spec.temperature, "seed": spec.seed})
+        seeded = spec.lm.startswith((LOCAL_PREFIX, *SEEDED_ENDPOINTS))  # a seed only where the endpoint takes one
+        lm = make_lm(spec.lm, api_base=spec.api_base, cache=False, num_retries=0, timeout=spec.timeout_s,
+                     sampling={"temperature": spec.temperature, **({"seed": spec.seed} if seeded else {})})
     retry = RetryPolicy(max_attempts=1, timeout_s=spec.timeout_s)
-    table = load_budget_table()
+    table = spec.budget_table()
     settings = run_settings(spec.lm) or {}
     pooled = data.pool()[0] if any(c.pool for c in configs) else None
     for q, c in pending:
@@ -99,13 +100,12 @@ def run_arms(
         model = c.budget_model or spec.model
         run = {**settings, "lever_config": c.name}
         path = spec.trace_path(c)
+        budgets = table.changed_for(model, c.budget) if c.budget else table
         if c.plain:
-            budget = table.lookup(model)
-            record_plain(lm, spec.lm, q.intent, q.id, catalog, path, budget, run)
+            record_plain(lm, spec.lm, q.intent, q.id, catalog, path, budgets.lookup(model), run)
         else:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                budgets = table.changed_for(model, c.budget) if c.budget else table
                 planner = Planner.for_model(
                     model, lm=lm, catalog=catalog, variant=c.variant, budgets=budgets, record_path=path, retry=retry,
                     record_run=run, history=None, use_filter=False, cache=False, program=spec.program_choice(c),

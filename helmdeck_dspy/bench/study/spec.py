@@ -33,6 +33,7 @@ from helmdeck_dspy.program.store import PROGRAM_CHOICES
 
 if TYPE_CHECKING:
     from helmdeck_dspy.bench.bfcl.models import BfclQuestion
+    from helmdeck_dspy.budgets import BudgetTable
     from helmdeck_dspy.catalog.models import RoutingGuide
 
 SPEC_NAMES = ("study.toml", "levers.toml")
@@ -163,6 +164,9 @@ class StudySpec(BaseModel):
     baseline: str = Field(default="plain", description="The config every other row is paired against.")
     timeout_s: float = Field(default=900.0, gt=0, le=3600, description="One call's time limit: generous, so a "
                              "loaded machine slows a call down rather than failing it (a failure is asked again).")
+    api_base: str | None = Field(default=None, description="The API base URL of an OpenAI-compatible endpoint.")
+    budgets: str | None = Field(default=None, description="A budget table file (relative to the spec; None: the "
+                                "bundled one).")
     context: int | None = Field(default=None, ge=256, description="A ``local:`` model's context window in tokens "
                                 "(None: the runner's default, 8,192), for prompts that need more.")
     block: int = Field(default=8, ge=1, description="Questions asked under one config before the next config "
@@ -205,6 +209,12 @@ class StudySpec(BaseModel):
         """The catalog file a config's answers were planned over, if not the questions' own (loaded once)."""
         own = self.answering(config).catalog
         return None if own is None else _catalog_file((self.folder / own).resolve())
+
+    def budget_table(self) -> BudgetTable:
+        """The budget table the spec's rows plan under."""
+        from helmdeck_dspy.budgets import load_budget_table
+
+        return load_budget_table(None if self.budgets is None else self.folder / self.budgets)
 
     def data_dirs(self) -> list[Path]:
         return [(self.folder / d).resolve() for d in self.data]
@@ -269,9 +279,7 @@ def load_study_spec(path: str | Path) -> StudySpec:
 
 def _check_budget_change(spec: StudySpec, config: StudyConfig, path: str) -> None:
     """A config's budget changes applied to its model's row, as the run applies them."""
-    from helmdeck_dspy.budgets import load_budget_table
-
     try:
-        load_budget_table().changed_for(config.budget_model or spec.model, config.budget)
+        spec.budget_table().changed_for(config.budget_model or spec.model, config.budget)
     except ValidationError as exc:
         raise StudySpecError(path, f"config {config.name}: budget: {validation_message(exc, subject='budget')}") from None

@@ -40,7 +40,7 @@ def test_run_bfcl_returns_the_report_and_counts_every_stage(bfcl_dir, tmp_path):
                         for a in (10, 25)])
     replay = tmp_path / "answers.jsonl"
     replay.write_text("".join(json.dumps({"id": f"a{i}", "content": c, "finish_reason": "stop"}) + "\n"
-                              for i, c in enumerate([right, "no idea"])), encoding="utf-8")
+                              for i, c in enumerate([right, "no idea"] * 2)), encoding="utf-8")
     messages: list[str] = []
     bars = CountingBars()
     report = run_bfcl(bfcl_dir, rankers=["bm25", "lexical"], lm_spec=f"replay:{replay}", model="m", baseline="plain",

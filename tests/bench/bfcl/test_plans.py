@@ -1,11 +1,12 @@
-"""Plan accuracy from a planner run and from recorded traces agree."""
+"""Plan accuracy from recorded traces, and a live run scored from the trace files it wrote."""
 
 from __future__ import annotations
 
 import json
 
 from helmdeck_dspy.bench.bfcl.load import load_bfcl
-from helmdeck_dspy.bench.bfcl.plans import plan_questions, score_traces
+from helmdeck_dspy.bench.bfcl.flow import run_bfcl
+from helmdeck_dspy.bench.bfcl.plans import score_traces
 from helmdeck_dspy.traces.record import TraceRecord, write_jsonl_traces
 
 
@@ -41,9 +42,12 @@ def test_trace_records_are_scored_against_their_task(bfcl_dir, tmp_path):
 def test_sim_run_records_traces_that_score_the_same(bfcl_dir, tmp_path):
     data = load_bfcl(bfcl_dir)
     rec = tmp_path / "run.jsonl"
-    live = plan_questions(data, model="anthropic/claude-sonnet-4-6", lm_spec="sim:frontier-like", record_path=rec)
+    report = run_bfcl(bfcl_dir, rankers=["bm25"], lm_spec="sim:frontier-like", model="anthropic/claude-sonnet-4-6",
+                      record_path=rec)
+    live = report.plan_accuracy[0]
     assert live.summary.n == 2 and live.source == "sim:frontier-like"
     replayed = score_traces(data, rec)
     assert [s.model_dump() for s in replayed.scores] == [s.model_dump() for s in live.scores]
     lines = [json.loads(line) for line in rec.read_text().splitlines()]
     assert {line["task_id"] for line in lines if line.get("call", "plan") == "plan"} == {"parallel_0", "parallel_1"}
+    assert {line["temperature"] for line in lines} == {0.0}  # the study engine's sampling, written down

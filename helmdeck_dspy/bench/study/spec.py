@@ -56,7 +56,7 @@ recorded answers re-score, but it cannot run again (git keeps the code; docs/res
 
 
 class StudyConfig(BaseModel):
-    """One row of a lever run: the model alone, or the planner with some levers on."""
+    """One row of a study, an arm: the model alone, the planner with some options, or a compiled program."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -140,7 +140,7 @@ class StudyConfig(BaseModel):
 
 
 class StudySpec(BaseModel):
-    """A lever run (see the module docstring)."""
+    """A study (see the module docstring)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from helmdeck_dspy.evaluation.stats import Reservoir, newcombe_diff, wilson
+import math
+import random
+
+from helmdeck_dspy.evaluation.stats import Reservoir, bootstrap_mean_ci, newcombe_diff, resample_indices, wilson
 
 
 def test_wilson_known_values():
@@ -84,3 +87,19 @@ def test_paired_difference_is_narrower_when_the_pairs_agree():
     assert newcombe_paired_diff(0, 0, 0, 0) == (0.0, -1.0, 1.0)
     d, lo, hi = newcombe_paired_diff(0, 0, 12, 0)  # the second always better: a clear negative difference
     assert d == -1.0 and hi < 0
+
+
+def _bootstrap_one_at_a_time(values: list[float], resamples: int, seed: int = 0) -> tuple[float, float]:
+    """The bootstrap as it was written first: each index a ``randrange`` call, each mean a ``sum``."""
+    n = len(values)
+    rng = random.Random(seed)
+    means = sorted(sum(values[rng.randrange(n)] for _ in range(n)) / n for _ in range(resamples))
+    return means[int(0.025 * (resamples - 1))], means[int(math.ceil(0.975 * (resamples - 1)))]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 8, 49, 120, 257])
+def test_the_bulk_bootstrap_draws_and_sums_exactly_as_one_draw_at_a_time(n):
+    values = [random.Random(n).choice([0.0, 0.25, 1 / 3, 1.0, -1.0]) + i * 1e-4 for i in range(n)]
+    rng = random.Random(11)
+    assert resample_indices(n, 5000, 11).tolist() == [rng.randrange(n) for _ in range(5000)]
+    assert bootstrap_mean_ci(values, resamples=999) == _bootstrap_one_at_a_time(values, 999)

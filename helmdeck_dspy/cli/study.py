@@ -12,6 +12,7 @@ from helmdeck_dspy.cli.options import TerminalBars, emit_json, json_option, prog
 @click.argument("spec_path", metavar="SPEC", type=click.Path(exists=True, dir_okay=False))
 @click.option("--only", default=None, help="Run only these configs (comma-separated names).")
 @click.option("--score-only", is_flag=True, help="Make no LM call and compile nothing: score the trace files there are.")
+@click.option("--dry-run", is_flag=True, help="Say what is left (compiles, and calls per config) and run nothing.")
 @click.option("--ship", "ship_to", is_flag=True,
               help="Copy every compile arm that beats its paired row beyond its interval into compiled/ (the model's "
                    "own program) with its test scores in the manifest.")
@@ -19,8 +20,8 @@ from helmdeck_dspy.cli.options import TerminalBars, emit_json, json_option, prog
               help="Where --ship writes (default: the bundled compiled/).")
 @progress_option
 @json_option("Print table.json's rows.")
-def study_cmd(spec_path: str, only: str | None, score_only: bool, ship_to: bool, compiled_root: str | None,
-              progress: bool | None, as_json: bool) -> None:
+def study_cmd(spec_path: str, only: str | None, score_only: bool, dry_run: bool, ship_to: bool,
+              compiled_root: str | None, progress: bool | None, as_json: bool) -> None:
     """Run the study SPEC (a study.toml or levers.toml): compile each compile arm's program that is
     missing, answer every question under each config that has no record of it yet, then write
     table.md, table.json and exact.png beside SPEC.
@@ -29,7 +30,7 @@ def study_cmd(spec_path: str, only: str | None, score_only: bool, ship_to: bool,
     pair. Each config's exchanges are appended to CONFIG.jsonl beside SPEC; a compile arm's program
     and its test scores go under programs/CONFIG/.
     """
-    from helmdeck_dspy.bench.study.flow import check_configs, run_study
+    from helmdeck_dspy.bench.study.flow import check_configs, left, run_study
     from helmdeck_dspy.bench.study.report import table_lines
     from helmdeck_dspy.bench.study.spec import load_study_spec
 
@@ -37,6 +38,15 @@ def study_cmd(spec_path: str, only: str | None, score_only: bool, ship_to: bool,
     chosen = {n.strip() for n in only.split(",") if n.strip()} if only else None
     with usage_errors():
         check_configs(spec, chosen)
+    if dry_run:
+        compiles, calls = left(spec, chosen)
+        if as_json:
+            emit_json({"compiles": compiles, "calls": calls})
+            return
+        click.echo(f"{len(compiles)} compiles" + (f" ({', '.join(compiles)})" if compiles else "") + ", "
+                   f"{sum(calls.values())} calls" + (f" ({', '.join(f'{k} {v}' for k, v in calls.items())})" if calls else "")
+                   + " left (dry run: nothing ran)")
+        return
     report = run_study(spec, only=chosen, score_only=score_only, ship=ship_to, compiled_root=compiled_root,
                        notify=to_stderr, bars=TerminalBars(progress))
     if as_json:

@@ -41,14 +41,24 @@ def check_configs(spec: StudySpec, only: Collection[str] | None) -> None:
         raise UsageValueError(f"no config {unknown[0]!r} in {spec.path}", "--only")
 
 
-def pending(spec: StudySpec, only: Collection[str] | None = None) -> int:
-    """What a study has left: its compiles and LM calls (for the configs ``only`` names)."""
+def left(spec: StudySpec, only: Collection[str] | None = None) -> tuple[list[str], dict[str, int]]:
+    """What a study has left (for the configs ``only`` names): the compile arms to compile, and the
+    LM calls per config (a compile arm's answers count once it is compiled)."""
+    from collections import Counter
+
     from helmdeck_dspy.bench.study.compiled import compile_arms
     from helmdeck_dspy.bench.study.questions import load_questions
     from helmdeck_dspy.bench.study.runner import pending_pairs
 
     chosen = set(only) if only else None
-    return len(compile_arms(spec, chosen)) + len(pending_pairs(spec, load_questions(spec), chosen))
+    calls = Counter(c.name for _, c in pending_pairs(spec, load_questions(spec), chosen))
+    return [c.name for c in compile_arms(spec, chosen)], dict(calls)
+
+
+def pending(spec: StudySpec, only: Collection[str] | None = None) -> int:
+    """What a study has left: its compiles and LM calls (for the configs ``only`` names)."""
+    compiles, calls = left(spec, only)
+    return len(compiles) + sum(calls.values())
 
 
 def run_study(

@@ -115,12 +115,18 @@ def test_answers_by_another_program_are_asked_again(ran, tmp_path):
     assert pending(load_study_spec(copy / "study.toml"), ["b", "b2"]) == 0
 
 
-def test_a_changed_compile_input_compiles_again(ran, tmp_path):
+def test_a_changed_compile_input_compiles_again_and_the_dry_run_says_so(ran, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(ran.parent, copy)
     spec = copy / "study.toml"
     spec.write_text(spec.read_text().replace("valset = 3", "valset = 2"))
     assert pending(load_study_spec(spec)) == 1  # the compile; its answers count once it changes the program
+    dry = CliRunner().invoke(cli, ["bench", "study", str(spec), "--dry-run"])
+    assert dry.exit_code == 0 and dry.stdout.strip() == "1 compiles (c), 0 calls left (dry run: nothing ran)"
+    (copy / "b2.jsonl").write_text("".join((copy / "b2.jsonl").read_text().splitlines(keepends=True)[:40]))
+    dry = CliRunner().invoke(cli, ["bench", "study", str(spec), "--dry-run", "--json"])
+    assert json.loads(dry.stdout) == {"compiles": ["c"], "calls": {"b2": 9}}
+    assert len((copy / "b2.jsonl").read_text().splitlines()) == 40  # nothing ran: nothing was answered
 
 
 def test_shipping_copies_only_a_program_that_beats_its_paired_row(ran, tmp_path):

@@ -5,7 +5,8 @@ studies committed before that are recovered from git: for every commit that adde
 study's answers (its trace files, result lines or compiled programs), the model's row in
 ``compiled/budgets.toml`` just before that commit and at it, reduced to the fields that shape a
 plan call. Each distinct row becomes an entry with the commits it was found at. Run from the
-repository root; it rewrites the files it names and nothing else.
+repository root; it rewrites the files it names and nothing else. (``experiments/e2e/study`` has since
+been split into ``experiments/e2e/qwen2.5-coder-0.5b`` and ``-1.5b``, each with its model's rows.)
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from helmdeck_dspy.bench.e2e.checks import load_e2e_tasks
 from helmdeck_dspy.bench.e2e.gold import GOLD, verify_task
-from helmdeck_dspy.bench.e2e.study import StudySetup
+from helmdeck_dspy.bench.e2e.run import StudySetup
 
 ROOT = Path(__file__).resolve().parents[2]
 tasks, digest = load_e2e_tasks(ROOT / "eval" / "e2e" / "tasks.jsonl")

@@ -7,9 +7,6 @@ A plan (``experiments/studies.toml``) lists ``[[step]]`` tables in the order the
     only = ["default-answer"]                      # its configs to run (omitted: all of them)
 
     [[step]]
-    spec = "e2e/runs/1.5b-recheck-test.e2e.toml"   # an end-to-end run (bench.e2e.spec); only: its arms
-
-    [[step]]
     script = "../measure/constrained_cost.py"     # a benchmark script, run once: its output is kept
     args = ["--n", "8"]
     out = "constrained-cost.txt"
@@ -27,21 +24,13 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from helmdeck_dspy.bench.progress import Bars
-from helmdeck_dspy.errors import DataFileError, UsageValueError, validation_message
+from helmdeck_dspy.bench.study.spec import SPEC_NAMES, StudySpec
+from helmdeck_dspy.errors import DataFileError, validation_message
 from helmdeck_dspy.io.datafiles import parse_toml, read_text
-
-def spec_kind(path: Path) -> str | None:
-    """``study``, ``e2e`` (an end-to-end run: ``e2e.toml`` or ``*.e2e.toml``) or None (not a study spec)."""
-    from helmdeck_dspy.bench.study.spec import SPEC_NAMES
-
-    if path.name in SPEC_NAMES:
-        return "study"
-    return "e2e" if path.name == "e2e.toml" or path.name.endswith(".e2e.toml") else None
 
 
 class PlanStep(BaseModel):
@@ -49,9 +38,8 @@ class PlanStep(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    spec: Path | None = Field(default=None, description="A study.toml (or levers.toml) or *.e2e.toml (relative to the plan).")
-    only: tuple[str, ...] | None = Field(default=None, description="The spec's configs (an e2e run's arms) to run "
-                                         "(None: all).")
+    spec: Path | None = Field(default=None, description="A study.toml (or levers.toml), relative to the plan.")
+    only: tuple[str, ...] | None = Field(default=None, description="The spec's configs to run (None: all).")
     script: Path | None = Field(default=None, description="A Python benchmark script (relative to the plan).")
     args: tuple[str, ...] = ()
     out: Path | None = Field(default=None, description="Where the script's output is kept (relative to the plan).")
@@ -67,15 +55,10 @@ class PlanStep(BaseModel):
         return self
 
     @property
-    def kind(self) -> str:
-        """``study``, ``e2e`` (by the spec's file name) or ``script``."""
-        return "script" if self.spec is None else spec_kind(self.spec) or "unknown"
-
-    @property
     def label(self) -> str:
         if self.spec is None:
             return f"script {self.script} > {self.out}"
-        return f"{self.kind} {self.spec}" + (f" --only {','.join(self.only)}" if self.only else "")
+        return f"study {self.spec}" + (f" --only {','.join(self.only)}" if self.only else "")
 
 
 class StudyPlan(BaseModel):
@@ -87,18 +70,11 @@ class StudyPlan(BaseModel):
     path: Path = Path()
 
 
-def _load_spec(spec_path: Path, kind: str, only: tuple[str, ...] | None) -> Any:
-    """The step's spec, loaded by its own study's loader, with ``only`` checked against its configs."""
-    from helmdeck_dspy.bench.e2e.spec import load_e2e_spec
+def _load_spec(spec_path: Path, only: tuple[str, ...] | None) -> StudySpec:
+    """The step's spec, with ``only`` checked against its configs."""
     from helmdeck_dspy.bench.study.flow import check_configs
     from helmdeck_dspy.bench.study.spec import load_study_spec
 
-    if kind == "e2e":
-        run = load_e2e_spec(spec_path)
-        unknown = sorted(set(only or ()) - set(run.arms))
-        if unknown:
-            raise UsageValueError(f"no arm {unknown[0]!r} in {spec_path}", "only")
-        return run.model_copy(update={"arms": only}) if only else run
     study = load_study_spec(spec_path)
     check_configs(study, only)
     return study
@@ -118,15 +94,15 @@ def load_plan(path: str | Path) -> StudyPlan:
     steps = []
     for i, step in enumerate(plan.step, 1):
         where = f"step {i}"
-        if step.spec is not None and spec_kind(step.spec) is None:
-            raise DataFileError(str(path), f"{where}: {step.spec} is not a study.toml, a levers.toml or an e2e.toml")
+        if step.spec is not None and step.spec.name not in SPEC_NAMES:
+            raise DataFileError(str(path), f"{where}: {step.spec} is not a {' or a '.join(SPEC_NAMES)}")
         resolved = step.model_copy(update={k: path.parent / v for k in ("spec", "script", "out")
                                            if (v := getattr(step, k)) is not None})
         if resolved.script is not None and not resolved.script.is_file():
             raise DataFileError(str(path), f"{where}: no script {resolved.script}")
         if resolved.spec is not None:
             try:
-                _load_spec(resolved.spec, resolved.kind, resolved.only)
+                _load_spec(resolved.spec, resolved.only)
             except Exception as exc:  # noqa: BLE001 - any unusable spec is this step's problem
                 raise DataFileError(str(path), f"{where} ({step.spec}): {exc}") from None
         steps.append(resolved)
@@ -134,13 +110,11 @@ def load_plan(path: str | Path) -> StudyPlan:
 
 
 def pending(step: PlanStep) -> int:
-    """What a step has left: compiles and LM calls for a study, runs for an end-to-end spec, 1 or 0
-    for a script."""
+    """What a step has left: compiles and LM calls (end-to-end tasks: runs) for a study, 1 or 0 for
+    a script."""
     if step.spec is None:
         return 0 if step.out is not None and step.out.exists() and step.out.stat().st_size else 1
-    spec = _load_spec(step.spec, step.kind, step.only)
-    if step.kind == "e2e":
-        return spec.pending()
+    spec = _load_spec(step.spec, step.only)
     from helmdeck_dspy.bench.study.flow import pending as study_pending
 
     return study_pending(spec, step.only)
@@ -180,11 +154,6 @@ def run_plan(plan: StudyPlan, *, dry_run: bool = False, matching: tuple[str, ...
             continue
         if step.spec is None:
             run_script(step)
-        elif step.kind == "e2e":
-            from helmdeck_dspy.bench.e2e.spec import run_e2e_spec
-
-            run_e2e_spec(_load_spec(step.spec, "e2e", step.only),
-                         lambda r, i, n: tell(f"  [{i}/{n}] {'ok  ' if r.success else 'FAIL'} {r.arm} {r.task_id}"))
         else:
             run_study(step.spec, only=step.only, notify=tell, bars=bars)
     return done

@@ -23,15 +23,15 @@ from helmdeck_dspy.cli.options import TerminalBars, emit_json, json_option, prog
 def study_cmd(spec_path: str, only: str | None, score_only: bool, dry_run: bool, ship_to: bool,
               compiled_root: str | None, progress: bool | None, as_json: bool) -> None:
     """Run the study SPEC (a study.toml or levers.toml): compile each compile arm's program that is
-    missing, answer every question under each config that has no record of it yet, then write
-    table.md, table.json and exact.png beside SPEC.
+    missing, answer every question (or run every end-to-end task) under each config that has no
+    record of it yet, then write table.md, table.json and exact.png beside SPEC.
 
     Resumable: a run stopped at any point goes on from the next unanswered (question, config)
     pair. Each config's exchanges are appended to CONFIG.jsonl beside SPEC; a compile arm's program
     and its test scores go under programs/CONFIG/.
     """
     from helmdeck_dspy.bench.study.flow import check_configs, left, run_study
-    from helmdeck_dspy.bench.study.report import table_lines
+    from helmdeck_dspy.bench.study.report import rows_lines
     from helmdeck_dspy.bench.study.spec import load_study_spec
 
     spec = load_study_spec(spec_path)
@@ -52,7 +52,7 @@ def study_cmd(spec_path: str, only: str | None, score_only: bool, dry_run: bool,
     if as_json:
         emit_json({"rows": [r.model_dump(mode="json") for r in report.rows], "shipped": report.shipped})
     elif report.rows:  # nothing answered yet: nothing to show
-        for line in table_lines(report.rows):
+        for line in rows_lines(spec, report.rows):
             click.echo(line)
 
 

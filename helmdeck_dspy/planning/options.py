@@ -94,8 +94,8 @@ class PlannerOptions(BaseModel):
     answer_strategy: StrategyName | None = None
     fit_decision: bool | None = Field(default=None, json_schema_extra={"decided_by": [
         "experiments/test-split/qwen2.5-coder-0.5b", "experiments/test-split/qwen2.5-coder-1.5b"]})
-    fill_placeholders: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/study"]})
-    recheck_top: int = Field(default=10, ge=0, json_schema_extra={"decided_by": ["experiments/e2e/study"]})
+    fill_placeholders: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/qwen2.5-coder-1.5b"]})
+    recheck_top: int = Field(default=10, ge=0, json_schema_extra={"decided_by": ["experiments/e2e/qwen2.5-coder-1.5b"]})
     probe_decision: bool = False
     preset: Literal["shipped", "before-issue-22"] = "shipped"
     caller: str | None = None

@@ -57,7 +57,7 @@ def test_steps_run_in_order_and_a_second_run_makes_no_call(tmp_path, bfcl_dir):
 
 @pytest.mark.parametrize(("body", "message"), [
     ('[[step]]\nspec = "a/levers.toml"\nonly = ["nope"]\n', "step 1 (a/levers.toml): no config 'nope'"),
-    ('[[step]]\nspec = "a/spec.toml"\n', "step 1: a/spec.toml is not a study.toml, a levers.toml or an e2e.toml"),
+    ('[[step]]\nspec = "a/spec.toml"\n', "step 1: a/spec.toml is not a study.toml or a levers.toml"),
     ('[[step]]\nspec = "a/levers.toml"\n[[step]]\nscript = "missing.py"\nout = "x.txt"\n', "step 2: no script"),
     ('[[step]]\nspec = "a/levers.toml"\nscript = "x.py"\n', "either spec or script"),
     ('[[step]]\nscript = "x.py"\n', "a script step needs out"),
@@ -87,38 +87,68 @@ def test_the_committed_plan_checks_and_the_cli_says_what_is_left(shared_dir):
     assert r.output.strip().splitlines()[-1].endswith("(dry run: nothing ran)")
 
 
-def _e2e_run(folder: Path, body: str) -> Path:
+def _e2e_study(folder: Path, e2e: str, rows: str = "") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "one.e2e.toml"
-    path.write_text('model = "m"\nlm = "sim:mid-tier"\nout = "../results"\n' + body, encoding="utf-8")
+    path = folder / "study.toml"
+    path.write_text('model = "m"\nlm = "sim:mid-tier"\nbaseline = "alone"\n[e2e]\n' + e2e
+                    + '[[config]]\nname = "alone"\nplain = true\n[[config]]\nname = "planner"\n' + rows, encoding="utf-8")
     return path
 
 
-def test_an_end_to_end_run_spec_counts_what_its_results_lack(tmp_path):
+def test_an_end_to_end_study_counts_the_runs_its_rows_lack(tmp_path):
     from helmdeck_dspy.bench.e2e.checks import task_split
-    from helmdeck_dspy.bench.e2e.spec import load_e2e_spec
+    from helmdeck_dspy.bench.study.flow import left
+    from helmdeck_dspy.bench.study.questions import load_cases
+    from helmdeck_dspy.bench.study.spec import load_study_spec
 
-    spec = load_e2e_spec(_e2e_run(tmp_path / "runs", 'split = "dev"\nonly = ["time", "git-01"]\n'))
-    tasks, digest = spec.selected()
-    assert tasks and all(task_split(t.id) == "dev" and (t.type == "time" or t.id == "git-01") for t in tasks)
-    assert len(digest) == 64 and spec.pending() == 2 * len(tasks)
-    (tmp_path / "results").mkdir()
-    (tmp_path / "results" / "results.jsonl").write_text(
-        '{"model": "m", "arm": "alone", "task_id": "%s"}\n{"model": "other", "arm": "planner", "task_id": "%s"}\n'
-        % (tasks[0].id, tasks[0].id), encoding="utf-8")
-    assert spec.pending() == 2 * len(tasks) - 1
-    with pytest.raises(DataFileError, match="unknown arm 'planner-next'"):  # a retired arm cannot run again
-        load_e2e_spec(_e2e_run(tmp_path / "bad", 'arms = ["planner-next"]\n'))
-
-
-def test_a_plan_step_can_be_an_end_to_end_run_with_some_of_its_arms(tmp_path):
-    _e2e_run(tmp_path / "runs", 'only = ["git-01"]\n')
-    plan = load_plan(_plan(tmp_path, '[[step]]\nspec = "runs/one.e2e.toml"\nonly = ["alone"]\n'))
-    assert plan.step[0].kind == "e2e" and [n for _, n in run_plan(plan, dry_run=True)] == [1]
-    with pytest.raises(DataFileError, match="no arm 'planner-fill'"):
-        load_plan(_plan(tmp_path, '[[step]]\nspec = "runs/one.e2e.toml"\nonly = ["planner-fill"]\n'))
+    spec = load_study_spec(_e2e_study(tmp_path, 'split = "dev"\nonly = ["time", "git-01"]\n',
+                                      '[[config]]\nname = "tested"\nsplit = "test"\n'
+                                      '[[config]]\nname = "gone"\nretired = ["next_ask"]\n'))
+    tasks = load_cases(spec)
+    assert tasks and all(task_split(t.id) == "dev" and (t.category == "time" or t.id == "git-01") for t in tasks)
+    assert left(spec)[1] == {"alone": len(tasks), "planner": len(tasks)}  # a test-half row on a dev study, a retired row: none
+    (tmp_path / "alone.jsonl").write_text('{"task_id": "%s"}\n' % tasks[0].id, encoding="utf-8")
+    assert left(spec)[1] == {"alone": len(tasks) - 1, "planner": len(tasks)}
 
 
-def test_bench_e2e_names_an_unknown_arm():
-    r = CliRunner().invoke(cli, ["bench", "e2e", "-m", "m", "--arms", "planner,bogus"])
-    assert r.exit_code == 2 and "unknown arm 'bogus'" in r.output
+def test_a_plan_step_can_be_an_end_to_end_study_with_some_of_its_rows(tmp_path):
+    _e2e_study(tmp_path / "e2e", 'only = ["git-01"]\n')
+    plan = load_plan(_plan(tmp_path, '[[step]]\nspec = "e2e/study.toml"\nonly = ["alone"]\n'))
+    assert [n for _, n in run_plan(plan, dry_run=True)] == [1]
+    with pytest.raises(DataFileError, match="no config 'planner-fill'"):
+        load_plan(_plan(tmp_path, '[[step]]\nspec = "e2e/study.toml"\nonly = ["planner-fill"]\n'))
+
+
+@pytest.mark.parametrize(("e2e", "rows", "message"), [
+    ("", '[[config]]\nname = "p2"\npool = true\n', "answers_from, pool and catalog do not apply"),
+    ("", '[[config]]\nname = "p2"\noptions = { fill_holes = true }\n', "not planner options: \\['fill_holes'\\]"),
+    ("", '[[config]]\nname = "p2"\noptions = { recheck_top = -1 }\n', "recheck_top"),
+    ('split = "half"\n', "", "split"),
+])
+def test_an_unusable_end_to_end_study_is_refused(tmp_path, e2e, rows, message):
+    from helmdeck_dspy.bench.study.spec import StudySpecError, load_study_spec
+
+    with pytest.raises(StudySpecError, match=message):
+        load_study_spec(_e2e_study(tmp_path, e2e, rows))
+
+
+def test_limits_and_halves_belong_to_their_own_sources(tmp_path, bfcl_dir):
+    from helmdeck_dspy.bench.study.spec import StudySpecError, load_study_spec
+
+    e2e = _e2e_study(tmp_path / "e", "")
+    e2e.write_text("limit = 3\n" + e2e.read_text(encoding="utf-8"), encoding="utf-8")
+    with pytest.raises(StudySpecError, match="limit and start count questions"):
+        load_study_spec(e2e)
+    path = _lever_spec(tmp_path / "b", bfcl_dir)
+    path.write_text(path.read_text(encoding="utf-8") + 'split = "dev"\n', encoding="utf-8")
+    with pytest.raises(StudySpecError, match="split picks a half of the end-to-end tasks"):
+        load_study_spec(path)
+
+
+def test_bench_e2e_resumes_its_own_study_and_refuses_another(tmp_path):
+    out = tmp_path / "e2e"
+    out.mkdir()
+    (out / "study.toml").write_text('model = "other"\n', encoding="utf-8")
+    r = CliRunner().invoke(cli, ["bench", "e2e", "-m", "m", "--lm", "sim:mid-tier", "--out", str(out)])
+    assert r.exit_code == 2 and "holds another study" in r.output
+    assert (out / "study.toml").read_text(encoding="utf-8") == 'model = "other"\n'

@@ -1,15 +1,15 @@
-"""The two arms of the end-to-end study, each a planner that :func:`run_loop` drives.
+"""The model alone's side of an end-to-end study: a planner that :func:`run_loop` drives.
 
-- ``planner``: the project's :class:`~helmdeck_dspy.planning.planner.Planner` for the model, its
-  budget row deciding selection, strategy and variant, over the catalog the servers list.
-- ``alone``: the same model in a plain tool-calling loop (:class:`AloneAgent`): the tools as JSON
-  functions in the prompt and the question, as in every model-alone row; it answers with a JSON
-  list of calls, and after they run their results come back as the next user message (the same
-  truncation as the planner's prompt) with the same ask; ``[]`` ends the run. Its answers go
-  through the same tolerant call-list decoder as the ``plain`` strategy, and nothing else: names
-  and arguments are sent as written.
+A study's planner rows are the project's :class:`~helmdeck_dspy.planning.planner.Planner` for the
+model (its budget row deciding selection, strategy and variant, the row's options on top) over the
+catalog the servers list. Its ``plain`` row is the same model in a plain tool-calling loop,
+:class:`AloneAgent`: the tools as JSON functions in the prompt and the question, as in every
+model-alone row; it answers with a JSON list of calls, and after they run their results come back
+as the next user message (the same truncation as the planner's prompt) with the same ask; ``[]``
+ends the run. Its answers go through the same tolerant call-list decoder as the ``plain``
+strategy, and nothing else: names and arguments are sent as written.
 
-All run under the same loop (step cap, time cap, the stop on a failed call planned again
+All rows run under the same loop (step cap, time cap, the stop on a failed call planned again
 unchanged), servers, sandboxes and approval policy.
 """
 
@@ -25,21 +25,6 @@ from helmdeck_dspy.planning.guards import GuardedStep
 from helmdeck_dspy.planning.result import PlanResult
 from helmdeck_dspy.program.plain_prompt import plain_functions, plain_request, results_message
 from helmdeck_dspy.signatures.types import ExecutedStep
-
-ARMS = ("planner", "alone")
-"""The arms every run has: the shipped planner and the model alone."""
-LEVER_ARMS: dict[str, dict[str, Any]] = {"planner-fill": {"fill_placeholders": True},
-                                         "planner-recheck": {"recheck_top": 10}}
-"""Planner arms with a lever under test, and their planner options: ``planner-fill`` (placeholder
-paths filled from the request) and ``planner-recheck`` (a declined first plan asked once more over
-the 10 tools ranked first) were each chosen on the dev half and are now the planner's defaults too."""
-RETIRED_ARMS = ("planner-next", "planner-wrap", "planner-cut", "planner-turns", "planner-cut-turns")
-"""Arms whose results are kept but whose lever left the product (docs/results/e2e.md):
-``planner-next`` (a ``plain`` re-plan asking for the next calls) and ``planner-wrap`` (flat
-arguments wrapped into a tool's one required array), each a tie on dev; ``planner-turns`` (a
-``plain`` re-plan continuing the conversation), one task up on dev, short of the rule;
-``planner-cut`` and ``planner-cut-turns`` (the byte cap applied to the ``plain`` prompt's
-functions), stopped part way on dev."""
 
 
 class AloneAgent:

@@ -77,6 +77,16 @@ class E2ETask(BaseModel):
     intent: str = Field(description="The request; {site} stands for the loopback site's base URL.")
     checks: list[Check] = Field(min_length=1)
 
+    @property
+    def category(self) -> str:
+        """The task type: a study's category."""
+        return self.type
+
+    @property
+    def split(self) -> str:
+        """``dev`` or ``test`` (:func:`task_split`)."""
+        return task_split(self.id)
+
     def intent_for(self, site: str) -> str:
         return self.intent.replace("{site}", site)
 

@@ -47,11 +47,11 @@ def left(spec: StudySpec, only: Collection[str] | None = None) -> tuple[list[str
     from collections import Counter
 
     from helmdeck_dspy.bench.study.compiled import compile_arms
-    from helmdeck_dspy.bench.study.questions import load_questions
+    from helmdeck_dspy.bench.study.questions import load_cases
     from helmdeck_dspy.bench.study.runner import pending_pairs
 
     chosen = set(only) if only else None
-    calls = Counter(c.name for _, c in pending_pairs(spec, load_questions(spec), chosen))
+    calls = Counter(c.name for _, c in pending_pairs(spec, load_cases(spec), chosen))
     return [c.name for c in compile_arms(spec, chosen)], dict(calls)
 
 
@@ -93,7 +93,7 @@ def run_study(
     from helmdeck_dspy.bench.provenance import note_row
     from helmdeck_dspy.bench.study.compiled import compile_arm, compile_arms, record_test_scores
     from helmdeck_dspy.bench.study.compiled import ship as ship_winners
-    from helmdeck_dspy.bench.study.questions import load_questions
+    from helmdeck_dspy.bench.study.questions import load_cases
     from helmdeck_dspy.bench.study.report import write_study
     from helmdeck_dspy.bench.study.runner import pending_pairs, run_arms
     from helmdeck_dspy.bench.study.table import score_study
@@ -107,7 +107,7 @@ def run_study(
     report = StudyReport(spec=spec)
     if not score_only:
         compiles = compile_arms(spec, chosen)
-        todo = pending_pairs(spec, load_questions(spec), chosen)
+        todo = pending_pairs(spec, load_cases(spec), chosen)
         if compiles or todo:
             note_row(spec.folder, budget_for(spec.model))
         for i, config in enumerate(compiles, 1):
@@ -116,8 +116,8 @@ def run_study(
                 compile_arm(spec, config, notify=tell, on_call=on_call)
             report.compiled.append(config.name)
         if compiles:  # a program compiled again makes its row's answers stale
-            todo = pending_pairs(spec, load_questions(spec), chosen)
-        tell(f"study: {len(todo)} calls to make ({spec.lm})")
+            todo = pending_pairs(spec, load_cases(spec), chosen)
+        tell(f"study: {len(todo)} {'task runs' if spec.e2e else 'calls'} to make ({spec.lm})")
         with show.stage("calls", len(todo)) as step:
             report.made = run_arms(spec, only=chosen, progress=lambda _config, _question: step(1))
         tell("made " + ", ".join(f"{k} {v}" for k, v in report.made.items()))

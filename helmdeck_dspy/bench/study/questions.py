@@ -1,5 +1,6 @@
-"""A study's questions: BFCL categories from its data folders, or its gold tasks over its catalog,
-``limit`` of each category after the first ``start``, in round-robin order across categories."""
+"""A study's cases: BFCL categories from its data folders, or its gold tasks over its catalog,
+``limit`` of each category after the first ``start``, in round-robin order across categories; or
+its end-to-end tasks (:func:`load_cases`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from helmdeck_dspy.bench.bfcl.load import discover, load_bfcl
 from helmdeck_dspy.bench.bfcl.models import BfclQuestion, BfclSet
-from helmdeck_dspy.bench.study.spec import StudySpec, StudySpecError
+from helmdeck_dspy.bench.study.spec import Case, StudySpec, StudySpecError
 
 if TYPE_CHECKING:
     from helmdeck_dspy.tasks import PlanTask
@@ -29,6 +30,15 @@ def _task_questions(spec: StudySpec, *, split: bool = True) -> list[BfclQuestion
     assert spec.catalog is not None
     return questions_from_tasks(load_spec_tasks(spec, split=split), load_catalog(spec.folder / spec.catalog),
                                 str(spec.folder / str(spec.tasks)))
+
+
+def load_cases(spec: StudySpec) -> list[Case]:
+    """What the spec's rows answer, in run order: its end-to-end tasks, else its questions."""
+    if spec.e2e is not None:
+        from helmdeck_dspy.bench.e2e.run import select_tasks
+
+        return list(select_tasks(spec.e2e, spec.folder, spec.categories))
+    return list(load_questions(spec).questions)
 
 
 def load_questions(spec: StudySpec) -> BfclSet:

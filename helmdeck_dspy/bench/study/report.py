@@ -72,6 +72,35 @@ def calls_lines(rows: list[StudyRow]) -> list[str]:
     return ["", *lines]
 
 
+def run_lines(rows: list[StudyRow]) -> list[str]:
+    """An end-to-end study's rows: tasks done, paired against the baseline, and how the runs went."""
+    lines = ["| config | scope | tasks | done [95% CI] | done vs baseline, paired | calls/task | plan calls/task | "
+             "tool errors | tasks with an error: done | median s/task | stopped |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        assert r.runs is not None
+        g = r.runs
+        stopped = ", ".join(f"{k} {v}" for k, v in g.stopped.items())
+        lines.append(f"| {r.config} | {r.scope} | {r.n} | {_rate(r.exact)} | {_diff(r)} | {g.calls_per_task:.2f} | "
+                     f"{g.plan_calls_per_task:.2f} | {g.tool_errors} | {g.tasks_with_errors}: {g.recovered} | "
+                     f"{_num(r.latency_p50_s)} | {stopped} |")
+    return lines
+
+
+def rows_lines(spec: StudySpec, rows: list[StudyRow]) -> list[str]:
+    """The rows as the spec's kind of table (:func:`run_lines` for end-to-end tasks, else :func:`table_lines`)."""
+    return run_lines(rows) if spec.e2e else table_lines(rows)
+
+
+def _about(spec: StudySpec) -> str:
+    """What the rows answered, in a clause."""
+    if spec.e2e is not None:
+        kinds = f"types {', '.join(spec.categories)}" if spec.categories else "every type"
+        return (f"the end-to-end tasks ({spec.e2e.tasks or 'bundled'}, split {spec.e2e.split}, {kinds}), each run in a "
+                f"fresh sandbox over the real MCP servers (at most {spec.e2e.max_steps} steps, "
+                f"{spec.e2e.time_cap_s:g} s) and done when every check holds")
+    return f"categories {', '.join(spec.categories)}, the first {spec.limit} questions of each"
+
+
 def compile_lines(spec: StudySpec) -> list[str]:
     """What each compile arm's compile cost: LM calls (live, cached and the teacher's), tokens and time."""
     from helmdeck_dspy.bench.study.compiled import entry
@@ -93,10 +122,9 @@ def compile_lines(spec: StudySpec) -> list[str]:
 def render_markdown(spec: StudySpec, rows: list[StudyRow]) -> str:
     """The table page: what ran, the configs, then the table (written beside the spec)."""
     out = [
-        f"# {'Gold-task' if spec.tasks else 'BFCL'} levers: {spec.model}",
+        f"# {'End-to-end' if spec.e2e else 'Gold-task' if spec.tasks else 'BFCL'} study: {spec.model}",
         "",
-        f"LM `{spec.lm}`, temperature {spec.temperature:g}, seed {spec.seed}; categories "
-        f"{', '.join(spec.categories)}, the first {spec.limit} questions of each. Every row is paired against "
+        f"LM `{spec.lm}`, temperature {spec.temperature:g}, seed {spec.seed}; {_about(spec)}. Every row is paired against "
         f"`{spec.baseline}`" + (" (or the row its paired_with names)" if any(c.paired_with for c in spec.config) else "")
         + " on the questions both answered. "
         + ("SIMULATED: the LM is the simulator, not a model." if spec.lm.startswith("sim:") else "Measured live."),
@@ -105,7 +133,7 @@ def render_markdown(spec: StudySpec, rows: list[StudyRow]) -> str:
         "|---|---|",
         *[f"| {c.name} | {c.description or '–'} |" for c in spec.config],
         "",
-        *table_lines(rows),
+        *rows_lines(spec, rows),
         *calls_lines(rows),
         *compile_lines(spec),
         "",
@@ -120,9 +148,10 @@ def _bar(row: StudyRow, metric: str) -> tuple[float, float, float]:
     return row.exact.rate or 0, row.exact.low or 0, row.exact.high or 0
 
 
-def plot_rows(rows: list[StudyRow], path: Path, metric: str = "exact") -> Path:
-    """Exact-call rate (or, with ``metric="plan_score"``, the plan score) with its interval, per
-    category (panels) and config (bars)."""
+def plot_rows(rows: list[StudyRow], path: Path, metric: str = "exact", baseline: str | None = None) -> Path:
+    """Exact-call rate (``metric="done"``: tasks done; ``"plan_score"``: the plan score) with its
+    interval, per scope (panels, six to a line) and config (bars; the ``baseline`` row's grey, else
+    the first row's)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -130,18 +159,24 @@ def plot_rows(rows: list[StudyRow], path: Path, metric: str = "exact") -> Path:
 
     scopes = list(dict.fromkeys(r.scope for r in rows))
     configs = list(dict.fromkeys(r.config for r in rows))
-    fig, axes = plt.subplots(1, len(scopes), figsize=(3.2 * len(scopes), 3.6), sharey=True, squeeze=False)
-    for ax, scope in zip(axes[0], scopes):
+    ncols = min(len(scopes), 6)
+    nrows = -(-len(scopes) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 3.6 * nrows), sharey=True, squeeze=False)
+    for ax in axes.flat[len(scopes):]:
+        ax.set_visible(False)
+    for ax, scope in zip(axes.flat, scopes):
         here = {r.config: r for r in rows if r.scope == scope}
         xs = [c for c in configs if c in here]
         bars = [_bar(here[c], metric) for c in xs]
         ax.bar(range(len(xs)), [100 * v for v, _, _ in bars], yerr=[[100 * (v - lo) for v, lo, _ in bars],
                                                                     [100 * (hi - v) for v, _, hi in bars]],
-               capsize=3, color=["#888888" if i == 0 else "#3b6ea8" for i in range(len(xs))])
+               capsize=3, color=["#888888" if c == (baseline or configs[0]) else "#3b6ea8" for c in xs])
         ax.set_xticks(range(len(xs)), [f"{c} ({here[c].n})" for c in xs], rotation=45, ha="right", fontsize=8)
         ax.set_title(scope, fontsize=9)  # rows may cover different questions: each bar says how many
         ax.set_ylim(0, 100)
-    axes[0][0].set_ylabel("plan score × 100 (95% CI)" if metric == "plan_score" else "exact calls, % (95% CI)")
+    label = {"plan_score": "plan score × 100 (95% CI)", "done": "tasks done, % (95% CI)"}.get(metric, "exact calls, % (95% CI)")
+    for ax in axes[:, 0]:
+        ax.set_ylabel(label)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
@@ -158,7 +193,7 @@ def write_study(spec: StudySpec, rows: list[StudyRow]) -> list[Path]:
     payload: dict[str, Any] = {"model": spec.model, "lm": spec.lm, "baseline": spec.baseline,
                                "rows": [r.model_dump(mode="json") for r in rows], "budget_rows": recorded_rows(folder)}
     atomic_write_text(js, json.dumps(payload, indent=1) + "\n")
-    written = [md, js, plot_rows(rows, folder / "exact.png")]
+    written = [md, js, plot_rows(rows, folder / "exact.png", "done" if spec.e2e else "exact", spec.baseline)]
     if any(r.plan_score is not None for r in rows):  # gold tasks: the metric the compiler optimises
-        written.append(plot_rows(rows, folder / "plan_score.png", metric="plan_score"))
+        written.append(plot_rows(rows, folder / "plan_score.png", "plan_score", spec.baseline))
     return written

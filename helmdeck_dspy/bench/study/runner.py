@@ -1,17 +1,24 @@
-"""Answering a study: every (question, config) pair without a record, block by block, each config's
-exchanges appended to ``<config>.jsonl`` beside the spec (see :mod:`~helmdeck_dspy.bench.study.spec`)."""
+"""Answering a study: every (case, config) pair without a record, block by block, each config's
+exchanges (an end-to-end study: its checked runs) appended to ``<config>.jsonl`` beside the spec
+(see :mod:`~helmdeck_dspy.bench.study.spec`)."""
 
 from __future__ import annotations
 
+import json
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from helmdeck_dspy.bench.bfcl.baseline import record_plain
-from helmdeck_dspy.bench.bfcl.models import BfclQuestion, BfclSet
-from helmdeck_dspy.bench.study.questions import load_questions
-from helmdeck_dspy.bench.study.spec import StudyConfig, StudySpec
+from helmdeck_dspy.bench.study.questions import load_cases
+from helmdeck_dspy.bench.study.spec import Case, StudyConfig, StudySpec
+
+if TYPE_CHECKING:
+    from helmdeck_dspy.budgets import BudgetTable
+
+Answer = Callable[[Any, StudyConfig], None]
+"""Answers one case under one config and records it."""
 
 
 def done_ids(path: Path, program_sha: str | None = None) -> set[str]:
@@ -44,14 +51,19 @@ def runnable(config: StudyConfig) -> bool:
     return config.plain or (not config.retired and config.preset is not None)
 
 
-def pending_pairs(spec: StudySpec, data: BfclSet, only: set[str] | None = None) -> list[tuple[BfclQuestion, StudyConfig]]:
-    """The (question, config) pairs without a record yet: block by block of ``spec.block`` questions,
-    each config in turn over the block's questions."""
+def pending_pairs(spec: StudySpec, cases: Sequence[Case], only: set[str] | None = None) -> list[tuple[Any, StudyConfig]]:
+    """The (case, config) pairs without a record yet: block by block of ``spec.block`` cases, each
+    config in turn over the block's cases."""
     configs = [c for c in spec.config if (only is None or c.name in only) and c.answers_from is None and runnable(c)]
     from helmdeck_dspy.bench.study.compiled import program_sha
 
-    done = {c.name: done_ids(spec.trace_path(c), program_sha(spec, c)) for c in configs}
-    qs = list(data.questions)
+    if spec.e2e is not None:
+        from helmdeck_dspy.bench.e2e.run import finished
+
+        done = {c.name: finished(spec.trace_path(c)) for c in configs}
+    else:
+        done = {c.name: done_ids(spec.trace_path(c), program_sha(spec, c)) for c in configs}
+    qs = list(cases)
     seen: dict[str, int] = {}
     rank = {}
     for q in qs:
@@ -63,24 +75,26 @@ def pending_pairs(spec: StudySpec, data: BfclSet, only: set[str] | None = None) 
 
 def run_arms(
     spec: StudySpec, *, lm: Any = None, only: set[str] | None = None,
-    progress: Callable[[str, BfclQuestion], None] | None = None,
+    progress: Callable[[str, Any], None] | None = None,
 ) -> dict[str, int]:
-    """Answer every (question, config) pair without a record; returns calls made per config.
+    """Answer every (case, config) pair without a record; returns calls made per config (an
+    end-to-end study: tasks run).
 
     Args:
         spec: The run.
         lm: A ready ``dspy.LM`` (default: built from ``spec.lm`` with the spec's sampling, cache off).
         only: Run these configs only.
-        progress: Called before each call with the config name and the question.
-    """
-    from helmdeck_dspy.engines.lm_spec import LOCAL_PREFIX, make_lm, run_settings
-    from helmdeck_dspy.planning.planner import Planner  # imports dspy
-    from helmdeck_dspy.planning.prompt import SEEDED_ENDPOINTS
-    from helmdeck_dspy.planning.resilience.policy import RetryPolicy
+        progress: Called before each case with the config name and the case.
 
-    data = load_questions(spec)
+    Raises:
+        ToolSourceError: An end-to-end study's server that cannot start.
+    """
+    from helmdeck_dspy.engines.lm_spec import LOCAL_PREFIX, make_lm
+    from helmdeck_dspy.planning.prompt import SEEDED_ENDPOINTS
+
+    cases = load_cases(spec)
     configs = [c for c in spec.config if only is None or c.name in only]
-    pending = pending_pairs(spec, data, only)
+    pending = pending_pairs(spec, cases, only)
     made = {c.name: 0 for c in configs}
     if not pending:
         return made
@@ -89,29 +103,91 @@ def run_arms(
         seeded = spec.lm.startswith((LOCAL_PREFIX, *SEEDED_ENDPOINTS))  # a seed only where the endpoint takes one
         lm = make_lm(spec.lm, api_base=spec.api_base, cache=False, num_retries=0, timeout=spec.timeout_s,
                      sampling={"temperature": spec.temperature, **({"seed": spec.seed} if seeded else {})})
+    answer = _run_e2e(spec, lm) if spec.e2e is not None else _ask(spec, lm, cases, configs)
+    for case, c in pending:
+        if progress is not None:
+            progress(c.name, case)
+        answer(case, c)
+        made[c.name] += 1
+    return made
+
+
+def _budgets(spec: StudySpec, table: BudgetTable, config: StudyConfig) -> tuple[str, BudgetTable]:
+    """The model a config plans for, and the budget table with the config's changes."""
+    model = config.budget_model or spec.model
+    return model, table.changed_for(model, config.budget) if config.budget else table
+
+
+def _planner_choices(spec: StudySpec, config: StudyConfig) -> dict[str, Any]:
+    """The planner options a config sets (None and the defaults: the budget row's and the planner's)."""
+    return {"program": spec.program_choice(config), "answer_strategy": config.answer_strategy, "preset": config.preset,
+            "fit_decision": config.fit_decision, "probe_decision": config.probe_decision, **config.options}
+
+
+def _ask(spec: StudySpec, lm: Any, cases: Sequence[Any], configs: list[StudyConfig]) -> Answer:
+    """Asks one question under a config: the model alone's plain exchange, or one planner call."""
+    from helmdeck_dspy.engines.lm_spec import run_settings
+    from helmdeck_dspy.planning.planner import Planner  # imports dspy
+    from helmdeck_dspy.planning.resilience.policy import RetryPolicy
+
     retry = RetryPolicy(max_attempts=1, timeout_s=spec.timeout_s)
     table = spec.budget_table()
     settings = run_settings(spec.lm) or {}
-    pooled = data.pool()[0] if any(c.pool for c in configs) else None
-    for q, c in pending:
-        if progress is not None:
-            progress(c.name, q)
+    pooled = None
+    if any(c.pool for c in configs):
+        from helmdeck_dspy.bench.bfcl.models import BfclSet
+
+        pooled = BfclSet(questions=tuple(cases), files={}).pool()[0]
+
+    def answer(q: Any, c: StudyConfig) -> None:
         catalog = pooled if c.pool and pooled is not None else (spec.catalog_of(c) or q.catalog)
-        model = c.budget_model or spec.model
+        model, budgets = _budgets(spec, table, c)
         run = {**settings, "lever_config": c.name}
         path = spec.trace_path(c)
-        budgets = table.changed_for(model, c.budget) if c.budget else table
         if c.plain:
             record_plain(lm, spec.lm, q.intent, q.id, catalog, path, budgets.lookup(model), run)
-        else:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                planner = Planner.for_model(
-                    model, lm=lm, catalog=catalog, variant=c.variant, budgets=budgets, record_path=path, retry=retry,
-                    record_run=run, history=None, use_filter=False, cache=False, program=spec.program_choice(c),
-                    answer_strategy=c.answer_strategy,
-                    preset=c.preset, fit_decision=c.fit_decision, probe_decision=c.probe_decision,
-                )
-            planner.plan(q.intent, task_id=q.id)
-        made[c.name] += 1
-    return made
+            return
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            planner = Planner.for_model(
+                model, lm=lm, catalog=catalog, variant=c.variant, budgets=budgets, record_path=path, retry=retry,
+                record_run=run, history=None, use_filter=False, cache=False, **_planner_choices(spec, c))
+        planner.plan(q.intent, task_id=q.id)
+
+    return answer
+
+
+def _run_e2e(spec: StudySpec, lm: Any) -> Answer:
+    """Runs one end-to-end task under a config in a fresh sandbox and appends its checked result to
+    the config's file: the model alone's loop, or the planner's (its plan calls recorded under
+    ``traces/<config>.jsonl``; its variant the budget row's unless the config names one)."""
+    from helmdeck_dspy.bench.e2e.arms import AloneAgent
+    from helmdeck_dspy.bench.e2e.run import StudySetup, run_task
+    from helmdeck_dspy.planning.planner import Planner
+    from helmdeck_dspy.planning.prompt import sampling_for
+    from helmdeck_dspy.traces.record import append_line
+
+    assert spec.e2e is not None
+    source = spec.e2e
+    setup = StudySetup(npm_dir=source.npm_dir.absolute(), sqlite_command=source.sqlite_command.absolute())
+    table = spec.budget_table()
+
+    def answer(task: Any, c: StudyConfig) -> None:
+        model, budgets = _budgets(spec, table, c)
+        budget = budgets.lookup(model)
+        traces = spec.folder / "traces" / f"{c.name}.jsonl"
+        traces.parent.mkdir(parents=True, exist_ok=True)
+
+        def agent(catalog: Any) -> Any:
+            if c.plain:
+                return AloneAgent(lm, catalog, budget, sampling_for(budget, str(getattr(lm, "model", "")),
+                                                                    lm_kwargs=getattr(lm, "kwargs", None)))
+            return Planner.for_model(model, lm=lm, catalog=catalog, budgets=budgets, record_path=str(traces),
+                                     variant=c.variant if "variant" in c.model_fields_set else None, cache=False,
+                                     **_planner_choices(spec, c))
+
+        result = run_task(task, c.name, agent, setup=setup, model=model, lm=spec.lm, max_steps=source.max_steps,
+                          time_cap_s=source.time_cap_s)
+        append_line(json.dumps(result.model_dump(mode="json"), ensure_ascii=False), spec.trace_path(c))
+
+    return answer

@@ -2,10 +2,12 @@
 resumable run.
 
 A spec names the LM, the model id whose budget applies, where the questions come from (BFCL data
-folders, or gold tasks over a catalog: the project's splits, the MCP gold sets), the categories
+folders, gold tasks over a catalog: the project's splits, the MCP gold sets, or the end-to-end
+tasks of ``[e2e]``, each run in a sandbox over real MCP servers and checked by what the tools
+did: :mod:`~helmdeck_dspy.bench.e2e.run`), the categories
 and questions per category, the sampling, and a list of ``[[config]]`` rows, the arms: ``plain``
 (the model alone, :mod:`~helmdeck_dspy.bench.bfcl.baseline`), a planner with its options (answer
-strategy, argument coercion, the program, demos, the pooled catalog), or a program an optimizer
+strategy, argument coercion, the program, demos, the pooled catalog, other planner ``options``), or a program an optimizer
 compiles for the model first (``optimizer``: the held-out comparison's arms). Each row is paired
 against the spec's ``baseline`` row, or the row its ``paired_with`` names. Relative paths in a spec
 are read from the spec's folder.
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -32,7 +34,6 @@ from helmdeck_dspy.planning.options import BEFORE_ISSUE_22
 from helmdeck_dspy.program.store import PROGRAM_CHOICES
 
 if TYPE_CHECKING:
-    from helmdeck_dspy.bench.bfcl.models import BfclQuestion
     from helmdeck_dspy.budgets import BudgetTable
     from helmdeck_dspy.catalog.models import RoutingGuide
 
@@ -47,12 +48,47 @@ class StudySpecError(DataFileError):
     """A study spec that cannot be used."""
 
 
+class Case(Protocol):
+    """One case of a study: a BFCL question (gold tasks become questions) or an end-to-end task."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def category(self) -> str: ...
+
+
+class E2ESource(BaseModel):
+    """The end-to-end tasks as a study's cases (``[e2e]``); a case's category is its task type."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tasks: str | None = Field(default=None, description="A tasks file, relative to the spec (None: the bundled "
+                              "eval/e2e/tasks.jsonl).")
+    split: Literal["all", "dev", "test"] = "all"
+    only: tuple[str, ...] = Field(default=(), description="Task ids or types (empty: every task of the split).")
+    max_steps: int = Field(default=8, ge=1, le=100, description="Loop steps a task may take.")
+    time_cap_s: float = Field(default=600.0, gt=0, description="Seconds a task may take.")
+    npm_dir: Path = Field(default=Path(".mcp-servers"), description="The npm servers' folder (relative to the "
+                          "working directory).")
+    sqlite_command: Path = Field(default=Path(".mcp-servers/sqlite/bin/mcp-server-sqlite"),
+                                 description="mcp-server-sqlite, in an environment of its own (it needs the MCP SDK 1.x).")
+
+
 RETIRED_LEVERS: dict[str, Any] = {"fit_last": False, "strict_fit": False, "nearest_tools": 0, "multi_call_format": False,
                                   "pipelines_as_tools": False, "instructions": None, "knn_demos": 0, "arg_hints": False,
                                   "recheck_form": "narrowed"}
 """Levers measured, lost and taken out of the planner (issue 37), with their off values (and the
 strategies in ``domain.RETIRED_STRATEGIES``): a committed spec row that set one still loads, so its
 recorded answers re-score, but it cannot run again (git keeps the code; docs/results say which rows)."""
+
+
+def _known(value: dict[str, Any], model: type[BaseModel], what: str) -> dict[str, Any]:
+    """``value`` when each of its keys is a field of ``model``; else a ValueError naming the others."""
+    unknown = sorted(set(value) - set(model.model_fields))
+    if unknown:
+        raise ValueError(f"not {what}: {unknown}")
+    return value
 
 
 class StudyConfig(BaseModel):
@@ -94,9 +130,13 @@ class StudyConfig(BaseModel):
     budget_model: str | None = Field(default=None, description="Budget lookup id for this row (default: the spec's model).")
     budget: dict[str, Any] = Field(default_factory=dict, description="Budget fields this row changes for its model "
                                    "(for example max_catalog_bytes), on top of the bundled table's row.")
+    options: dict[str, Any] = Field(default_factory=dict, description="Planner: other PlannerOptions fields "
+                                    "(for example fill_placeholders, recheck_top).")
     categories: tuple[str, ...] | None = Field(default=None, description="Run this row on these categories only.")
     limit: int | None = Field(default=None, ge=1, description="Run this row on the first N questions of each "
                               "category only (None: the spec's limit).")
+    split: Literal["dev", "test"] | None = Field(default=None, description="End-to-end tasks: run this row on this "
+                                                 "half only (None: the spec's).")
 
     @model_validator(mode="before")
     @classmethod
@@ -124,19 +164,25 @@ class StudyConfig(BaseModel):
             return "shipped"
         return BEFORE_ISSUE_22 if not any(switches) else None  # its chain guard is off (none on BFCL's tools)
 
+    @field_validator("options")
+    @classmethod
+    def _planner_options(cls, value: dict[str, Any]) -> dict[str, Any]:
+        from helmdeck_dspy.planning.options import PlannerOptions
+
+        PlannerOptions.model_validate(_known(value, PlannerOptions, "planner options"))
+        return value
+
     @field_validator("budget")
     @classmethod
     def _budget_fields(cls, value: dict[str, Any]) -> dict[str, Any]:
         from helmdeck_dspy.budgets import BudgetFields
 
-        unknown = sorted(set(value) - set(BudgetFields.model_fields))
-        if unknown:
-            raise ValueError(f"not budget fields: {unknown}")
-        return value  # the values are checked against the model's row when the spec loads
+        return _known(value, BudgetFields, "budget fields")  # the values are checked against the model's row on load
 
-    def applies_to(self, q: BfclQuestion, rank: int = 0) -> bool:
+    def applies_to(self, q: Case, rank: int = 0) -> bool:
         """Whether this row answers ``q``, the ``rank``-th question (from 0) of its category."""
-        return (self.categories is None or q.category in self.categories) and (self.limit is None or rank < self.limit)
+        return ((self.categories is None or q.category in self.categories) and (self.limit is None or rank < self.limit)
+                and (self.split is None or getattr(q, "split", None) == self.split))
 
 
 class StudySpec(BaseModel):
@@ -151,8 +197,11 @@ class StudySpec(BaseModel):
                               "to the spec), each task a question over the whole of ``catalog``.")
     catalog: str | None = Field(default=None, description="The catalog file the gold tasks are planned over.")
     split: str | None = Field(default=None, description="Gold tasks: only this split (None: every task).")
-    categories: tuple[str, ...] = Field(min_length=1)
-    limit: int = Field(ge=1, description="Questions per category (the first N after ``start``).")
+    e2e: E2ESource | None = Field(default=None, description="Instead of questions: the end-to-end tasks.")
+    categories: tuple[str, ...] = Field(default=(), description="The categories asked (end-to-end tasks: the task "
+                                        "types; empty: every type).")
+    limit: int | None = Field(default=None, ge=1, description="Questions per category (the first N after ``start``; "
+                              "None: all).")
     start: int = Field(default=0, ge=0, description="Questions of each category left out before the first one "
                        "asked (60: a test half after a dev half of 60).")
     temperature: float = 0.0
@@ -221,8 +270,14 @@ class StudySpec(BaseModel):
 
     @model_validator(mode="after")
     def _one_source(self) -> StudySpec:
-        if bool(self.data) == bool(self.tasks) or bool(self.tasks) != bool(self.catalog):
-            raise ValueError("give BFCL data folders (data) or gold tasks with their catalog (tasks and catalog)")
+        sources = bool(self.data) + bool(self.tasks) + (self.e2e is not None)
+        if sources != 1 or bool(self.tasks) != bool(self.catalog):
+            raise ValueError("give BFCL data folders (data), gold tasks with their catalog (tasks and catalog), or the "
+                             "end-to-end tasks ([e2e])")
+        if self.e2e is None and not self.categories:
+            raise ValueError("categories: name at least one")
+        if self.e2e is not None and (self.limit is not None or self.start):
+            raise ValueError("limit and start count questions: [e2e] takes split and only")
         return self
 
 
@@ -254,6 +309,11 @@ def load_study_spec(path: str | Path) -> StudySpec:
         if c.budget:
             _check_budget_change(spec, c, str(path))
         source = spec.answering(c)
+        if spec.e2e is not None and (c.answers_from or c.pool or c.catalog):
+            raise StudySpecError(str(path), f"config {c.name}: every row runs the end-to-end tasks itself, over the "
+                                 "servers' own catalog: answers_from, pool and catalog do not apply")
+        if spec.e2e is None and c.split is not None:
+            raise StudySpecError(str(path), f"config {c.name}: split picks a half of the end-to-end tasks ([e2e])")
         if c.strategy is not None and c.constrained is not None:
             raise StudySpecError(str(path), f"config {c.name}: give strategy or constrained, not both")
         plain_reread = source.plain and c.strategy == "plain"  # the model alone's answers as the plain strategy reads them

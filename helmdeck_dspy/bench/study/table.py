@@ -10,6 +10,10 @@ project's gold tasks also has the plan score (:func:`~helmdeck_dspy.evaluation.m
 the metric the compiler optimises; the model alone's list is scored as a full plan), with a
 bootstrap interval and the paired difference. Rates carry 95% Wilson intervals; argument accuracy counts calls, which are not independent across one question's
 calls, so its interval is indicative.
+
+An end-to-end study's rows are scored by its tasks' checks instead: ``exact`` is a task done (every
+check held after the run), with the run's figures (calls, plan calls, tool errors and recoveries,
+why it stopped) and rows per task type, kind and split.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_serializer
 
 from helmdeck_dspy.domain import UNKNOWN_TOOL
 from helmdeck_dspy.bench.bfcl.baseline import PLAIN_VARIANT
@@ -55,8 +59,30 @@ class Rate(BaseModel):
         return cls(k=k, n=n, rate=round(k / n, 4), low=round(low, 4), high=round(high, 4))
 
 
+class RunFacts(BaseModel):
+    """How one end-to-end task's run went (``Outcome.calls``: the tool calls it made)."""
+
+    kind: str
+    split: str
+    plan_calls: int
+    tool_errors: int
+    stopped_because: str
+
+
+class RunFigures(BaseModel):
+    """An end-to-end row's runs: calls and plan calls per task, tool errors, tasks with an error and
+    how many of those still ended done, and why the runs stopped."""
+
+    calls_per_task: float
+    plan_calls_per_task: float
+    tool_errors: int
+    tasks_with_errors: int
+    recovered: int
+    stopped: dict[str, int]
+
+
 class Outcome(BaseModel):
-    """One question answered under one config."""
+    """One case answered under one config (an end-to-end task: ``exact`` is the task done)."""
 
     task_id: str
     category: str
@@ -65,13 +91,14 @@ class Outcome(BaseModel):
     args_matched: int = 0
     names_matched: int = 0
     no_call_right: bool | None = Field(default=None, description="No-call questions: nothing was called.")
-    strict: bool
+    strict: bool | None = Field(description="The answer parsed strictly (None: an end-to-end run).")
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     latency_ms: float | None = None
     plan_score: float | None = Field(default=None, description="Gold tasks: the plan score (None for BFCL).")
     calls: int = Field(default=0, description="Calls the answer makes (a failed answer makes none).")
     asked: int | None = Field(default=None, description="Questions a call serves: the gold's number of calls.")
+    run: RunFacts | None = Field(default=None, description="An end-to-end task: how its run went.")
 
 
 class StudyRow(BaseModel):
@@ -103,6 +130,15 @@ class StudyRow(BaseModel):
     calls_short: Rate | None = Field(default=None, description="Served questions answered with fewer calls than asked "
                                      "(a decline included).")
     calls_long: Rate | None = Field(default=None, description="Served questions answered with more calls than asked.")
+    runs: RunFigures | None = Field(default=None, description="An end-to-end study: the runs' figures (left out of "
+                                    "other rows' dumps).")
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> Any:
+        out = handler(self)
+        if self.runs is None and isinstance(out, dict):
+            out.pop("runs", None)
+        return out
 
 
 def _total(values: Any) -> Any:
@@ -168,7 +204,7 @@ def summarise_row(config: str, scope: str, outs: list[Outcome], base: dict[str, 
         tool_accuracy=Rate.of(sum(bool(o.tool_right) for o in gold), len(gold)),
         argument_accuracy=Rate.of(sum(o.args_matched for o in gold), sum(o.names_matched for o in gold)),
         irrelevance=Rate.of(sum(bool(o.no_call_right) for o in no_call), len(no_call)),
-        strict=Rate.of(sum(o.strict for o in outs), len(outs)),
+        strict=Rate.of(sum(o.strict is True for o in outs), sum(o.strict is not None for o in outs)),
         prompt_tokens_p50=_median([o.prompt_tokens for o in outs if o.prompt_tokens is not None]),
         completion_tokens_p50=_median([o.completion_tokens for o in outs if o.completion_tokens is not None]),
         latency_p50_s=_median([o.latency_ms / 1000 for o in outs if o.latency_ms is not None]),
@@ -180,6 +216,15 @@ def summarise_row(config: str, scope: str, outs: list[Outcome], base: dict[str, 
             "calls_short": Rate.of(sum(o.calls < (o.asked or 0) for o in served), len(served)),
             "calls_long": Rate.of(sum(o.calls > (o.asked or 0) for o in served), len(served)),
         })
+    runs = [(o, o.run) for o in outs if o.run is not None]
+    if runs:
+        erred = [o for o, r in runs if r.tool_errors]
+        row = row.model_copy(update={"runs": RunFigures(
+            calls_per_task=round(sum(o.calls for o, _ in runs) / len(runs), 4),
+            plan_calls_per_task=round(sum(r.plan_calls for _, r in runs) / len(runs), 4),
+            tool_errors=sum(r.tool_errors for _, r in runs), tasks_with_errors=len(erred),
+            recovered=sum(o.exact for o in erred), stopped=dict(sorted(Counter(r.stopped_because for _, r in runs).items())),
+        )})
     scored = [o.plan_score for o in outs if o.plan_score is not None]
     if scored:
         low, high = bootstrap_mean_ci(scored)
@@ -216,18 +261,51 @@ def _post_guards(config: StudyConfig) -> dict[str, Any] | None:
     return post
 
 
-def score_study(spec: StudySpec) -> list[StudyRow]:
-    """Every config's rows (overall, then per category) from the trace files beside the spec."""
+def e2e_outcomes(path: Path) -> dict[str, Outcome]:
+    """An end-to-end row's results file scored by its checks (the last result of a task wins)."""
+    from helmdeck_dspy.bench.e2e.checks import task_split
+    from helmdeck_dspy.bench.e2e.run import load_results
+
+    return {t: Outcome(task_id=t, category=r.type, exact=r.success, tool_right=None, strict=None,
+                       latency_ms=r.seconds * 1000, calls=len(r.steps),
+                       run=RunFacts(kind=r.kind, split=task_split(t), plan_calls=r.plan_calls,
+                                    tool_errors=r.tool_errors, stopped_because=r.stopped_because))
+            for t, r in load_results(path).items()}
+
+
+def _scopes(spec: StudySpec, by_config: dict[str, dict[str, Outcome]]) -> list[tuple[str, Any]]:
+    """The rows each config gets beyond ``all``: one per category; an end-to-end study's also per
+    task kind and split (``kind:act``, ``split:test``)."""
+    outs = [o for rows in by_config.values() for o in rows.values()]
+    categories = spec.categories or tuple(sorted({o.category for o in outs}))
+    scopes: list[tuple[str, Any]] = [(c, lambda o, c=c: o.category == c) for c in categories]
+    if spec.e2e is not None:
+        for field in ("kind", "split"):
+            for value in sorted({getattr(o.run, field) for o in outs if o.run is not None}):
+                scopes.append((f"{field}:{value}", lambda o, f=field, v=value: o.run is not None and getattr(o.run, f) == v))
+    return scopes
+
+
+def _outcomes(spec: StudySpec) -> dict[str, dict[str, Outcome]]:
+    """Every config's outcomes by case id."""
+    if spec.e2e is not None:
+        return {c.name: e2e_outcomes(spec.trace_path(c)) for c in spec.config}
     data = load_questions(spec)
     questions = {q.id: q for q in data.questions}
     pooled = data.pool()[0]
     tasks = {t.id: t for t in load_spec_tasks(spec)} if spec.tasks else None
-    by_config = {
+    return {
         c.name: outcomes_for(spec.trace_path(c), questions,
                              (lambda q, c=c, own=spec.catalog_of(c): pooled if c.pool else (own or q.catalog)), tasks,
                              _post_guards(c))
         for c in spec.config
     }
+
+
+def score_study(spec: StudySpec) -> list[StudyRow]:
+    """Every config's rows (overall, then per scope) from the files beside the spec."""
+    by_config = _outcomes(spec)
+    scopes = _scopes(spec, by_config)
     rows: list[StudyRow] = []
     for c in spec.config:
         outs = list(by_config[c.name].values())
@@ -235,8 +313,8 @@ def score_study(spec: StudySpec) -> list[StudyRow]:
             continue
         paired_base = None if c.name == spec.baseline_of(c) else by_config.get(spec.baseline_of(c))
         rows.append(summarise_row(c.name, "all", outs, paired_base))
-        for category in spec.categories:
-            mine = [o for o in outs if o.category == category]
+        for scope, holds in scopes:
+            mine = [o for o in outs if holds(o)]
             if mine:
-                rows.append(summarise_row(c.name, category, mine, paired_base))
+                rows.append(summarise_row(c.name, scope, mine, paired_base))
     return rows

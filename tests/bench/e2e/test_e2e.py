@@ -1,5 +1,6 @@
 """The end-to-end study's parts: tasks and checks (against their known solutions on the real
-servers), the sandbox digest, the model-alone arm's conversation, and the paired table."""
+servers), the sandbox digest, the model-alone arm's conversation, the paired table, and a whole
+study run on the one engine over the real servers."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from helmdeck_dspy.bench.e2e.arms import AloneAgent
 from helmdeck_dspy.program.plain_prompt import RESULTS_LEAD
 from helmdeck_dspy.bench.e2e.checks import Check, load_e2e_tasks
 from helmdeck_dspy.bench.e2e.gold import GOLD, verify_task
-from helmdeck_dspy.bench.e2e.report import build_table
 from helmdeck_dspy.bench.e2e.sandbox import build_sandbox, git, server_sources, world_digest
-from helmdeck_dspy.bench.e2e.study import StudySetup
+from helmdeck_dspy.bench.e2e.run import StudySetup
+from helmdeck_dspy.bench.study.flow import run_study
+from helmdeck_dspy.bench.study.spec import load_study_spec
+from helmdeck_dspy.bench.study.table import score_study
 from helmdeck_dspy.budgets import budget_for, load_budget_table
 from helmdeck_dspy.catalog.models import RoutingGuide
 from helmdeck_dspy.errors import TaskFileError
@@ -113,24 +116,56 @@ def test_the_model_alone_gets_its_results_as_the_next_message_and_stops_on_an_em
     assert [t["content"] for t in agent.turns] == [lm.requests[1][1][1], "[]"]
 
 
-def _row(model, arm, task_id, success, type_="git", errors=0):
-    return {"model": model, "arm": arm, "task_id": task_id, "type": type_, "kind": "act", "lm": "local:x",
+def _result(task_id, success, type_="git", errors=0):
+    return {"model": "m", "arm": "x", "task_id": task_id, "type": type_, "kind": "act", "lm": "local:x",
             "success": success, "checks": [success], "steps": [{"tool": "t"}], "plan_calls": 1,
-            "tool_errors": errors, "stopped_because": "done", "seconds": 2.0}
+            "tool_errors": errors, "stopped_because": "done", "seconds": 2.0, "started_at": "2026-11-28T00:00:00+00:00"}
 
 
-def test_the_table_pairs_the_arms_by_task(tmp_path):
-    rows = [_row("m", "planner", "a", True), _row("m", "alone", "a", False),
-            _row("m", "planner", "b", True, errors=1), _row("m", "alone", "b", True),
-            _row("m", "planner", "c", False, "memory"), _row("m", "alone", "c", False, "memory"),
-            _row("m", "planner", "d", True)]  # no alone result yet: not paired
-    path = tmp_path / "results.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    m = build_table(path)["models"]["m"]
-    assert m["paired"]["n"] == 3 and m["paired"]["planner"] == 2 and m["paired"]["alone"] == 1
-    assert m["paired"]["planner_only"] == 1 and m["paired"]["diff"] == pytest.approx(1 / 3)
-    assert m["arms"]["planner"]["n"] == 4 and m["arms"]["planner"]["recovered"] == 1
-    assert m["by_type"]["memory"]["n"] == 1
+def _study(folder, e2e=""):
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "study.toml"
+    path.write_text('model = "local/qwen2.5-coder-0.5b-instruct"\nlm = "sim:fitted-qwen2.5-coder-0.5b"\n'
+                    f'baseline = "alone"\n[e2e]\n{e2e}npm_dir = "{SETUP.npm_dir}"\n'
+                    f'sqlite_command = "{SETUP.sqlite_command}"\n'
+                    '[[config]]\nname = "alone"\nplain = true\n[[config]]\nname = "planner"\n', encoding="utf-8")
+    return load_study_spec(path)
+
+
+def _write(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+def test_the_table_pairs_the_rows_by_task(tmp_path):
+    spec = _study(tmp_path)
+    _write(tmp_path / "planner.jsonl", [_result("a", True), _result("b", True, errors=1), _result("c", False, "memory"),
+                                        _result("d", False), _result("d", True)])  # the last result of a task wins
+    _write(tmp_path / "alone.jsonl", [_result("a", False), _result("b", True), _result("c", False, "memory")])
+    rows = {(r.config, r.scope): r for r in score_study(spec)}
+    planner = rows["planner", "all"]
+    assert planner.n == 4 and planner.exact.k == 3 and planner.paired_n == 3  # d has no alone result: not paired
+    assert planner.exact_diff == pytest.approx(1 / 3, abs=1e-4)
+    assert planner.runs is not None and planner.runs.tasks_with_errors == 1 and planner.runs.recovered == 1
+    assert rows["planner", "memory"].n == 1 and rows["planner", "kind:act"].n == 4
+    assert {s for c, s in rows if c == "alone"} >= {"all", "git", "memory", "kind:act"}
+    assert rows["alone", "all"].strict.n == 0 and rows["alone", "all"].latency_p50_s == 2.0
+
+
+def test_an_end_to_end_study_runs_each_row_on_the_real_servers_and_resumes(tmp_path):
+    """SIMULATED LM (the fitted 0.5B profile); the servers, sandboxes and checks are real."""
+    missing = server_sources(tmp_path, SETUP.npm_dir, SETUP.sqlite_command).missing
+    if missing or shutil.which("git") is None:
+        pytest.skip("servers not installed: " + "; ".join(missing or ["git"]))
+    spec = _study(tmp_path / "s", 'only = ["time-01", "no-tool-01"]\n')
+    report = run_study(spec)
+    assert report.made == {"alone": 2, "planner": 2}
+    results = {r["task_id"]: r for r in map(json.loads, (tmp_path / "s" / "planner.jsonl").read_text().splitlines())}
+    assert set(results) == {"time-01", "no-tool-01"} and all(r["arm"] == "planner" for r in results.values())
+    assert results["no-tool-01"]["success"] == (results["no-tool-01"]["steps"] == [])  # a no-tool task: done iff nothing ran
+    assert (tmp_path / "s" / "traces" / "planner.jsonl").exists()  # the planner's plan calls
+    assert {p.name for p in report.written} == {"table.md", "table.json", "exact.png"}
+    assert "SIMULATED" in (tmp_path / "s" / "table.md").read_text()
+    assert run_study(spec).made == {"alone": 0, "planner": 0}
 
 
 def test_a_run_changes_nothing_in_the_checkout_or_the_home_folder(tmp_path, monkeypatch):

@@ -65,7 +65,7 @@ def test_recorded_answers_are_scored_and_paired(tmp_path, bfcl_dir):
     spec = load_study_spec(_spec(tmp_path, bfcl_dir, '[[config]]\nname = "plain"\nplain = true\n'
                                  '[[config]]\nname = "planner"\n'))
     data = load_questions(spec)
-    assert len(pending_pairs(spec, data)) == 2 * len(data.questions)
+    assert len(pending_pairs(spec, data.questions)) == 2 * len(data.questions)
     for i, q in enumerate(data.questions):
         gold = [example_call(g) for g in q.gold]
         right = json.dumps([{"name": c.name, "arguments": c.args} for c in gold])
@@ -76,7 +76,7 @@ def test_recorded_answers_are_scored_and_paired(tmp_path, bfcl_dir):
         plan = {"steps": [{"tool": c.name, "args": c.args} for c in gold]}
         append_trace(TraceRecord(id=f"q{i}", task_id=q.id, prompt_variant="full_steps", content=json.dumps(plan),
                                  finish_reason="stop", latency_ms=1500.0), spec.trace_path(spec.config[1]))
-    assert pending_pairs(spec, data) == []
+    assert pending_pairs(spec, data.questions) == []
     rows = {(r.config, r.scope): r for r in score_study(spec)}
     n = len(data.questions)
     plain, planner = rows["plain", "all"], rows["planner", "all"]
@@ -97,7 +97,7 @@ def test_a_row_with_its_own_limit_answers_the_first_questions_of_each_category(t
     spec = load_study_spec(_spec(tmp_path, bfcl_dir, '[[config]]\nname = "plain"\nplain = true\n'
                                  '[[config]]\nname = "lever"\nlimit = 1\n'))
     data = load_questions(spec)
-    asked = [q.id for q, c in pending_pairs(spec, data) if c.name == "lever"]
+    asked = [q.id for q, c in pending_pairs(spec, data.questions) if c.name == "lever"]
     assert len(data.questions) > 1 and asked == [data.questions[0].id]
 
 
@@ -211,7 +211,7 @@ def test_a_row_with_a_retired_lever_loads_but_makes_no_call(tmp_path, bfcl_dir):
     assert by_name["continued"].retired == ("recheck_form",)
     assert by_name["off"].retired == () and by_name["today"].preset == "before-issue-22"
     assert by_name["coerce"].preset is None  # a mix of switches no preset reproduces
-    pending = {c.name for _, c in pending_pairs(spec, load_questions(spec))}
+    pending = {c.name for _, c in pending_pairs(spec, load_questions(spec).questions)}
     assert pending == {"plain", "today", "off"}
 
 
@@ -261,7 +261,7 @@ def test_an_answers_from_row_makes_no_call_and_re_guards_the_other_rows_answers(
     (q,) = load_questions(spec).questions  # super-004: repo.fetch then podcast.generate is builtin.repo-readme-podcast
     planner, chains = spec.config[1], spec.config[2]
     assert spec.trace_path(chains) == spec.trace_path(planner)
-    assert [c.name for _, c in pending_pairs(spec, load_questions(spec))] == ["plain", "planner"]
+    assert [c.name for _, c in pending_pairs(spec, load_questions(spec).questions)] == ["plain", "planner"]
     plan = {"steps": [{"tool": "repo.fetch", "args": {}}, {"tool": "podcast.generate", "args": {}}]}
     append_trace(TraceRecord(id="q0", task_id=q.id, prompt_variant="full_steps", content=json.dumps(plan),
                              finish_reason="stop"), spec.trace_path(planner))

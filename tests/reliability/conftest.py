@@ -61,8 +61,17 @@ class Cli:
         return Run(proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace"))
 
     def spawn(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+        """The CLI as a child process that Ctrl-C reaches: SIGINT back to its default even when this
+        process inherited it ignored (a job started in the background by a shell, where an
+        interrupt test would otherwise wait for the command to finish)."""
         return subprocess.Popen([*cli_command(), *args], cwd=self.cwd, env={**clean_env(self.home), **(env or {})},
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_default_sigint)
+
+
+def _default_sigint() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @pytest.fixture

@@ -12,15 +12,13 @@ import click
 
 from helmdeck_dspy.cli.options import (FiniteFloat, TerminalBars, api_base_option, lm_option, model_id, progress_option,
                                        to_stderr)
+from helmdeck_dspy.bench.e2e import MAX_STEPS, TIME_CAP_S
 from helmdeck_dspy.domain import MAX_TIMEOUT_S
 
 
 def e2e_spec_text(model: str, lm: str, api_base: str | None, e2e: dict[str, object]) -> str:
     """The ``study.toml`` of an end-to-end study: the planner as shipped and the model alone, paired."""
-    import json
-
-    def value(v: object) -> str:
-        return json.dumps(str(v) if isinstance(v, Path) else v)  # a TOML basic string, number or array
+    from helmdeck_dspy.io.datafiles import toml_value as value
 
     lines = [f"model = {value(model)}", f"lm = {value(lm)}", 'baseline = "alone"', "block = 10"]
     if api_base:
@@ -43,8 +41,8 @@ def e2e_spec_text(model: str, lm: str, api_base: str | None, e2e: dict[str, obje
 @click.option("--only", default=None, help="Comma-separated task ids or types to run.")
 @click.option("--split", type=click.Choice(["all", "dev", "test"]), default="all", show_default=True,
               help="Run the dev or test half only (a fixed half by a hash of the task id).")
-@click.option("--max-steps", type=click.IntRange(1, 100), default=8, show_default=True)
-@click.option("--time-cap", "time_cap_s", type=FiniteFloat(min=0, min_open=True, max=MAX_TIMEOUT_S), default=600.0,
+@click.option("--max-steps", type=click.IntRange(1, 100), default=MAX_STEPS, show_default=True)
+@click.option("--time-cap", "time_cap_s", type=FiniteFloat(min=0, min_open=True, max=MAX_TIMEOUT_S), default=TIME_CAP_S,
               show_default=True, help="Seconds one task may take.")
 @click.option("--npm-dir", type=click.Path(file_okay=False), default=".mcp-servers", show_default=True,
               help="Where the npm servers (filesystem, memory) are installed.")
@@ -60,7 +58,7 @@ def e2e_cmd(model: str, lm_spec: str | None, api_base: str | None, out_dir: str,
     OUT/study.toml records the options; `helmdeck-dspy bench study OUT/study.toml` resumes the
     study and `--score-only` re-scores it."""
     from helmdeck_dspy.bench.study.flow import run_study
-    from helmdeck_dspy.bench.study.report import rows_lines
+    from helmdeck_dspy.bench.study.report import measured, rows_lines
     from helmdeck_dspy.bench.study.spec import load_study_spec
     from helmdeck_dspy.io.atomic import atomic_write_text
 
@@ -77,5 +75,6 @@ def e2e_cmd(model: str, lm_spec: str | None, api_base: str | None, out_dir: str,
     atomic_write_text(path, text)
     spec = load_study_spec(path)
     report = run_study(spec, notify=to_stderr, bars=TerminalBars(progress))
+    click.echo(measured(spec))
     for line in rows_lines(spec, [r for r in report.rows if r.scope == "all"]):
         click.echo(line)

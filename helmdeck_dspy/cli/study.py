@@ -31,7 +31,7 @@ def study_cmd(spec_path: str, only: str | None, score_only: bool, dry_run: bool,
     and its test scores go under programs/CONFIG/.
     """
     from helmdeck_dspy.bench.study.flow import check_configs, left, run_study
-    from helmdeck_dspy.bench.study.report import rows_lines
+    from helmdeck_dspy.bench.study.report import measured, rows_lines
     from helmdeck_dspy.bench.study.spec import load_study_spec
 
     spec = load_study_spec(spec_path)
@@ -52,6 +52,7 @@ def study_cmd(spec_path: str, only: str | None, score_only: bool, dry_run: bool,
     if as_json:
         emit_json({"rows": [r.model_dump(mode="json") for r in report.rows], "shipped": report.shipped})
     elif report.rows:  # nothing answered yet: nothing to show
+        click.echo(measured(spec))
         for line in rows_lines(spec, report.rows):
             click.echo(line)
 

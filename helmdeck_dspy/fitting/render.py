@@ -3,31 +3,19 @@ to, and beside every value whether it was fitted (with the evidence) or assumed 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from helmdeck_dspy.engines.profile import SimProfile
 from helmdeck_dspy.fitting.fit import FitResult, Value
 from helmdeck_dspy.io.atomic import atomic_write_text
+from helmdeck_dspy.io.datafiles import toml_value
 
 PARTS = ("planning", "shape", "timing")
 
 
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
-    raise TypeError(f"no TOML form for {type(value).__name__}")
-
-
 def _line(name: str, value: Any, note: Value | None) -> str:
-    text = f"{name} = {_toml_value(value)}"
+    text = f"{name} = {toml_value(value)}"
     if note is None:
         return text
     return f"{text:<34} # {note.how}" + (f": {note.note}" if note.note else "")
@@ -50,9 +38,9 @@ def render_profile(result: FitResult, command: str | None = None) -> str:
         "# Each value says whether it was fitted to those records (and from what) or assumed (and why).",
         "# The check (`helmdeck-dspy traces fit ... --check`, tests/traces/test_fitted_profiles.py) simulates this",
         "# profile on the same tasks and variants and compares every rate with the real one's 95% interval.",
-        f"name = {_toml_value(p.name)}",
-        f"model = {_toml_value(p.model)}",
-        f"description = {_toml_value(p.description)}",
+        f"name = {toml_value(p.name)}",
+        f"model = {toml_value(p.model)}",
+        f"description = {toml_value(p.description)}",
     ]
     for part in PARTS:
         lines += ["", f"[{part}]"]
@@ -72,7 +60,7 @@ def render_profile(result: FitResult, command: str | None = None) -> str:
     lines += ["", "[fitted_to]  # the trace set above, for tools"]
     for name, value in src.model_dump().items():
         if value is not None:
-            lines.append(f"{name} = {_toml_value(value)}")
+            lines.append(f"{name} = {toml_value(value)}")
     return "\n".join(lines) + "\n"
 
 

@@ -37,6 +37,21 @@ def read_toml(path: str | Path, error: type[DataFileError] = DataFileError) -> d
     return parse_toml(read_text(path, error), path, error)
 
 
+def toml_value(value: Any) -> str:
+    """``value`` written as TOML (a bool, number, string, path, list or inline table of those)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, (str, Path)):
+        return json.dumps(str(value), ensure_ascii=False)  # a JSON string is a TOML basic string
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + " }"
+    raise TypeError(f"no TOML form for {type(value).__name__}")
+
+
 def read_text(path: str | Path, error: type[DataFileError] = DataFileError) -> str:
     """A UTF-8 text file's content without a leading byte-order mark; unreadable or non-UTF-8 files
     raise ``error`` (with the line)."""

@@ -26,8 +26,6 @@ from helmdeck_dspy.io.jsonl import iter_jsonl
 if TYPE_CHECKING:
     from helmdeck_dspy.bench.study.spec import E2ESource
 
-MAX_STEPS = 8
-TIME_CAP_S = 600.0
 KEPT_CHARS = 2000
 """How much of each tool result a result line keeps."""
 
@@ -99,7 +97,7 @@ def load_results(path: Path) -> dict[str, TaskResult]:
 
 
 def run_task(task: E2ETask, arm: str, make_agent: Callable[[Any], Any], *, setup: StudySetup, model: str, lm: str,
-             max_steps: int = MAX_STEPS, time_cap_s: float = TIME_CAP_S) -> TaskResult:
+             max_steps: int, time_cap_s: float) -> TaskResult:
     """Run ``task`` under ``arm`` in a new sandbox and check what the tools did.
 
     Args:

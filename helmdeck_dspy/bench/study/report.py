@@ -86,6 +86,11 @@ def run_lines(rows: list[StudyRow]) -> list[str]:
     return lines
 
 
+def measured(spec: StudySpec) -> str:
+    """How the rows were answered: live, or SIMULATED (the ``sim:`` LM)."""
+    return "SIMULATED: the LM is the simulator, not a model." if spec.lm.startswith("sim:") else "Measured live."
+
+
 def rows_lines(spec: StudySpec, rows: list[StudyRow]) -> list[str]:
     """The rows as the spec's kind of table (:func:`run_lines` for end-to-end tasks, else :func:`table_lines`)."""
     return run_lines(rows) if spec.e2e else table_lines(rows)
@@ -127,7 +132,7 @@ def render_markdown(spec: StudySpec, rows: list[StudyRow]) -> str:
         f"LM `{spec.lm}`, temperature {spec.temperature:g}, seed {spec.seed}; {_about(spec)}. Every row is paired against "
         f"`{spec.baseline}`" + (" (or the row its paired_with names)" if any(c.paired_with for c in spec.config) else "")
         + " on the questions both answered. "
-        + ("SIMULATED: the LM is the simulator, not a model." if spec.lm.startswith("sim:") else "Measured live."),
+        + measured(spec),
         "",
         "| config | what it is |",
         "|---|---|",

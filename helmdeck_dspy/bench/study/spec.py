@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from helmdeck_dspy.bench.e2e import MAX_STEPS, TIME_CAP_S
 from helmdeck_dspy.domain import RETIRED_STRATEGIES, StrategyName
 from helmdeck_dspy.errors import DataFileError, validation_message
 from helmdeck_dspy.io.datafiles import parse_toml, read_text
@@ -67,8 +68,8 @@ class E2ESource(BaseModel):
                               "eval/e2e/tasks.jsonl).")
     split: Literal["all", "dev", "test"] = "all"
     only: tuple[str, ...] = Field(default=(), description="Task ids or types (empty: every task of the split).")
-    max_steps: int = Field(default=8, ge=1, le=100, description="Loop steps a task may take.")
-    time_cap_s: float = Field(default=600.0, gt=0, description="Seconds a task may take.")
+    max_steps: int = Field(default=MAX_STEPS, ge=1, le=100, description="Loop steps a task may take.")
+    time_cap_s: float = Field(default=TIME_CAP_S, gt=0, description="Seconds a task may take.")
     npm_dir: Path = Field(default=Path(".mcp-servers"), description="The npm servers' folder (relative to the "
                           "working directory).")
     sqlite_command: Path = Field(default=Path(".mcp-servers/sqlite/bin/mcp-server-sqlite"),

@@ -164,11 +164,21 @@ class RankerUnavailableError(MissingExtraError):
 
 
 class DeadlineExceeded(RunError, TimeoutError):
-    """An attempt ran past its retry policy's ``timeout_s`` (the call is abandoned, not awaited)."""
+    """An attempt ran past its retry policy's ``timeout_s`` (the call is abandoned, not awaited).
 
-    def __init__(self, timeout_s: float) -> None:
+    ``freed`` says whether the attempt's calls were closed on the server within the grace that
+    followed (a streamed call stops there); when not, the server is still busy with it."""
+
+    def __init__(self, timeout_s: float, *, freed: bool = True) -> None:
         self.timeout_s = timeout_s
-        super().__init__(f"attempt exceeded its {timeout_s:g} s deadline")
+        self.freed = freed
+        busy = "" if freed else "; the server is still working on its request, so it is not retried"
+        super().__init__(f"attempt exceeded its {timeout_s:g} s deadline{busy}")
+
+
+class CallCancelled(RunError):
+    """An LM call whose attempt gave up on it (its deadline passed): the stream was closed, so the
+    server stops generating for it (``engines.streaming``)."""
 
 
 class RecordingFailedError(RunError):
@@ -285,6 +295,18 @@ class OutputLockedError(UsageValueError):
 
 class InputTooLargeError(UsageValueError):
     """A request (intent and context) larger than the model's budget row allows as input."""
+
+
+class ContextOverflowError(InputTooLargeError):
+    """A request whose prompt leaves too little of the served context for an answer: refused before
+    it is sent (a llama.cpp server would answer HTTP 400)."""
+
+    def __init__(self, prompt_tokens: int, cap: int, n_ctx: int, *, exact: bool) -> None:
+        self.prompt_tokens, self.cap, self.n_ctx = prompt_tokens, cap, n_ctx
+        counted = "" if exact else "at most "
+        super().__init__(f"the prompt ({counted}{prompt_tokens} tokens) and an answer of up to {cap} tokens do not "
+                         f"fit the served context of {n_ctx} tokens: use a smaller catalog or request, or serve "
+                         "the model with a larger context (models serve --ctx)")
 
 
 class HistoryStoreError(RunError):

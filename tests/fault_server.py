@@ -22,11 +22,12 @@ from __future__ import annotations
 import itertools
 import json
 import secrets
+import select
 import socket
 import struct
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
@@ -141,6 +142,15 @@ class Received:
     raw_body: bytes
     at: float  # time.monotonic() on arrival
     reply: Reply | None = None
+    pieces_sent: int = 0  # a streamed reply: content pieces written before it ended
+    client_closed: bool = False  # a streamed reply: the client closed the stream before its end
+    ended: threading.Event = field(default_factory=threading.Event)  # the reply is over (sent, or given up)
+    ended_at: float | None = None  # time.monotonic() then
+    closed_at: float | None = None  # a streamed reply: when the client was seen closing it
+
+    @property
+    def streamed(self) -> bool:
+        return isinstance(self.body, dict) and self.body.get("stream") is True
 
 
 def _echo(text: str | None, headers: dict[str, str]) -> str | None:
@@ -203,7 +213,16 @@ class _Handler(BaseHTTPRequestHandler):
         if reply is None:
             self._send_json(503, {"error": {"message": "fault server request cap reached"}})
             return
-        self._serve(reply, (body or {}).get("model", "fault-model") if isinstance(body, dict) else "fault-model")
+        received = owner.requests[-1]
+        model = (body or {}).get("model", "fault-model") if isinstance(body, dict) else "fault-model"
+        try:
+            if received.streamed and reply.kind not in ("status", "reset"):
+                self._serve_stream(reply, model, received)
+            else:
+                self._serve(reply, model)
+        finally:
+            received.ended_at = time.monotonic()
+            received.ended.set()
 
     # -------------------------------------------------------------- behaviours
 
@@ -258,6 +277,67 @@ class _Handler(BaseHTTPRequestHandler):
                     return
         else:  # pragma: no cover - a typo in a test script
             raise ValueError(f"unknown reply kind {reply.kind!r}")
+
+
+    def _serve_stream(self, reply: Reply, model: str, received: Received) -> None:
+        """A streamed reply (``"stream": true``): server-sent events as llama.cpp's server sends them,
+        the content in :data:`STREAM_PIECE`-character pieces ``interval_s`` apart, then the finish
+        chunk, a usage chunk and ``[DONE]``. A client that closes early is noted on ``received``."""
+        if reply.delay_s and not self._wait(reply.delay_s):
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        self.wfile.flush()
+        if reply.kind == "stall_headers":
+            self._wait(self.server.owner.stall_s)
+            return
+        content = _echo(reply.content, dict(self.headers.items())) or ""
+        pieces = [content[i : i + STREAM_PIECE] for i in range(0, len(content), STREAM_PIECE)]
+
+        def event(delta: dict[str, Any], finish: str | None = None, usage: dict[str, int] | None = None) -> bytes:
+            chunk = {"id": "chatcmpl-fault", "object": "chat.completion.chunk", "created": int(time.time()),
+                     "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            if usage is not None:
+                chunk["usage"] = usage
+            return f"data: {json.dumps(chunk)}\n\n".encode()
+
+        try:
+            self.wfile.write(event({"role": "assistant", "content": ""}))
+            self.wfile.flush()
+            for piece in pieces:
+                if reply.interval_s and not self._wait_open(reply.interval_s, received):
+                    return
+                self.wfile.write(event({"content": piece}))
+                self.wfile.flush()
+                received.pieces_sent += 1
+            if reply.kind == "stall_body":
+                self._wait(self.server.owner.stall_s)
+                return
+            usage = {"prompt_tokens": 100, "completion_tokens": len(pieces), "total_tokens": 100 + len(pieces)}
+            self.wfile.write(event({}, reply.finish_reason, usage) + b"data: [DONE]\n\n")
+            self.wfile.flush()
+        except OSError:  # a broken pipe or a reset: the client closed the stream
+            received.client_closed = True
+            received.closed_at = received.closed_at or time.monotonic()
+
+    def _wait_open(self, seconds: float, received: Received) -> bool:
+        """Wait up to ``seconds`` while the client keeps the stream open; False (noting when) as soon
+        as it closes it, or when the server is stopping."""
+        until = time.monotonic() + seconds
+        while (left := until - time.monotonic()) > 0:
+            if self.server.owner.stopping.is_set():
+                return False
+            readable, _, _ = select.select([self.connection], [], [], min(left, 0.01))
+            if readable and not self.connection.recv(1, socket.MSG_PEEK):
+                received.client_closed, received.closed_at = True, time.monotonic()
+                return False
+        return True
+
+
+STREAM_PIECE = 4
+"""Characters of content per streamed chunk (about a token)."""
 
 
 class _Server(ThreadingHTTPServer):

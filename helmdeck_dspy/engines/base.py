@@ -33,6 +33,7 @@ def make_response(
     latency_ms: float | None = None,
     tool_calls: Sequence[ToolCall] | None = None,
     refusal: str | None = None,
+    extra: dict | None = None,
 ) -> Response:
     """An lm15 Response carrying the raw finish_reason spelling (and any simulated latency) in
     ``provider_data``.
@@ -57,6 +58,7 @@ def make_response(
         data[TOOL_CALLS_KEY] = [c.model_dump(mode="json") for c in tool_calls]
     if latency_ms is not None:
         data[LATENCY_KEY] = latency_ms
+    data.update(extra or {})
     return Response(
         id=response_id,
         model=model,

@@ -123,21 +123,23 @@ def make_lm(
 
         profile = load_profile(spec.removeprefix("sim:"))
         return dspy.LM(sim_model_name(profile, seed), engine=SimEngine(profile, seed=seed), cache=cache)
+    n_ctx = None
     if spec.startswith(LOCAL_PREFIX):  # a managed local server, then the ordinary live path
-        spec, api_base, api_key = local_lm_args(spec.removeprefix(LOCAL_PREFIX))
-    if spec.startswith(f"{LLAMACPP_PREFIX}/"):
-        from helmdeck_dspy.local.provider import declare_llamacpp  # imports dspy
-
-        declare_llamacpp()
+        spec, api_base, api_key, n_ctx = local_lm_args(spec.removeprefix(LOCAL_PREFIX))
     if "/" not in spec:
         raise LMSpecError(f"not a LiteLLM model string (provider/model): {spec!r}; or use replay:PATH / sim:PROFILE")
-    kwargs: dict[str, Any] = {"timeout": timeout}
-    if api_base:
-        kwargs["api_base"] = api_base
     register_secret(api_key)
     register_url_secrets(api_base)  # a password in the URL's user info, secret query values
     register_env_secrets()  # keys LiteLLM reads from the environment are masked the same way
     protect_loggers()
+    if spec.startswith(f"{LLAMACPP_PREFIX}/") and api_base:  # streamed, cut at the answer's end, cancellable
+        from helmdeck_dspy.engines.streaming import StreamingEngine  # imports dspy
+
+        engine_obj = StreamingEngine(api_base, api_key=api_key, timeout=timeout, n_ctx=n_ctx)
+        return dspy.LM(spec, num_retries=num_retries, cache=cache, engine=engine_obj, **(sampling or {}))
+    kwargs: dict[str, Any] = {"timeout": timeout}
+    if api_base:
+        kwargs["api_base"] = api_base
     if api_key:
         kwargs["api_key"] = api_key
     kwargs.update(sampling or {})

@@ -54,10 +54,10 @@ def managed_server(name: str, options: ServerOptions | None = None) -> LocalServ
         return server
 
 
-def local_lm_args(name: str) -> tuple[str, str, str]:
-    """``(model string, api_base, api_key)`` for the LM spec ``local:NAME``."""
+def local_lm_args(name: str) -> tuple[str, str, str, int]:
+    """``(model string, api_base, api_key, served context)`` for the LM spec ``local:NAME``."""
     server = managed_server(name)
-    return f"{LLAMACPP_PREFIX}/{server.alias}", server.api_base, LOCAL_API_KEY
+    return f"{LLAMACPP_PREFIX}/{server.alias}", server.api_base, LOCAL_API_KEY, server.options.n_ctx
 
 
 def local_run_settings(name: str) -> dict[str, object]:

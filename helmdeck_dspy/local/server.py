@@ -10,7 +10,9 @@ over the whole tool list a full prefill; llama-cpp-python's own cache, unbounded
 a long run.
 Logits are kept for the last token only (``--logits_all false``; the server's default keeps an
 ``n_ctx x vocabulary`` float array: 2.6 GB resident for Qwen 0.5B at 8192 tokens, 0.8 GB without);
-nothing here asks for logprobs. The launcher adds one route, ``POST /helmdeck/next-token``
+nothing here asks for logprobs. A streamed answer is not cut short when another request arrives
+(``--interrupt_requests false``: the planner streams every call, and the server's default would end
+one caller's stream whenever another caller's request waits). The launcher adds one route, ``POST /helmdeck/next-token``
 (:mod:`.next_token`): the probability of what the model writes next at one point of an answer,
 from the last position's logits.
 
@@ -251,7 +253,7 @@ class LocalServer:
         o = self.options
         return ["--model", str(self.gguf), "--model_alias", self.alias, "--host", HOST, "--port", str(port),
                 "--n_ctx", str(o.n_ctx), "--n_threads", str(o.n_threads), "--n_threads_batch", str(o.n_threads),
-                *self.cache_args(), "--logits_all", "false"]
+                *self.cache_args(), "--logits_all", "false", "--interrupt_requests", "false"]
 
     def cache_args(self) -> list[str]:
         """The server's RAM cache flags (the bounded cache is installed by the launcher)."""

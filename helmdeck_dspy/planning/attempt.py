@@ -38,7 +38,7 @@ from helmdeck_dspy.planning.resilience.classify import (
 )
 from helmdeck_dspy.planning.resilience.deadline import call_with_deadline, warm_up
 from helmdeck_dspy.planning.result import Attempt, PlanResult, build_result
-from helmdeck_dspy.program.prompt_spec import SPEC_KEY, PromptSpec
+from helmdeck_dspy.program.prompt_spec import SPEC_KEY, STRATEGIES, PromptSpec
 from helmdeck_dspy.recording.exchanges import record_exchanges
 from helmdeck_dspy.signatures.types import ExecutedStep
 
@@ -160,6 +160,7 @@ def _call_program(
     """Selection and the plan call: a parse the adapter rejected, or the transport failure."""
     import dspy
 
+    from helmdeck_dspy.engines.call_control import expecting
     from helmdeck_dspy.program.adapter import PlanParseError  # imports dspy
     from helmdeck_dspy.program.calls import capture_completions  # imports dspy
 
@@ -171,7 +172,8 @@ def _call_program(
         spec = exchange.spec = prompt_for(planner, selected, intent, exchange.task_id)
 
         def ask(spec: PromptSpec) -> None:
-            with dspy.context(**{SPEC_KEY: spec}):  # the request's own spec: never set on the shared program
+            # the request's own spec, never set on the shared program; a stream stops where its answer closes
+            with dspy.context(**{SPEC_KEY: spec}), expecting(STRATEGIES[spec.strategy].answer_kind):
                 planner.program(user_intent=intent, catalog=spec.catalog, context=context, prior_steps=prior_steps)
 
         try:

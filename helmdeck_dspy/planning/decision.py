@@ -51,9 +51,10 @@ def decline_probability(lm: Any, strategy: str, completion: Any, timeout_s: floa
     """``{"p_decline", "covered", "evaluated"}`` for ``completion`` (the first answer's exchange), or
     None when the endpoint cannot tell (see the module docstring). ``covered`` is the mass of the
     two starts together (near 1: the point is where the model decides)."""
+    from helmdeck_dspy.engines.streaming import endpoint_of  # imports dspy
     from helmdeck_dspy.local.next_token import NextTokenRequest, ask_next_token
 
-    api_base = (getattr(lm, "kwargs", None) or {}).get("api_base")
+    api_base = endpoint_of(lm)
     point = decision_point(strategy, completion.content or "")
     if not api_base or not str(getattr(lm, "model", "")).startswith("llamacpp/") or point is None:
         return None

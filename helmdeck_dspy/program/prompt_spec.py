@@ -35,6 +35,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from helmdeck_dspy.catalog.models import RoutingGuide
+from helmdeck_dspy.decoding.answer_end import AnswerKind
 from helmdeck_dspy.domain import MODEL_ALONE_STRATEGIES, StrategyName, Variant
 from helmdeck_dspy.program.answer_schema import SchemaWire, plan_schema
 from helmdeck_dspy.program.demo_pool import PoolDemo
@@ -113,6 +114,7 @@ class AnswerStrategy:
 
     name: StrategyName
     description: str
+    answer_kind: AnswerKind | None = None  # the one JSON value the answer is, where the stream may stop
 
     def shape(self, catalog: RoutingGuide | None, variant: str, *, strict_json: bool, wire: SchemaWire,
               fit_decision: bool) -> AnswerShape:
@@ -129,9 +131,10 @@ class AnswerStrategy:
 
 STRATEGIES: dict[str, AnswerStrategy] = {s.name: s for s in (
     AnswerStrategy("free", "JSON text in the variant's answer format, decoded freely"),
-    AnswerStrategy("schema", "JSON text decoded under the selected catalog's answer schema"),
+    AnswerStrategy("schema", "JSON text decoded under the selected catalog's answer schema", "object"),
     AnswerStrategy("native", "the selected catalog also offered as native function tools"),
-    AnswerStrategy("plain", "the model-alone prompt verbatim, its JSON list of calls through the planner's checks"),
+    AnswerStrategy("plain", "the model-alone prompt verbatim, its JSON list of calls through the planner's checks",
+                   "list"),
 )}
 
 CALL_LIST_STRATEGIES = frozenset({*MODEL_ALONE_STRATEGIES, "decide", "draft"})

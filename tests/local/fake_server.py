@@ -1,7 +1,7 @@
 """A stand-in for ``python -m llama_cpp.server`` in the lifecycle tests (run as a script).
 
 It takes the same flags (unknown ones are ignored) plus ``--mode``:
-``ok`` serves ``GET /v1/models`` and ``POST /v1/chat/completions`` until SIGTERM;
+``ok`` serves ``GET /v1/models`` and ``POST /v1/chat/completions`` (streamed when asked) until SIGTERM;
 ``crash`` prints an error and exits with code 3; ``hang`` never listens;
 ``stubborn`` serves like ``ok`` but ignores SIGTERM; ``exit-soon`` serves for 1 s, then exits 0.
 """
@@ -48,7 +48,18 @@ def main() -> None:
             self._send({"object": "list", "data": [{"id": args.model_alias, "object": "model"}]})
 
         def do_POST(self) -> None:  # noqa: N802
-            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+            if body.get("stream"):  # server-sent events, one chunk per piece, as llama.cpp streams
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                for delta, finish in (({"role": "assistant", "content": REPLY[:5]}, None),
+                                      ({"content": REPLY[5:]}, None), ({}, "stop")):
+                    chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()),
+                             "model": args.model_alias, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.write(b"data: [DONE]\n\n")
+                return
             self._send({
                 "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
                 "model": args.model_alias,

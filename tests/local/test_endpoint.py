@@ -59,18 +59,22 @@ def test_a_context_window_is_set_on_first_start_and_a_clash_is_an_error(fake_eng
 
 
 def test_local_lm_args_point_the_openai_path_at_the_server(fake_engine):
-    model, api_base, api_key = local_lm_args("qwen2.5-coder-0.5b")
+    model, api_base, api_key, n_ctx = local_lm_args("qwen2.5-coder-0.5b")
     assert model == "llamacpp/qwen2.5-coder-0.5b"
     assert api_base == managed_server("qwen2.5-coder-0.5b").api_base
     assert api_key == LOCAL_API_KEY
+    assert n_ctx == managed_server("qwen2.5-coder-0.5b").options.n_ctx
 
 
 def test_make_lm_builds_the_ordinary_live_lm_and_it_answers(fake_engine):
+    from helmdeck_dspy.engines.streaming import StreamingEngine, endpoint_of
+
     lm = make_lm("local:qwen2.5-coder-0.5b", cache=False, num_retries=0)
+    server = managed_server("qwen2.5-coder-0.5b")
     assert lm.model == "llamacpp/qwen2.5-coder-0.5b"
-    assert lm.kwargs["api_base"] == managed_server("qwen2.5-coder-0.5b").api_base
-    assert lm.kwargs["api_key"] == LOCAL_API_KEY
-    assert lm("plan") == ['{"steps": []}']
+    assert endpoint_of(lm) == server.api_base
+    assert isinstance(lm._engine_spec, StreamingEngine) and lm._engine_spec.n_ctx == server.options.n_ctx
+    assert lm("plan") == ['{"steps": []}']  # assembled from the streamed pieces
     assert trace_source("local:qwen2.5-coder-0.5b") == "live"
 
 

@@ -56,8 +56,11 @@ def ask_plain(lm: Any, intent: str, catalog: RoutingGuide, *, max_tokens: int,
 def ask_messages(lm: Any, messages: list[dict[str, str]], *, max_tokens: int,
                  sampling: dict[str, Any] | None = None) -> Any:
     """One uncached request of ``messages`` (user and assistant turns) to ``lm``: a
-    :class:`~helmdeck_dspy.program.calls.Completion`."""
+    :class:`~helmdeck_dspy.program.calls.Completion`. The answer is a JSON list of calls: a
+    streaming endpoint stops where that list closes, as for the ``plain`` strategy."""
     from dspy.lm15 import Config, Message, Request
+
+    from helmdeck_dspy.engines.call_control import expecting
 
     from helmdeck_dspy.program.calls import completion_from_response
 
@@ -68,7 +71,8 @@ def ask_messages(lm: Any, messages: list[dict[str, str]], *, max_tokens: int,
                   for m in messages)
     request = Request(model=lm.model, messages=turns, config=Config(**config))
     t0 = time.perf_counter()
-    response = lm(request, cache=False)
+    with expecting("list"):
+        response = lm(request, cache=False)
     latency = (time.perf_counter() - t0) * 1000
     return completion_from_response("plan", response, "", messages, latency, config)
 

@@ -50,21 +50,33 @@ def warm_up(lm: Any) -> None:
         pass
 
 
-def call_with_deadline(fn: Callable[[], Any], timeout_s: float) -> Any:
+CANCEL_GRACE_S = 3.0
+"""How long a timed-out attempt waits for its streams to close on the server (a generating llama.cpp
+server sends its next token well within this; one still evaluating the prompt does not)."""
+
+
+def call_with_deadline(fn: Callable[[], Any], timeout_s: float, *, grace_s: float = CANCEL_GRACE_S) -> Any:
     """Run ``fn`` in a daemon thread (with this context's variables) and wait at most ``timeout_s``.
 
-    A call still running then is abandoned — its thread ends when its socket times out or
-    closes — and :class:`DeadlineExceeded` is raised. The HTTP client's own timeout is per read,
-    so a server that trickles bytes would otherwise hold the call forever.
+    A call still running then is cancelled: the streams its LM calls hold are closed at their next
+    piece (:mod:`helmdeck_dspy.engines.streaming`), so the server stops generating for it, and
+    :class:`DeadlineExceeded` is raised after at most ``grace_s`` more, saying whether the server
+    was freed. The thread itself is abandoned. The HTTP client's own timeout is per read, so a server
+    that trickles bytes would otherwise hold the call forever.
 
     Args:
         fn: The call to run.
         timeout_s: Seconds to wait for it.
+        grace_s: Seconds to wait, after the deadline, for its streams to close.
 
     Returns:
         What ``fn`` returned; what it raised is raised here.
     """
-    ctx = contextvars.copy_context()
+    from helmdeck_dspy.engines.call_control import CallControl, controlled
+
+    control = CallControl()
+    with controlled(control):
+        ctx = contextvars.copy_context()
     box: dict[str, Any] = {}
 
     def run() -> None:
@@ -77,7 +89,8 @@ def call_with_deadline(fn: Callable[[], Any], timeout_s: float) -> Any:
     worker.start()
     worker.join(timeout_s)
     if worker.is_alive():
-        raise DeadlineExceeded(timeout_s)
+        control.cancel()
+        raise DeadlineExceeded(timeout_s, freed=control.closed.wait(grace_s))
     if "error" in box:
         raise box["error"]
     return box.get("value")

@@ -79,6 +79,12 @@ class BudgetFields(BaseModel):
         "least one call, a call at or over it is dropped. Fitted on dev answers by `calibrate --decisions`; a strategy "
         "without one keeps the model's own choice.",
     )
+    answer_caps: dict[StrategyName, int] = Field(
+        default_factory=dict,
+        description="Per answer strategy: the output cap its answers are sent with, fitted to the answer's recorded "
+        "length (measure/answer_lengths.py: twice the p99 of finished answers, up to a multiple of 64); a strategy "
+        "without one gets output_tokens. The planner's answers only: the model alone is sent output_tokens.",
+    )
     temperature: float = Field(
         default=0.0, ge=0.0, le=2.0,
         description="Sampling temperature sent with every plan and filter call (0 unless measured otherwise).",
@@ -116,6 +122,17 @@ class BudgetFields(BaseModel):
             raise ValueError("decline_thresholds: each threshold is a probability, 0 to 1")
         return value
 
+    @field_validator("answer_caps")
+    @classmethod
+    def _positive_caps(cls, value: dict[str, int]) -> dict[str, int]:
+        if any(cap < 1 for cap in value.values()):
+            raise ValueError("answer_caps: each cap is a positive number of tokens")
+        return value
+
+    def cap_for(self, strategy: str) -> int:
+        """The output cap of an answer under ``strategy``: its fitted cap, else ``output_tokens``."""
+        return self.answer_caps.get(strategy, self.output_tokens)  # type: ignore[call-overload]
+
     def plan_row(self) -> dict[str, Any]:
         """The fields that shape a plan call, by name (what a study records it ran under); a field
         added since rows were first recorded is left out while unset, so their hashes hold."""
@@ -126,9 +143,9 @@ class BudgetFields(BaseModel):
 PLAN_FIELDS = ("tier", "input_tokens", "output_tokens", "max_catalog_bytes", "max_catalog_entries",
                "compact_arg_schemas", "allows_llm_filter", "filter_model", "is_hybrid_reasoning", "wants_strict_json",
                "supports_prefix_cache", "answer_strategy", "tool_list_strategy", "temperature", "prompt_variant",
-               "decline_thresholds")
+               "decline_thresholds", "answer_caps")
 """The budget fields a plan call depends on; the rest (cost, calibration figures, provenance) do not."""
-LATER_PLAN_FIELDS = frozenset({"decline_thresholds"})
+LATER_PLAN_FIELDS = frozenset({"decline_thresholds", "answer_caps"})
 """Plan fields added after studies first recorded their rows: recorded only when set."""
 
 

@@ -3,7 +3,9 @@
 A budget-row field or a planner option default with ``decided_by`` points at study folders. Each
 must hold a ``table.json`` that records the rows its runs were made under (``budget_rows``, from
 the folder's ``budget-rows.json``), and each of those rows must agree with today's row on every
-plan field that no study decided: a changed output cap or tier, say, makes the evidence stale.
+plan field that no study decided: a changed output cap or tier, say, makes the evidence stale. A
+lowered ``answer_caps`` is judged by its effect: it leaves a study standing when no answer the study
+recorded is longer than the new cap (``_caps_keep_answers``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,28 @@ OPTION_LINKS = [(name, folder) for name, info in PlannerOptions.model_fields.ite
                 for folder in ((info.json_schema_extra or {}).get("decided_by") or [])]  # type: ignore[union-attr]
 
 
+def _caps_keep_answers(folder: str, model: str, today: BudgetRow, ran: dict) -> bool:
+    """Whether today's ``answer_caps`` change no answer the study recorded for ``model``: each cap is
+    no higher than the cap the study ran with, and no finished planner answer in its traces is longer
+    than the cap of its strategy today (an answer with no strategy stamp: the smallest cap). At
+    temperature 0 a lower cap changes only the answers that reach it, and an answer that ran to the
+    old cap fails either way."""
+    if any(cap > ran.get("output_tokens", today.output_tokens) for cap in today.answer_caps.values()):
+        return False
+    smallest = min(today.answer_caps.values(), default=today.output_tokens)
+    for path in (ROOT / folder).rglob("*.jsonl"):
+        for line in path.open(encoding="utf-8"):
+            record = json.loads(line) if line.strip().startswith("{") else None
+            if (not isinstance(record, dict) or record.get("model") != model or record.get("source") != "live"
+                    or record.get("finish_reason") != "stop" or record.get("prompt_variant") == "plain"):
+                continue  # the model alone's answers are sent output_tokens, unchanged
+            strategy = ((record.get("run") or {}).get("prompt") or {}).get("strategy")
+            cap = today.cap_for(strategy) if strategy else smallest
+            if (record.get("completion_tokens") or 0) > cap:
+                return False
+    return True
+
+
 def _stale(folder: str, models: list[str] | None = None) -> list[str]:
     """What in ``folder``'s table disagrees with today's rows (``models``: those; None: all it ran)."""
     table = json.loads((ROOT / folder / "table.json").read_text(encoding="utf-8"))
@@ -42,7 +66,8 @@ def _stale(folder: str, models: list[str] | None = None) -> list[str]:
                 problems.append(f"{model}: sha {entry['sha']} is not its fields' hash")
             ran = {f: entry["fields"].get(f, BudgetRow.model_fields[f].get_default(call_default_factory=True))
                    for f in free}  # a field added since the row was recorded was unset then (budgets.LATER_PLAN_FIELDS)
-            changed = {f: (ran[f], getattr(today, f)) for f in free if ran[f] != getattr(today, f)}
+            changed = {f: (ran[f], getattr(today, f)) for f in free if ran[f] != getattr(today, f)
+                       and not (f == "answer_caps" and _caps_keep_answers(folder, model, today, entry["fields"]))}
             if changed:
                 problems.append(f"{model} ran under {entry['sha']}, which differs from today's row in {changed}")
     return problems
@@ -83,6 +108,32 @@ def test_a_stale_table_is_caught(tmp_path, monkeypatch):
     monkeypatch.setattr(f"{__name__}.ROOT", tmp_path)
     assert _stale("study") == [f"{budget.model} ran under {recorded_rows(study)[budget.model][0]['sha']}, which "
                                "differs from today's row in {'output_tokens': (700, 1500)}"]
+
+
+def _study_with_answer(tmp_path, budget, tokens: int, strategy: str | None) -> None:
+    """A study folder whose table was made under ``budget`` without caps, holding one finished answer."""
+    study = tmp_path / "study"
+    note_row(study, TABLE.changed_for(budget.model, {"answer_caps": {}}).lookup(budget.model))
+    (study / "table.json").write_text(json.dumps({"budget_rows": recorded_rows(study)}))
+    record = {"model": budget.model, "source": "live", "call": "plan", "finish_reason": "stop",
+              "prompt_variant": "full_steps", "completion_tokens": tokens,
+              "run": {"prompt": {"strategy": strategy}} if strategy else {}}
+    (study / "traces.jsonl").write_text(json.dumps(record) + "\n")
+
+
+@pytest.mark.parametrize(("tokens", "strategy", "stale"), [
+    (500, "plain", False),  # under today's plain cap of 512: the answer is unchanged
+    (600, "plain", True),  # the cap would have cut it
+    (600, "schema", False),  # schema's cap is 640
+    (600, None, True),  # no stamp: held to the smallest cap
+])
+def test_a_lowered_answer_cap_is_stale_only_where_a_recorded_answer_reaches_it(tmp_path, monkeypatch, tokens,
+                                                                                strategy, stale):
+    budget = TABLE.lookup("local/qwen2.5-coder-1.5b-instruct")
+    assert budget.answer_caps == {"plain": 512, "schema": 640}
+    _study_with_answer(tmp_path, budget, tokens, strategy)
+    monkeypatch.setattr(f"{__name__}.ROOT", tmp_path)
+    assert bool(_stale("study")) is stale
 
 
 def test_decided_by_names_only_plan_fields():

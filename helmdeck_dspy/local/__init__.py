@@ -10,7 +10,8 @@
 Nothing here imports llama_cpp: the server runs in its own process (the ``local`` extra).
 """
 
-DEFAULT_CTX = 8192
-"""Context size (tokens) a local server is started with unless told otherwise; the local budget rows'
-``input_tokens`` match it. Defined here, not in ``server``, so the CLI can show it without importing
-the server manager."""
+DEFAULT_CTX = 16384
+"""Context size (tokens) a local server is started with unless told otherwise: the one the shipped local
+rows' live studies ran with (the MCP test half), and room for a row's 8,192 input tokens plus its output
+cap (at 8,192 a whole-list prompt and its cap overran the context and the server refused it: issue 54).
+Defined here, not in ``server``, so the CLI can show it without importing the server manager."""

@@ -91,8 +91,11 @@ def _live_lm(model: str, api_base: str | None, api_key: str | None, engine: str,
 
 
 def output_cap(planner: PlannerParts) -> int:
-    """The output cap in force: the options' ``max_tokens``, else the budget row's ``output_tokens``."""
-    return planner.options.max_tokens or planner.budget.output_tokens
+    """The output cap in force: the options' ``max_tokens``, else the budget row's cap for the
+    strategy the planner answers with (``answer_caps``, else ``output_tokens``)."""
+    strategy = strategy_for(planner.options.answer_strategy, planner.budget, str(getattr(planner.lm, "model", "")),
+                            tools_only=not planner.catalog.pipelines)
+    return planner.options.max_tokens or planner.budget.cap_for(strategy)
 
 
 def prompt_for(planner: PlannerParts, selected: RoutingGuide | None, intent: str = "",
@@ -296,7 +299,7 @@ def run_attempt(
     if exchange.spec is not None:
         result.strategy, result.rechecked = exchange.spec.strategy, exchange.rechecked is not None
         result.p_decline = (exchange.decision or {}).get("p_decline")
-    cap = output_cap(planner)
+    cap = exchange.spec.max_tokens if exchange.spec is not None else output_cap(planner)
     status = info.status if info is not None else None
     attempt = Attempt(
         model=planner.budget.model, variant=planner.variant, cause=result.failure_cause, http_status=status,

@@ -11,7 +11,7 @@ wins over what the catalog's shape implies.
   elsewhere);
 - the ``tool_fits`` decision under a schema: ``PlannerOptions.fit_decision`` > the catalog's shape
   (on for a plain list of tools, off for a catalog with pipelines; docs/results/test-split.md);
-- output cap: ``PlannerOptions.max_tokens`` > the row's ``output_tokens``;
+- output cap: ``PlannerOptions.max_tokens`` > the row's ``answer_caps`` for the strategy > its ``output_tokens``;
 - sampling (:func:`sampling_for`): ``PlannerOptions.temperature`` > the row's ``temperature`` (0);
   ``PlannerOptions.seed`` > :data:`DEFAULT_SEED`, sent only to endpoints that take a seed
   (:data:`SEEDED_ENDPOINTS`). An LM built with its own sampling (``make_lm(sampling=...)``) keeps it:
@@ -125,7 +125,7 @@ def resolve_prompt(
         exclude_demo: A pool demo never shown (the task being answered).
     """
     name = strategy_for(strategy, budget, endpoint, tools_only=not whole.pipelines)
-    cap = max_tokens or budget.output_tokens
+    cap = max_tokens or budget.cap_for(name)
     if name in MODEL_ALONE_STRATEGIES:
         kept = selected.id_set if selected is not None else whole.id_set
         shown = restrict_catalog(whole, [i for i in whole.ids() if i in kept])  # whole entries, catalog order

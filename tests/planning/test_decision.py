@@ -38,7 +38,8 @@ def test_an_endpoint_without_the_route_gives_no_probability_and_the_plan_stands(
         chats, unrouted = len(server.requests), list(server.unrouted)
     assert result.p_decline is None and [s.tool for s in result.steps] == ["get_weather"]
     assert chats == 1  # only a llama.cpp endpoint is asked for the probability, once
-    assert unrouted == (["/helmdeck/next-token"] if model.startswith("llamacpp/") else [])
+    probes = [u for u in unrouted if not u.endswith("tokenize")]  # a cut answer's prompt is counted where it can be
+    assert probes == (["/helmdeck/next-token"] if model.startswith("llamacpp/") else [])
     (rec,) = read_jsonl_traces(record)
     assert "decision" not in rec.run
 

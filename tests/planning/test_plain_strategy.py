@@ -72,7 +72,9 @@ def test_the_request_is_the_model_alone_request_and_the_answer_is_checked(tmp_pa
         result = planner.plan(INTENT, task_id="t1")
         ask_plain(lm, INTENT, catalog, max_tokens=planner.budget.output_tokens, sampling={"temperature": 0.0, "seed": 7})
         planned, alone = (r.body for r in server.requests)
-    assert planned == alone  # verbatim: the same messages, cap and sampling, and no system message
+    # verbatim: the same messages and sampling, and no system message; the planner's cap is its row's for plain
+    assert {**planned, "max_tokens": None} == {**alone, "max_tokens": None}
+    assert planned["max_tokens"] == planner.budget.cap_for("plain") < alone["max_tokens"] == planner.budget.output_tokens
     assert [m["role"] for m in planned["messages"]] == ["user"] and "response_format" not in planned
     assert [(s.tool, s.args) for s in result.steps] == [("get_weather", {"city": "Oslo", "days": 3}),
                                                          ("unknown", {})]

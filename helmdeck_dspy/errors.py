@@ -17,6 +17,7 @@ the command line that cannot be used).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -166,13 +167,16 @@ class RankerUnavailableError(MissingExtraError):
 class DeadlineExceeded(RunError, TimeoutError):
     """An attempt ran past its retry policy's ``timeout_s`` (the call is abandoned, not awaited).
 
-    ``freed`` says whether the attempt's calls were closed on the server within the grace that
-    followed (a streamed call stops there); when not, the server is still busy with it."""
+    ``settled`` is set once the attempt's streamed calls are closed on the server (None: nothing
+    to wait for); ``freed`` says whether that happened within the grace that followed the deadline.
+    When not, the server is still busy with the request (evaluating its prompt): a retry waits
+    for ``settled`` rather than queue behind it."""
 
-    def __init__(self, timeout_s: float, *, freed: bool = True) -> None:
+    def __init__(self, timeout_s: float, *, settled: threading.Event | None = None) -> None:
         self.timeout_s = timeout_s
-        self.freed = freed
-        busy = "" if freed else "; the server is still working on its request, so it is not retried"
+        self.settled = settled
+        self.freed = settled is None or settled.is_set()
+        busy = "" if self.freed else "; the server was still working on its request"
         super().__init__(f"attempt exceeded its {timeout_s:g} s deadline{busy}")
 
 

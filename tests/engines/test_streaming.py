@@ -81,17 +81,27 @@ def test_a_timed_out_attempt_closes_its_stream_before_the_retry_is_sent():
     assert first.closed_at is not None and first.closed_at <= second.at  # the retry did not queue behind it
 
 
-def test_a_request_the_server_cannot_drop_in_time_is_not_retried():
-    # The server holds its first token back (a long prompt evaluation): the stream cannot close in the
-    # grace after the deadline, so a retry would wait behind it; none is sent.
-    with FaultServer([Reply(content=CALLS, delay_s=8.0), ok(CALLS)], deadline_s=30) as server:
+def test_a_retry_waits_for_the_server_to_drop_a_request_still_in_its_prompt():
+    # The server holds its first token back (a long prompt evaluation) past the deadline and its grace:
+    # the retry is sent once that stream is closed, never while the server still works on it.
+    with FaultServer([Reply(content=CALLS, delay_s=4.5, interval_s=0.05), ok(CALLS)], deadline_s=30) as server:
+        planner = _planner(_lm(server), retry=RetryPolicy(max_attempts=3, timeout_s=1.0, base_delay_s=0))
+        result = planner.plan("What is the weather in Oslo?")
+        first, second = server.requests
+    assert result.ok and [a.cause for a in result.attempts] == ["likely_timeout", None]
+    assert first.client_closed and first.closed_at is not None and first.closed_at <= second.at
+    assert second.at - first.at >= 4.5  # it waited for the server (deadline 1 s, grace 3 s, then up to 1 s more)
+
+
+def test_no_retry_when_the_server_never_lets_go_of_the_request():
+    with FaultServer([Reply(kind="stall_headers", content=CALLS), ok(CALLS)], deadline_s=30, stall_s=20) as server:
         planner = _planner(_lm(server), retry=RetryPolicy(max_attempts=3, timeout_s=1.0, base_delay_s=0))
         started = time.monotonic()
         result = planner.plan("What is the weather in Oslo?")
         elapsed = time.monotonic() - started
         assert len(server.requests) == 1
     assert result.failure_cause == "likely_timeout" and "still working on its request" in (result.error or "")
-    assert elapsed < 8.0
+    assert elapsed < 10.0  # the deadline, its grace and one more deadline's wait for the server
 
 
 def _engine_for(server, n_ctx):

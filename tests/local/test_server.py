@@ -61,10 +61,10 @@ def test_the_server_gets_the_flags_and_not_the_settings_in_the_environment(tmp_p
     args = _server(tmp_path, port=1234, n_ctx=4096, n_threads=3, prompt_cache_entries=0).args(1234)
     assert args == ["--model", str(tmp_path / "m.gguf"), "--model_alias", "tiny", "--host", "127.0.0.1",
                     "--port", "1234", "--n_ctx", "4096", "--n_threads", "3", "--n_threads_batch", "3",
-                    "--cache", "false", "--logits_all", "false"]
+                    "--cache", "false", "--logits_all", "false", "--interrupt_requests", "false"]
     cached = _server(tmp_path, port=1234).args(1234)  # the default: the bounded RAM cache
     assert cached[cached.index("--cache"):] == ["--cache", "true", "--cache_type", "ram", "--cache_size",
-                                                str(4 << 30), "--logits_all", "false"]
+                                                str(4 << 30), "--logits_all", "false", "--interrupt_requests", "false"]
 
 
 def test_a_port_in_use_is_refused_before_starting(tmp_path):

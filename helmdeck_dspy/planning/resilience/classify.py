@@ -7,6 +7,7 @@ and text, the rule every HTTP outcome goes through.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
@@ -31,14 +32,14 @@ class ErrorInfo:
         cause: The failure cause.
         status: The HTTP status the server sent, None when no response came back.
         retry_after: The server's ``Retry-After`` hint in seconds, if any.
-        server_busy: The server is still working on the failed request (an attempt deadline whose
-            stream could not be closed in time): a retry would only queue behind it.
+        settled: For an attempt deadline whose streamed call the server was still working on: set
+            once that call is closed. A retry is sent only after it is (never queued behind it).
     """
 
     cause: FailureCause
     status: int | None = None
     retry_after: float | None = None
-    server_busy: bool = False
+    settled: threading.Event | None = None
 
 
 def exception_chain(exc: BaseException) -> list[BaseException]:
@@ -137,8 +138,8 @@ def classify_error(exc: BaseException) -> ErrorInfo:
         status = None  # no HTTP response came back: LiteLLM reports a reset as a made-up 500
     hint = retry_after_of(exc)
     if any(isinstance(e, (DeadlineExceeded, TimeoutError)) for e in chain):
-        busy = any(isinstance(e, DeadlineExceeded) and not e.freed for e in chain)
-        return ErrorInfo("likely_timeout", status if status == 408 else None, hint, server_busy=busy)
+        busy = next((e.settled for e in chain if isinstance(e, DeadlineExceeded) and not e.freed), None)
+        return ErrorInfo("likely_timeout", status if status == 408 else None, hint, settled=busy)
     rate_limit_error, timeout_error, transport_error, server_error = _dspy_errors()
     first = chain[0]
     if isinstance(first, rate_limit_error) or cause_for_http(status, None) == "rate_limited":
@@ -159,8 +160,7 @@ def classify_error(exc: BaseException) -> ErrorInfo:
 
 
 def should_retry(info: ErrorInfo, policy: RetryPolicy) -> bool:
-    """Whether a transport failure may be sent again under ``policy`` (never while the server is
-    still busy with it)."""
-    if info.cause not in policy.retry_on or info.server_busy:
+    """Whether a transport failure may be sent again under ``policy``."""
+    if info.cause not in policy.retry_on:
         return False
     return info.status is None or info.status in RETRYABLE_STATUSES

@@ -76,6 +76,8 @@ def _retry_model(
         attempts.append(attempt)
         if result.ok or info is None or not should_retry(info, policy) or number == policy.max_attempts:
             return result
+        if info.settled is not None and not info.settled.wait(policy.timeout_s):
+            return result  # the server is still on the timed-out request: a retry would queue behind it
         wait = policy.delay(number, info.retry_after)
         attempt.retry_in_ms = int(wait * 1000)
         sleep(wait)

@@ -10,7 +10,7 @@ and reads it as it arrives:
 - **the answer's end**: when the caller says what the answer is (:func:`~helmdeck_dspy.engines.call_control.expecting`: a JSON list of
   calls, a JSON object), the stream is closed as soon as that value closes
   (:class:`~helmdeck_dspy.decoding.answer_end.AnswerEnd`); the response is the text up to there,
-  finish_reason ``stop``, marked :data:`CUT_KEY` in its provider data;
+  finish_reason ``stop``, marked ``program.calls.ANSWER_CUT_KEY`` in its provider data (``answer_cut`` in a trace record);
 - **cancellation**: when the caller's :class:`~helmdeck_dspy.engines.call_control.CallControl` is cancelled (the attempt deadline,
   :mod:`helmdeck_dspy.planning.resilience.deadline`), the stream is closed at the next piece that
   arrives and :class:`~helmdeck_dspy.errors.CallCancelled` is raised. llama.cpp servers stop a
@@ -42,9 +42,8 @@ from helmdeck_dspy.engines.call_control import current_control, current_kind
 from helmdeck_dspy.engines.base import make_response
 from helmdeck_dspy.errors import CallCancelled, ContextOverflowError
 from helmdeck_dspy.local.provider import PREFIX, declare_llamacpp
+from helmdeck_dspy.program.calls import ANSWER_CUT_KEY
 
-CUT_KEY = "helmdeck_answer_cut"
-"""Provider-data flag of a response stopped by the client where its answer closed."""
 COUNTED_KEY = "helmdeck_usage_counted"
 """Provider-data flag of a response whose token counts the engine counted (the stream sent none)."""
 MIN_ANSWER_TOKENS = 64
@@ -202,7 +201,7 @@ class StreamingEngine:
                 stop = end.feed(delta.text)
                 if stop is not None:
                     content = "".join(text)[:stop]
-                    response = make_response(request.model, content, finish_reason="stop", extra={CUT_KEY: True})
+                    response = make_response(request.model, content, finish_reason="stop", extra={ANSWER_CUT_KEY: True})
                     return self._with_usage(response, request, pieces, prompt_tokens)
             return self._with_usage(accumulator.response(), request, pieces, prompt_tokens)
         finally:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 RAW_FINISH_KEY = "helmdeck_finish_reason_raw"
 LATENCY_KEY = "helmdeck_latency_ms"  # a simulated latency, when an engine simulates one
 TOOL_CALLS_KEY = "helmdeck_tool_calls"  # recorded tool calls as they were, unreadable arguments included
+ANSWER_CUT_KEY = "helmdeck_answer_cut"  # a streaming engine stopped the answer where its JSON closed
 
 
 @dataclass
@@ -41,6 +42,7 @@ class Completion:
     tool_calls: list[ToolCall] = field(default_factory=list)
     refusal: str | None = None
     native_tools: bool = False  # the request offered the catalog as native tools
+    answer_cut: bool = False  # the stream was stopped where the answer's JSON closed
 
 
 _LOGS: ContextVar[tuple[list[Completion], ...]] = ContextVar("helmdeck_completion_logs", default=())
@@ -100,6 +102,7 @@ def completion_from_response(
         tool_calls=calls,
         refusal="".join(p.text for p in parts if isinstance(p, RefusalPart)) or None,
         native_tools=native_tools,
+        answer_cut=bool(data.get(ANSWER_CUT_KEY)),
     )
 
 

@@ -84,7 +84,7 @@ def record_exchanges(
             latency_ms=round(c.latency_ms, 1), call=c.kind, cache_hit=c.cache_hit or None,
             temperature=c.config.get("temperature"), seed=c.config.get("seed"),
             tool_calls=_masked_calls(c.tool_calls, secrets) or None, native_tools=(c.native_tools or native_tools) or None,
-            refusal=redact(c.refusal, secrets, patterns=False),
+            refusal=redact(c.refusal, secrets, patterns=False), answer_cut=c.answer_cut or None,
         )
         append_trace(rec, path)
     if error is not None:

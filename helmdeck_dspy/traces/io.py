@@ -152,7 +152,7 @@ def _arrow_table(records: Iterable[TraceRecord]):
         ("cache_hit", pa.bool_()), ("temperature", pa.float64()), ("seed", pa.int64()),
         ("run", pa.string()),  # a JSON object (its keys differ between LMs)
         ("tool_calls", pa.string()),  # a JSON list of {name, arguments, id}
-        ("native_tools", pa.bool_()), ("refusal", pa.string()),
+        ("native_tools", pa.bool_()), ("refusal", pa.string()), ("answer_cut", pa.bool_()),
         (_EXTRA_COLUMN, pa.string()),
     ]
     schema = pa.schema(fields)

@@ -62,6 +62,8 @@ class TraceRecord(BaseModel):
             wrote, reads as unknown).
         native_tools: The request offered the catalog as native tools (function calling).
         refusal: A refusal the provider sent apart from the content (OpenAI's ``refusal``).
+        answer_cut: The client stopped the stream where the answer's JSON closed (the content is
+            the answer up to there; ``engines.streaming``).
     """
 
     model_config = ConfigDict(extra="allow")
@@ -93,6 +95,7 @@ class TraceRecord(BaseModel):
     tool_calls: list[ToolCall] | None = None
     native_tools: bool | None = None
     refusal: str | None = None
+    answer_cut: bool | None = None
 
     @field_validator("max_tokens", "completion_tokens", "prompt_tokens", "latency_ms", mode="before")
     @classmethod

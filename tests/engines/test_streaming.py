@@ -14,7 +14,8 @@ import pytest
 
 from helmdeck_dspy.bench.bfcl.baseline import ask_messages
 from helmdeck_dspy.engines.lm_spec import make_lm
-from helmdeck_dspy.engines.streaming import CUT_KEY, MIN_ANSWER_TOKENS, StreamingEngine
+from helmdeck_dspy.engines.streaming import MIN_ANSWER_TOKENS, StreamingEngine
+from helmdeck_dspy.program.calls import ANSWER_CUT_KEY
 from helmdeck_dspy.errors import ContextOverflowError
 from helmdeck_dspy.planning.planner import Planner
 from helmdeck_dspy.planning.resilience.policy import RetryPolicy
@@ -49,7 +50,7 @@ def test_a_plain_plan_stops_where_its_list_closes_and_the_server_stops_sending(t
     assert [(s.tool, s.args) for s in result.steps] == [("get_weather", {"city": "Oslo"})]
     assert sent.client_closed and sent.pieces_sent < len(answer) // STREAM_PIECE // 2
     (rec,) = read_jsonl_traces(record)
-    assert rec.content == "```json\n" + CALLS and rec.finish_reason == "stop"
+    assert rec.content == "```json\n" + CALLS and rec.finish_reason == "stop" and rec.answer_cut is True
     assert rec.completion_tokens is not None and rec.completion_tokens <= sent.pieces_sent
 
 
@@ -134,4 +135,4 @@ def test_a_request_well_inside_the_context_is_sent_unchanged():
     with FaultServer([ok(CALLS)]) as server:
         response = _engine_for(server, n_ctx=8192).complete(_request("weather in Oslo?", 300))
         (sent,) = server.requests
-    assert sent.body["max_tokens"] == 300 and not (response.provider_data or {}).get(CUT_KEY)
+    assert sent.body["max_tokens"] == 300 and not (response.provider_data or {}).get(ANSWER_CUT_KEY)

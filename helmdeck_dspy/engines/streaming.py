@@ -7,12 +7,14 @@ queued behind it (issue 54). :class:`StreamingEngine` sends every call with ``st
 through DSPy's own native client for the ``llamacpp`` provider (:mod:`helmdeck_dspy.local.provider`)
 and reads it as it arrives:
 
-- **the answer's end**: when the caller says what the answer is (:func:`~helmdeck_dspy.engines.call_control.expecting`: a JSON list of
-  calls, a JSON object), the stream is closed as soon as that value closes
-  (:class:`~helmdeck_dspy.decoding.answer_end.AnswerEnd`); the response is the text up to there,
-  finish_reason ``stop``, marked ``program.calls.ANSWER_CUT_KEY`` in its provider data (``answer_cut`` in a trace record);
-- **cancellation**: when the caller's :class:`~helmdeck_dspy.engines.call_control.CallControl` is cancelled (the attempt deadline,
-  :mod:`helmdeck_dspy.planning.resilience.deadline`), the stream is closed at the next piece that
+- **the answer's end**: when the caller says what the answer is
+  (:func:`~helmdeck_dspy.engines.call_control.expecting`: a JSON list of calls, a JSON object), the
+  stream is closed as soon as that value closes (:class:`~helmdeck_dspy.decoding.answer_end.AnswerEnd`);
+  the response is the text up to there, finish_reason ``stop``, marked
+  ``program.calls.ANSWER_CUT_KEY`` in its provider data (``answer_cut`` in a trace record);
+- **cancellation**: when the caller's :class:`~helmdeck_dspy.engines.call_control.CallControl` is
+  cancelled (the attempt deadline, :mod:`helmdeck_dspy.planning.resilience.deadline`), the stream
+  is closed at the next piece that
   arrives and :class:`~helmdeck_dspy.errors.CallCancelled` is raised. llama.cpp servers stop a
   generation whose stream was closed (llama-cpp-python after the token in progress; a prompt still
   being evaluated runs to its end first, so :attr:`CallControl.closed` tells whether the server
@@ -49,10 +51,12 @@ COUNTED_KEY = "helmdeck_usage_counted"
 MIN_ANSWER_TOKENS = 64
 """The least output room a request is sent with when its cap has to shrink to fit the context."""
 BYTES_PER_TOKEN_FLOOR = 2.0
-"""Below this many UTF-8 bytes per token no tokenizer of the served models goes on prompt text
-(JSON, English, code); a prompt whose bytes / 2 fit is sent without counting it exactly."""
+"""Prompt text (JSON, English, code) takes more UTF-8 bytes than this per token in the served models'
+tokenizers, so bytes / 2 bounds its tokens and a prompt within that bound is sent uncounted. Denser
+text (a long run of digits: a token each) can beat the bound; the server then refuses it as before."""
 MESSAGE_OVERHEAD_TOKENS = 8
 """Chat-template tokens around each message (role markers, separators)."""
+
 
 def request_text(request: Request) -> str:
     """Everything of ``request`` that becomes prompt tokens: system text, each message's parts
@@ -201,8 +205,8 @@ class StreamingEngine:
                 stop = end.feed(delta.text)
                 if stop is not None:
                     content = "".join(text)[:stop]
-                    response = make_response(request.model, content, finish_reason="stop", extra={ANSWER_CUT_KEY: True})
-                    return self._with_usage(response, request, pieces, prompt_tokens)
+                    cut = make_response(request.model, content, finish_reason="stop", extra={ANSWER_CUT_KEY: True})
+                    return self._with_usage(cut, request, pieces, prompt_tokens)
             return self._with_usage(accumulator.response(), request, pieces, prompt_tokens)
         finally:
             events.close()  # closes the HTTP response: the server stops generating for it

@@ -21,7 +21,7 @@ from helmdeck_dspy.catalog.select import select_catalog
 from helmdeck_dspy.decoding.parsing import ParseResult
 from helmdeck_dspy.domain import MODEL_ALONE_STRATEGIES
 from helmdeck_dspy.engines.lm_spec import make_lm, trace_source
-from helmdeck_dspy.errors import DeadlineExceeded, RecordWriteError
+from helmdeck_dspy.errors import ContextOverflowError, DeadlineExceeded, RecordWriteError
 from helmdeck_dspy.io.redaction import redact, scrub, secret_values
 from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY, PLACEHOLDERS_KEY
 from helmdeck_dspy.planning.chains import PIPELINE_CHAINS_KEY
@@ -190,8 +190,9 @@ def _call_program(
             return exc.result, None
         except Exception as exc:  # noqa: BLE001 - transport failures become a failure cause
             mine = own_error(exc)
-            if mine is not None:
+            if mine is not None and not isinstance(mine, ContextOverflowError):
                 raise mine  # e.g. a replay file running out: a usage error, not a model failure
+            # a prompt the served context cannot take fails the attempt, as the server's refusal did
             return None, exc
     return None, None
 

@@ -136,3 +136,17 @@ def test_a_request_well_inside_the_context_is_sent_unchanged():
         response = _engine_for(server, n_ctx=8192).complete(_request("weather in Oslo?", 300))
         (sent,) = server.requests
     assert sent.body["max_tokens"] == 300 and not (response.provider_data or {}).get(ANSWER_CUT_KEY)
+
+
+def test_a_plan_whose_prompt_cannot_fit_fails_without_a_request_and_without_retries():
+    from helmdeck_dspy.engines.streaming import StreamingEngine as Engine
+
+    with FaultServer([ok(CALLS)]) as server:
+        lm = _lm(server)
+        engine = lm._engine_spec
+        assert isinstance(engine, Engine)
+        engine.n_ctx, engine._probed = 100, True  # a server whose context the tool list alone overruns
+        result = _planner(lm, retry=RetryPolicy(max_attempts=3, base_delay_s=0)).plan("What is the weather in Oslo?")
+        assert server.requests == []
+    assert not result.ok and result.failure_cause == "transport_error" and len(result.attempts) == 1
+    assert "do not fit the served context of 100 tokens" in (result.error or "")

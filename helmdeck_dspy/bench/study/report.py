@@ -6,10 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from helmdeck_dspy.bench.study.table import StudyRow, Rate
+from helmdeck_dspy.bench.study.table import Rate, StudyRow, median_of
 from helmdeck_dspy.bench.study.spec import StudySpec
 from helmdeck_dspy.bench.provenance import recorded_rows
 from helmdeck_dspy.io.atomic import atomic_write_text
+from helmdeck_dspy.io.jsonl import iter_jsonl
 
 HEADER = ("| config | scope | n | exact calls | tool-name accuracy | argument accuracy | irrelevance | strict parse "
           "| prompt / completion tokens (p50) | latency p50 | exact vs baseline (paired) | latency ratio |")
@@ -86,6 +87,28 @@ def run_lines(rows: list[StudyRow]) -> list[str]:
     return lines
 
 
+def plan_call_lines(folder: Path) -> list[str]:
+    """An end-to-end study's plan calls, per trace file under ``folder/traces``: how many there were,
+    how many ended at the attempt deadline or ran to their output cap, how many answers were stopped
+    where their JSON closed, and the finished answers' median length (issue 54: no run may end by a
+    deadline because an answer ran on)."""
+    files = sorted((folder / "traces").glob("*.jsonl"))
+    if not files:
+        return []
+    lines = ["", "| plan traces | plan calls | ended at the deadline | ran to the cap | stopped where the answer closed | "
+             "finished answer tokens (p50) |", "|---|---|---|---|---|---|"]
+    for path in files:
+        records = [r for _, r in iter_jsonl(path, on_error="skip") if r.get("call", "plan") == "plan"]
+        finished = [int(r["completion_tokens"]) for r in records
+                    if r.get("finish_reason") == "stop" and isinstance(r.get("completion_tokens"), int)]
+        deadlines = sum(1 for r in records if "DeadlineExceeded" in str(r.get("error") or ""))
+        capped = sum(1 for r in records if r.get("finish_reason") == "length")
+        cut = sum(1 for r in records if r.get("answer_cut"))
+        lines.append(f"| {path.name} | {len(records)} | {deadlines} | {capped} | {cut} | "
+                     f"{_num(median_of([float(x) for x in finished]))} |")
+    return lines
+
+
 def measured(spec: StudySpec) -> str:
     """How the rows were answered: live, or SIMULATED (the ``sim:`` LM)."""
     return "SIMULATED: the LM is the simulator, not a model." if spec.lm.startswith("sim:") else "Measured live."
@@ -140,6 +163,7 @@ def render_markdown(spec: StudySpec, rows: list[StudyRow]) -> str:
         "",
         *rows_lines(spec, rows),
         *calls_lines(rows),
+        *(plan_call_lines(spec.folder) if spec.e2e else []),
         *compile_lines(spec),
         "",
     ]

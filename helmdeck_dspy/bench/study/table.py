@@ -147,7 +147,8 @@ def _total(values: Any) -> Any:
     return None if any(v is None for v in listed) else sum(listed)
 
 
-def _median(values: list[float]) -> float | None:
+def median_of(values: list[float]) -> float | None:
+    """The median to one decimal, None for no values."""
     return round(statistics.median(values), 1) if values else None
 
 
@@ -205,9 +206,9 @@ def summarise_row(config: str, scope: str, outs: list[Outcome], base: dict[str, 
         argument_accuracy=Rate.of(sum(o.args_matched for o in gold), sum(o.names_matched for o in gold)),
         irrelevance=Rate.of(sum(bool(o.no_call_right) for o in no_call), len(no_call)),
         strict=Rate.of(sum(o.strict is True for o in outs), sum(o.strict is not None for o in outs)),
-        prompt_tokens_p50=_median([o.prompt_tokens for o in outs if o.prompt_tokens is not None]),
-        completion_tokens_p50=_median([o.completion_tokens for o in outs if o.completion_tokens is not None]),
-        latency_p50_s=_median([o.latency_ms / 1000 for o in outs if o.latency_ms is not None]),
+        prompt_tokens_p50=median_of([o.prompt_tokens for o in outs if o.prompt_tokens is not None]),
+        completion_tokens_p50=median_of([o.completion_tokens for o in outs if o.completion_tokens is not None]),
+        latency_p50_s=median_of([o.latency_ms / 1000 for o in outs if o.latency_ms is not None]),
     )
     served = [o for o in outs if o.asked is not None]
     if served:

@@ -14,7 +14,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from helmdeck_dspy.decoding.causes import FailureCause, cause_for_http
-from helmdeck_dspy.errors import DeadlineExceeded, HelmdeckError
+from helmdeck_dspy.errors import ContextOverflowError, DeadlineExceeded, HelmdeckError
 from helmdeck_dspy.planning.resilience.policy import RetryPolicy
 
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -137,6 +137,8 @@ def classify_error(exc: BaseException) -> ErrorInfo:
     if any(_NO_RESPONSE & {k.__name__ for k in type(e).__mro__} for e in chain):
         status = None  # no HTTP response came back: LiteLLM reports a reset as a made-up 500
     hint = retry_after_of(exc)
+    if any(isinstance(e, ContextOverflowError) for e in chain):  # refused before sending, as the server would
+        return ErrorInfo("transport_error", 400, None)
     if any(isinstance(e, (DeadlineExceeded, TimeoutError)) for e in chain):
         busy = next((e.settled for e in chain if isinstance(e, DeadlineExceeded) and not e.freed), None)
         return ErrorInfo("likely_timeout", status if status == 408 else None, hint, settled=busy)

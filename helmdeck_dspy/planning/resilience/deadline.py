@@ -61,8 +61,8 @@ def call_with_deadline(fn: Callable[[], Any], timeout_s: float, *, grace_s: floa
     A call still running then is cancelled: the streams its LM calls hold are closed at their next
     piece (:mod:`helmdeck_dspy.engines.streaming`), so the server stops generating for it, and
     :class:`DeadlineExceeded` is raised after at most ``grace_s`` more, with the event that is set
-    once they are closed (a retry waits for it). The thread itself is abandoned. The HTTP client's own timeout is per read, so a server
-    that trickles bytes would otherwise hold the call forever.
+    once they are closed (a retry waits for it). The thread itself is abandoned. The HTTP client's
+    own timeout is per read, so a server that trickles bytes would otherwise hold the call forever.
 
     Args:
         fn: The call to run.

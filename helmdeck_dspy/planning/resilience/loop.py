@@ -6,6 +6,10 @@ cause what runs next (a single_pick re-plan, a larger output cap, the next model
 failure is returned. Every attempt is kept as an :class:`~helmdeck_dspy.planning.result.Attempt`
 on the returned :class:`~helmdeck_dspy.planning.result.PlanResult`.
 
+A retry after an attempt deadline is sent only once the server has let go of the timed-out request
+(its stream closed: :mod:`.deadline`), never queued behind it; when the server has not let go within
+one more deadline, the failure is returned.
+
 LiteLLM's and DSPy's own retries are switched off for LMs the planner builds (``num_retries=0``),
 so this loop is the only place a request is repeated. It drives anything shaped like
 :class:`Attempter` (the planner, or a scripted stand-in in tests).

@@ -287,7 +287,7 @@ def _scopes(spec: StudySpec, by_config: dict[str, dict[str, Outcome]]) -> list[t
     return scopes
 
 
-def _outcomes(spec: StudySpec) -> dict[str, dict[str, Outcome]]:
+def outcomes_by_config(spec: StudySpec) -> dict[str, dict[str, Outcome]]:
     """Every config's outcomes by case id."""
     if spec.e2e is not None:
         return {c.name: e2e_outcomes(spec.trace_path(c)) for c in spec.config}
@@ -305,7 +305,7 @@ def _outcomes(spec: StudySpec) -> dict[str, dict[str, Outcome]]:
 
 def score_study(spec: StudySpec) -> list[StudyRow]:
     """Every config's rows (overall, then per scope) from the files beside the spec."""
-    by_config = _outcomes(spec)
+    by_config = outcomes_by_config(spec)
     scopes = _scopes(spec, by_config)
     rows: list[StudyRow] = []
     for c in spec.config:

@@ -5,7 +5,9 @@
 - ``local:NAME`` — an installed local model, served by llama.cpp for the life of the process
   (:mod:`helmdeck_dspy.local.endpoint`) and then called as the live OpenAI-compatible endpoint below;
 - ``llamacpp/MODEL`` with ``api_base`` — any llama.cpp server (:mod:`helmdeck_dspy.local.provider`:
-  ``openai/`` would send the output cap in a field llama.cpp ignores);
+  ``openai/`` would send the output cap in a field llama.cpp ignores), called through
+  :class:`~helmdeck_dspy.engines.streaming.StreamingEngine`: every answer streamed, stopped where it
+  closes or when its attempt is cancelled, and checked against the served context;
 - anything else — a LiteLLM model string (``openrouter/...``, ``ollama_chat/...``,
   ``openai/...`` with ``api_base``), called live with a timeout and retries.
 

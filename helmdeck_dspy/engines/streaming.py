@@ -55,7 +55,9 @@ BYTES_PER_TOKEN_FLOOR = 2.0
 tokenizers, so bytes / 2 bounds its tokens and a prompt within that bound is sent uncounted. Denser
 text (a long run of digits: a token each) can beat the bound; the server then refuses it as before."""
 MESSAGE_OVERHEAD_TOKENS = 8
-"""Chat-template tokens around each message (role markers, separators)."""
+"""Chat-template tokens around each message (role markers, separators), and once more for the
+template's opening: an estimate (Qwen's template, with its default system message, adds about 29 to a
+one-message request's text, where this says 16)."""
 
 
 def request_text(request: Request) -> str:
@@ -80,6 +82,11 @@ def request_text(request: Request) -> str:
         pieces.append(json.dumps({"name": tool.name, "description": getattr(tool, "description", None),
                                   "parameters": getattr(tool, "parameters", None)}, ensure_ascii=False, default=str))
     return "\n".join(pieces)
+
+
+def _overhead(request: Request) -> int:
+    """The chat template's tokens around a request's messages, estimated."""
+    return MESSAGE_OVERHEAD_TOKENS * (len(request.messages) + 1)
 
 
 class StreamingEngine:
@@ -158,19 +165,25 @@ class StreamingEngine:
         if not n_ctx:
             return request, None
         text = request_text(request)
-        overhead = MESSAGE_OVERHEAD_TOKENS * (len(request.messages) + 1)
         cap = request.config.max_tokens or 0
-        bound = int(len(text.encode("utf-8")) / BYTES_PER_TOKEN_FLOOR) + overhead
+        bound = int(len(text.encode("utf-8")) / BYTES_PER_TOKEN_FLOOR) + _overhead(request)
         if bound + max(cap, MIN_ANSWER_TOKENS) <= n_ctx:
             return request, None
-        counted = self.count_tokens(text)
-        prompt = (counted + overhead) if counted is not None else bound
+        counted = self.prompt_tokens(request)
+        prompt = counted if counted is not None else bound
         room = n_ctx - prompt
         if room < MIN_ANSWER_TOKENS:
             raise ContextOverflowError(prompt, cap, n_ctx, exact=counted is not None)
         if cap and cap > room:
             request = replace(request, config=replace(request.config, max_tokens=room))
         return request, counted
+
+    def prompt_tokens(self, request: Request) -> int | None:
+        """The request's prompt tokens: its text counted by the server's tokenizer, plus
+        :data:`MESSAGE_OVERHEAD_TOKENS` per message and one more for the template's opening (None
+        when the server has no tokenizer route)."""
+        counted = self.count_tokens(request_text(request))
+        return None if counted is None else counted + _overhead(request)
 
     # ------------------------------------------------------------------ the call
 
@@ -216,13 +229,12 @@ class StreamingEngine:
     def _with_usage(self, response: Response, request: Request, pieces: int, prompt_tokens: int | None) -> Response:
         """``response`` with token counts where the stream sent none (llama-cpp-python's streams carry
         no usage): the text pieces received (one token each on llama.cpp servers) and the prompt's
-        tokens from the server's tokenizer (its messages' text; the chat template's few tokens not
-        included), marked :data:`COUNTED_KEY`."""
+        tokens (:meth:`prompt_tokens`), marked :data:`COUNTED_KEY`."""
         usage = response.usage
         if usage is not None and usage.output_tokens is not None and usage.input_tokens is not None:
             return response
         if prompt_tokens is None:
-            prompt_tokens = self.count_tokens(request_text(request))
+            prompt_tokens = self.prompt_tokens(request)
         data = {**(response.provider_data or {}), COUNTED_KEY: True}
         return replace(response, usage=Usage(input_tokens=prompt_tokens, output_tokens=pieces), provider_data=data)
 

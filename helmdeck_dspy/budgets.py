@@ -131,7 +131,7 @@ class BudgetFields(BaseModel):
 
     def cap_for(self, strategy: str) -> int:
         """The output cap of an answer under ``strategy``: its fitted cap, else ``output_tokens``."""
-        return self.answer_caps.get(strategy, self.output_tokens)  # type: ignore[call-overload]
+        return next((cap for name, cap in self.answer_caps.items() if name == strategy), self.output_tokens)
 
     def plan_row(self) -> dict[str, Any]:
         """The fields that shape a plan call, by name (what a study records it ran under); a field

@@ -30,6 +30,7 @@ Importing this module imports dspy: the LM spec builder imports it when it build
 
 from __future__ import annotations
 
+import importlib
 import json
 import urllib.request
 from dataclasses import replace
@@ -37,7 +38,6 @@ from typing import Any
 
 from dspy.clients.engines.lm15_engine import LM15Engine
 from dspy.lm15 import Request, Response, RouterConfig, Usage, _definitions, registered_providers
-from dspy._vendor.lm15.result import StreamAccumulator
 
 from helmdeck_dspy.decoding.answer_end import AnswerEnd
 from helmdeck_dspy.engines.call_control import current_control, current_kind
@@ -45,6 +45,10 @@ from helmdeck_dspy.engines.base import make_response
 from helmdeck_dspy.errors import CallCancelled, ContextOverflowError
 from helmdeck_dspy.local.provider import PREFIX, declare_llamacpp
 from helmdeck_dspy.program.calls import ANSWER_CUT_KEY
+
+# DSPy's vendored lm15 folds stream events into a Response; it is not re-exported by dspy.lm15, and
+# importing its typed package by name makes mypy read all of dspy as a partial package.
+StreamAccumulator = importlib.import_module("dspy._vendor.lm15.result").StreamAccumulator
 
 COUNTED_KEY = "helmdeck_usage_counted"
 """Provider-data flag of a response whose token counts the engine counted (the stream sent none)."""

@@ -49,13 +49,19 @@ class CallControl:
         self.closed.set()
 
     def cancel(self) -> None:
-        """Ask the attempt's streams to close at the next piece that arrives."""
-        self.cancelled.set()
-
-    def opened(self) -> None:
+        """Ask the attempt's streams to close at the next piece that arrives; none opens after it."""
         with self._lock:
+            self.cancelled.set()
+
+    def opened(self) -> bool:
+        """Count a stream about to open; False (and nothing counted) once the attempt is cancelled,
+        so no request can slip out between a cancellation and the wait for ``closed``."""
+        with self._lock:
+            if self.cancelled.is_set():
+                return False
             self._open += 1
             self.closed.clear()
+            return True
 
     def ended(self) -> None:
         with self._lock:

@@ -197,10 +197,8 @@ class StreamingEngine:
         control = current_control()
         kind = current_kind()
         end = AnswerEnd(kind) if kind else None
-        if control is not None:
-            if control.cancelled.is_set():
-                raise CallCancelled("the attempt was cancelled before its call was sent")
-            control.opened()
+        if control is not None and not control.opened():
+            raise CallCancelled("the attempt was cancelled before its call was sent")
         accumulator = StreamAccumulator(request)
         text: list[str] = []
         pieces = 0

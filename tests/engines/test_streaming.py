@@ -150,3 +150,16 @@ def test_a_plan_whose_prompt_cannot_fit_fails_without_a_request_and_without_retr
         assert server.requests == []
     assert not result.ok and result.failure_cause == "transport_error" and len(result.attempts) == 1
     assert "do not fit the served context of 100 tokens" in (result.error or "")
+
+
+def test_no_stream_opens_once_its_attempt_is_cancelled():
+    from helmdeck_dspy.engines.call_control import CallControl, controlled
+    from helmdeck_dspy.errors import CallCancelled
+
+    control = CallControl()
+    control.cancel()
+    with FaultServer([ok(CALLS)]) as server, controlled(control):
+        with pytest.raises(CallCancelled):
+            _engine_for(server, n_ctx=None).complete(_request("weather in Oslo?", 100))
+        assert server.requests == []
+    assert control.closed.is_set()

@@ -1,11 +1,16 @@
-"""mypy over the package, held to a ratchet: the error count, the ``type: ignore`` comments and the
-per-module ``ignore_errors`` overrides may only go down, and the modules that define the public
-API (``helmdeck_dspy.__all__``) have no error at all. The same run checks a user's code against
-the package (:data:`USER_CODE`): mypy sees the public names as their classes and functions, not
-``Any`` (one mypy run, as two would each analyse the whole package).
+"""mypy over the package, held to a ratchet, per module and in total: no module's error count or
+``type: ignore`` comment count may rise, a module not in the counts (a new one, or one that had
+none) may have neither, the totals and the per-module ``ignore_errors`` overrides may only go down,
+and the modules that define the public API (``helmdeck_dspy.__all__``) have no error at all. The
+same run checks a user's code against the package (:data:`USER_CODE`): mypy sees the public names
+as their classes and functions, not ``Any`` (one mypy run, as two would each analyse the whole
+package).
 
-The counts are kept in ``scripts/type_ratchet.json``. When a count falls the script says so and
-``--lower`` writes the new counts (commit them: the ratchet never goes back up).
+The counts are kept in ``scripts/type_ratchet.json``: the totals, and by module (a source file's
+path from the project root, ``signatures/...`` for that folder) the files that have any. When a
+count falls the script says so and ``--lower`` writes the new counts (commit them: the ratchet never
+goes back up). A module moved or renamed counts as a new one: its errors go with it only by editing
+the kept counts by hand, in the same commit, where the review sees it.
 
 The package maps ``helmdeck_dspy.signatures`` onto the top-level ``signatures/`` folder
 (``pyproject.toml``'s ``package-dir``), which mypy cannot follow from the source tree: the check
@@ -26,11 +31,15 @@ import tempfile
 import tomllib
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 COUNTS = ROOT / "scripts" / "type_ratchet.json"
 ERROR = re.compile(r"^(?P<path>[^:\s]+\.py):\d+: error:")
 IGNORE = re.compile(r"#\s*type:\s*ignore")
+TOTALS = ("errors", "type_ignores", "module_ignores")
+BY_MODULE = {"errors": "errors_by_module", "type_ignores": "type_ignores_by_module"}
+"""The totals kept module by module too, and the key of their per-module counts."""
 USER = "user_code.py"
 USER_CODE = '''\
 from helmdeck_dspy import Planner, __version__, load_traces, run_eval
@@ -105,9 +114,14 @@ def public_modules() -> set[str]:
     return files
 
 
-def ignore_comments() -> int:
-    return sum(len(IGNORE.findall(p.read_text(encoding="utf-8")))
-               for folder in ("helmdeck_dspy", "signatures") for p in (ROOT / folder).rglob("*.py"))
+def ignore_comments() -> Counter[str]:
+    """The ``type: ignore`` comments of each source file, by its path from the project root."""
+    found: Counter[str] = Counter()
+    for folder in ("helmdeck_dspy", "signatures"):
+        for path in (ROOT / folder).rglob("*.py"):
+            if n := len(IGNORE.findall(path.read_text(encoding="utf-8"))):
+                found[path.relative_to(ROOT).as_posix()] = n
+    return found
 
 
 def module_ignores() -> int:
@@ -115,17 +129,48 @@ def module_ignores() -> int:
     return sum(1 for o in config.get("overrides", []) if o.get("ignore_errors"))
 
 
+def counts(errors: list[str], ignores: Counter[str], overrides: int) -> dict[str, Any]:
+    """The counts as the json keeps them: the totals, then the modules that have any, sorted."""
+    by_file = Counter(line.split(":", 1)[0] for line in errors)
+    return {"errors": len(errors), "type_ignores": sum(ignores.values()), "module_ignores": overrides,
+            "errors_by_module": dict(sorted(by_file.items())), "type_ignores_by_module": dict(sorted(ignores.items()))}
+
+
+def compare(kept: dict[str, Any], now: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """What rose and what fell from ``kept`` to ``now``, one line each: a total (``errors 109 (kept
+    108)``) or a module's count (``errors in helmdeck_dspy/x.py: 2 (kept 1)``). A module absent from
+    the kept counts is kept at 0, so a new module with an error has risen."""
+    risen, fell = [], []
+    for key in TOTALS:
+        before, after = kept.get(key, 0), now[key]
+        if after != before:
+            (risen if after > before else fell).append(f"{key} {after} (kept {before})")
+    for total, key in BY_MODULE.items():
+        before_by, after_by = kept.get(key, {}), now[key]
+        for path in sorted(set(before_by) | set(after_by)):
+            before, after = before_by.get(path, 0), after_by.get(path, 0)
+            if after != before:
+                new = "" if path in before_by else ", a module not kept"
+                (risen if after > before else fell).append(f"{total} in {path}: {after} (kept {before}{new})")
+    return risen, fell
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description="mypy with a ratchet")
+    parser = argparse.ArgumentParser(description="mypy with a ratchet, per module and in total")
     parser.add_argument("--lower", action="store_true", help="write the counts when they fell")
     args = parser.parse_args()
     errors, said = run_mypy()
-    now = {"errors": len(errors), "type_ignores": ignore_comments(), "module_ignores": module_ignores()}
+    now = counts(errors, ignore_comments(), module_ignores())
     kept = json.loads(COUNTS.read_text(encoding="utf-8")) if COUNTS.exists() else dict(now)
-    by_file = Counter(line.split(":", 1)[0] for line in errors)
+    unkept = [key for key in BY_MODULE.values() if key not in kept]  # a counts file from before the per-module ratchet
+    if unkept:
+        print(f"no {', '.join(unkept)} in {COUNTS.relative_to(ROOT)}: this run's are taken as kept")
+        kept.update({key: now[key] for key in unkept})
+    by_file = now["errors_by_module"]
     public = sorted(f for f in public_modules() if by_file.get(f))
-    risen = [k for k in now if now[k] > kept.get(k, 0)]
-    print("mypy ratchet: " + ", ".join(f"{k} {now[k]} (kept {kept.get(k, 0)})" for k in now))
+    risen, fell = compare(kept, now)
+    print("mypy ratchet: " + ", ".join(f"{k} {now[k]} (kept {kept.get(k, 0)})" for k in TOTALS)
+          + f"; {len(by_file)} modules with errors (kept {len(kept['errors_by_module'])})")
     failed = False
     wrong = user_code_problems(said)
     if wrong:
@@ -140,16 +185,20 @@ def main() -> int:
                 print("  " + line)
     if risen:
         failed = True
-        print(f"the ratchet rose ({', '.join(risen)}); the errors by file:")
-        for path, n in by_file.most_common():
-            print(f"  {n:4d} {path}")
-    fell = [k for k in now if now[k] < kept.get(k, 0)]
-    if fell and not failed:
+        print("the ratchet rose:")
+        print("\n".join("  " + r for r in risen))
+        grown = {p for p, n in by_file.items() if n > kept["errors_by_module"].get(p, 0)}
+        if grown:
+            print("the errors of the modules whose count rose:")
+            print("\n".join("  " + line for line in errors if line.split(":", 1)[0] in grown))
+    if (fell or unkept) and not failed:
+        changed = fell or [f"the per-module counts ({', '.join(unkept)})"]
         if args.lower:
             COUNTS.write_text(json.dumps(now, indent=2) + "\n", encoding="utf-8")
-            print(f"lowered {', '.join(fell)} in {COUNTS.relative_to(ROOT)}: commit it")
+            print(f"lowered in {COUNTS.relative_to(ROOT)} (commit it):")
         else:
-            print(f"{', '.join(fell)} fell: run with --lower and commit {COUNTS.relative_to(ROOT)}")
+            print(f"fell or new (run with --lower and commit {COUNTS.relative_to(ROOT)}):")
+        print("\n".join("  " + line for line in changed))
     return 1 if failed else 0
 
 

@@ -7,7 +7,7 @@ calls after it evaluate only what differs from the call before (warm: same instr
 list, only the request changes). Printed per row: median latency and prompt tokens of the cold and
 the warm calls, and their ratio, all from the trace files of the same run.
 
-    .venv/bin/python measure/block_warmth.py experiments/mcp/qwen2.5-coder-1.5b/levers.toml
+    .venv/bin/python measure/block_warmth.py experiments/mcp/qwen2.5-coder-1.5b/study.toml
 """
 
 from __future__ import annotations

@@ -30,9 +30,9 @@ from helmdeck_dspy.planning.guards import guard_steps
 
 HERE = Path(__file__).resolve().parent
 DEV = (  # (dev set, spec, the model-alone row)
-    ("BFCL dev, 0.5B", "bfcl/qwen2.5-coder-0.5b/levers.toml", "plain"),
-    ("BFCL dev, 1.5B", "bfcl/qwen2.5-coder-1.5b/levers.toml", "plain"),
-    ("MCP dev, 1.5B", "mcp/qwen2.5-coder-1.5b/levers.toml", "plain"),
+    ("BFCL dev, 0.5B", "bfcl/qwen2.5-coder-0.5b/study.toml", "plain"),
+    ("BFCL dev, 1.5B", "bfcl/qwen2.5-coder-1.5b/study.toml", "plain"),
+    ("MCP dev, 1.5B", "mcp/qwen2.5-coder-1.5b/study.toml", "plain"),
 )
 def failed_checks(guarded, catalog) -> str | None:
     """Why an answer fails the checks the draft strategy applied, or None (the rule of its

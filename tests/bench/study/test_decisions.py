@@ -13,7 +13,7 @@ from helmdeck_dspy.calibration.threshold import fit_threshold
 from helmdeck_dspy.cli.app import cli
 from tests.conftest import PROJECT_ROOT
 
-ROW = PROJECT_ROOT / "experiments/bfcl/qwen2.5-coder-0.5b/levers.toml"
+ROW = PROJECT_ROOT / "experiments/bfcl/qwen2.5-coder-0.5b/study.toml"
 
 
 def test_the_fit_on_a_committed_row_is_the_librarys_on_its_points(shared_dir, tmp_path):

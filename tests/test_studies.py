@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from helmdeck_dspy.bench.study.spec import SPEC_NAMES, load_study_spec
+from helmdeck_dspy.bench.study.spec import SPEC_NAME, load_study_spec
 from helmdeck_dspy.bench.study.table import score_study
 from tests.conftest import PROJECT_ROOT
 
-SPECS = sorted(path for name in SPEC_NAMES for path in (PROJECT_ROOT / "experiments").rglob(name))
+SPECS = sorted((PROJECT_ROOT / "experiments").rglob(SPEC_NAME))
 
 
 def test_the_committed_studies_are_found():
     assert len(SPECS) >= 10
-    assert {p.name for p in SPECS} == {"study.toml"}  # every committed spec is a study.toml now (issue 51)
+    assert not list((PROJECT_ROOT / "experiments").rglob("levers.toml"))  # the old name, migrated (issue 51)
 
 
 @pytest.mark.parametrize("path", SPECS, ids=lambda p: str(p.parent.relative_to(PROJECT_ROOT / "experiments")))

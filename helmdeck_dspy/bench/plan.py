@@ -3,7 +3,7 @@
 A plan (``experiments/studies.toml``) lists ``[[step]]`` tables in the order they run::
 
     [[step]]
-    spec = "bfcl/qwen2.5-coder-1.5b/levers.toml"   # a study spec (study.toml or levers.toml), beside the plan
+    spec = "bfcl/qwen2.5-coder-1.5b/study.toml"    # a study spec (a study.toml), beside the plan
     only = ["default-answer"]                      # its configs to run (omitted: all of them)
 
     [[step]]
@@ -28,7 +28,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from helmdeck_dspy.bench.progress import Bars
-from helmdeck_dspy.bench.study.spec import SPEC_NAMES, StudySpec
+from helmdeck_dspy.bench.study.spec import SPEC_NAME, OldSpellingError, StudySpec, check_spec_name
 from helmdeck_dspy.errors import DataFileError, validation_message
 from helmdeck_dspy.io.datafiles import parse_toml, read_text
 
@@ -38,7 +38,7 @@ class PlanStep(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    spec: Path | None = Field(default=None, description="A study.toml (or levers.toml), relative to the plan.")
+    spec: Path | None = Field(default=None, description="A study.toml, relative to the plan.")
     only: tuple[str, ...] | None = Field(default=None, description="The spec's configs to run (None: all).")
     script: Path | None = Field(default=None, description="A Python benchmark script (relative to the plan).")
     args: tuple[str, ...] = ()
@@ -84,6 +84,7 @@ def load_plan(path: str | Path) -> StudyPlan:
     """Read and check a plan: every step's spec loads and names the configs it runs, every script exists.
 
     Raises:
+        OldSpellingError: A step names a spec by its old name, or its spec is in an old spelling.
         DataFileError: The plan, or a step of it, is unusable (the message names the step).
     """
     path = Path(path)
@@ -94,8 +95,12 @@ def load_plan(path: str | Path) -> StudyPlan:
     steps = []
     for i, step in enumerate(plan.step, 1):
         where = f"step {i}"
-        if step.spec is not None and step.spec.name not in SPEC_NAMES:
-            raise DataFileError(str(path), f"{where}: {step.spec} is not a {' or a '.join(SPEC_NAMES)}")
+        if step.spec is not None and step.spec.name != SPEC_NAME:
+            try:
+                check_spec_name(step.spec)
+            except OldSpellingError as exc:
+                raise OldSpellingError(str(path), f"{where}: {step.spec}: {exc.detail}") from None
+            raise DataFileError(str(path), f"{where}: {step.spec} is not a {SPEC_NAME}")
         resolved = step.model_copy(update={k: path.parent / v for k in ("spec", "script", "out")
                                            if (v := getattr(step, k)) is not None})
         if resolved.script is not None and not resolved.script.is_file():
@@ -103,6 +108,8 @@ def load_plan(path: str | Path) -> StudyPlan:
         if resolved.spec is not None:
             try:
                 _load_spec(resolved.spec, resolved.only)
+            except OldSpellingError as exc:  # still the old spelling's error (exit 2), named from the plan
+                raise OldSpellingError(str(path), f"{where} ({step.spec}): {exc}") from None
             except Exception as exc:  # noqa: BLE001 - any unusable spec is this step's problem
                 raise DataFileError(str(path), f"{where} ({step.spec}): {exc}") from None
         steps.append(resolved)

@@ -22,7 +22,7 @@ from helmdeck_dspy.cli.options import TerminalBars, emit_json, json_option, prog
 @json_option("Print table.json's rows.")
 def study_cmd(spec_path: str, only: str | None, score_only: bool, dry_run: bool, ship_to: bool,
               compiled_root: str | None, progress: bool | None, as_json: bool) -> None:
-    """Run the study SPEC (a study.toml or levers.toml): compile each compile arm's program that is
+    """Run the study SPEC (a study.toml): compile each compile arm's program that is
     missing, answer every question (or run every end-to-end task) under each config that has no
     record of it yet, then write table.md, table.json and exact.png beside SPEC.
 
@@ -65,7 +65,7 @@ def study_cmd(spec_path: str, only: str | None, score_only: bool, dry_run: bool,
 @progress_option
 def plan_cmd(plan_path: str, dry_run: bool, matching: tuple[str, ...], progress: bool | None) -> None:
     """Run the study steps PLAN lists (experiments/studies.toml), in order: each a study spec
-    (study.toml, levers.toml or an e2e run) with the configs to run, or a benchmark script whose
+    (a study.toml) with the configs to run, or a benchmark script whose
     output is kept.
 
     Every step is checked before the first runs. Resumable: each step goes on where it stopped,

@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from helmdeck_dspy.bench.plan import load_plan, run_plan
+from helmdeck_dspy.bench.study.spec import OldSpellingError
 from helmdeck_dspy.cli.app import cli
 from helmdeck_dspy.errors import DataFileError
 from helmdeck_dspy.traces.io import read_jsonl_traces
@@ -17,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _lever_spec(folder: Path, bfcl_dir: Path) -> Path:
     folder.mkdir(parents=True)
-    path = folder / "levers.toml"
+    path = folder / "study.toml"
     path.write_text(f'model = "m"\nlm = "sim:mid-tier"\ndata = ["{bfcl_dir}"]\ncategories = ["parallel"]\nlimit = 2\n'
                     'baseline = "plain"\n[[config]]\nname = "plain"\nplain = true\n[[config]]\nname = "planner"\n',
                     encoding="utf-8")
@@ -38,30 +39,30 @@ def test_steps_run_in_order_and_a_second_run_makes_no_call(tmp_path, bfcl_dir):
     _lever_spec(tmp_path / "a", bfcl_dir)
     _lever_spec(tmp_path / "b", bfcl_dir)
     (tmp_path / "hello.py").write_text("print('measured')\n", encoding="utf-8")
-    plan = load_plan(_plan(tmp_path, '[[step]]\nspec = "b/levers.toml"\nonly = ["planner"]\n'
+    plan = load_plan(_plan(tmp_path, '[[step]]\nspec = "b/study.toml"\nonly = ["planner"]\n'
                                      '[[step]]\nscript = "hello.py"\nout = "hello.txt"\n'
-                                     '[[step]]\nspec = "a/levers.toml"\n'))
+                                     '[[step]]\nspec = "a/study.toml"\n'))
     said: list[str] = []
     assert [n for _, n in run_plan(plan, dry_run=True, notify=said.append)] == [2, 1, 4]
     assert _answers(tmp_path / "a") == {} and not (tmp_path / "hello.txt").exists()  # a dry run runs nothing
     said.clear()
     run_plan(plan, notify=said.append)
     steps = [s for s in said if s.startswith("[")]
-    assert [s.split("]")[0] for s in steps] == ["[1/3", "[2/3", "[3/3"] and "b/levers.toml --only planner" in steps[0]
+    assert [s.split("]")[0] for s in steps] == ["[1/3", "[2/3", "[3/3"] and "b/study.toml --only planner" in steps[0]
     assert _answers(tmp_path / "b") == {"planner": 2} and _answers(tmp_path / "a") == {"plain": 2, "planner": 2}
     assert (tmp_path / "hello.txt").read_text() == "measured\n" and (tmp_path / "a" / "table.json").exists()
     again = run_plan(plan, notify=said.append)
     assert [n for _, n in again] == [0, 0, 0] and _answers(tmp_path / "a") == {"plain": 2, "planner": 2}
-    assert [s.spec for s, _ in run_plan(plan, dry_run=True, matching=("b/", ".py"))] == [tmp_path / "b/levers.toml", None]
+    assert [s.spec for s, _ in run_plan(plan, dry_run=True, matching=("b/", ".py"))] == [tmp_path / "b/study.toml", None]
 
 
 @pytest.mark.parametrize(("body", "message"), [
-    ('[[step]]\nspec = "a/levers.toml"\nonly = ["nope"]\n', "step 1 (a/levers.toml): no config 'nope'"),
-    ('[[step]]\nspec = "a/spec.toml"\n', "step 1: a/spec.toml is not a study.toml or a levers.toml"),
-    ('[[step]]\nspec = "a/levers.toml"\n[[step]]\nscript = "missing.py"\nout = "x.txt"\n', "step 2: no script"),
-    ('[[step]]\nspec = "a/levers.toml"\nscript = "x.py"\n', "either spec or script"),
+    ('[[step]]\nspec = "a/study.toml"\nonly = ["nope"]\n', "step 1 (a/study.toml): no config 'nope'"),
+    ('[[step]]\nspec = "a/spec.toml"\n', "step 1: a/spec.toml is not a study.toml"),
+    ('[[step]]\nspec = "a/study.toml"\n[[step]]\nscript = "missing.py"\nout = "x.txt"\n', "step 2: no script"),
+    ('[[step]]\nspec = "a/study.toml"\nscript = "x.py"\n', "either spec or script"),
     ('[[step]]\nscript = "x.py"\n', "a script step needs out"),
-    ('[[step]]\nspec = "a/levers.toml"\nonly = ["plain"]\nrepeat = 2\n', "repeat"),
+    ('[[step]]\nspec = "a/study.toml"\nonly = ["plain"]\nrepeat = 2\n', "repeat"),
     ("", "step"),
 ])
 def test_an_unusable_step_is_refused_before_anything_runs(tmp_path, bfcl_dir, body, message):
@@ -69,6 +70,22 @@ def test_an_unusable_step_is_refused_before_anything_runs(tmp_path, bfcl_dir, bo
     with pytest.raises(DataFileError, match=message.replace("(", r"\(").replace(")", r"\)")):
         load_plan(_plan(tmp_path, body))
     assert _answers(tmp_path / "a") == {}
+
+
+
+def test_an_old_spelling_in_a_step_is_refused_naming_the_new_one(tmp_path, bfcl_dir):
+    spec = _lever_spec(tmp_path / "a", bfcl_dir)
+    spec.rename(spec.with_name("levers.toml"))
+    plan = _plan(tmp_path, '[[step]]\nspec = "a/levers.toml"\n')
+    with pytest.raises(OldSpellingError) as info:
+        load_plan(plan)
+    assert str(info.value) == f"{plan}: step 1: a/levers.toml: levers.toml is a study spec's old name; rename the file " \
+                              "study.toml" and info.value.exit_code == 2
+    spec.with_name("levers.toml").rename(spec)
+    spec.write_text(spec.read_text(encoding="utf-8") + "constrained = false\n", encoding="utf-8")  # on the planner row
+    with pytest.raises(OldSpellingError, match=r'step 1 \(a/study.toml\): .*config planner: constrained = false is the '
+                                               r'old spelling of the answer strategy; write strategy = "free"'):
+        load_plan(_plan(tmp_path, '[[step]]\nspec = "a/study.toml"\n'))
 
 
 def test_a_failing_script_keeps_no_output(tmp_path):

@@ -1,4 +1,4 @@
-"""``helmdeck-dspy bench bfcl`` end to end."""
+"""``helmdeck-dspy bench bfcl`` end to end, and the study command's old spellings refused."""
 
 from __future__ import annotations
 
@@ -100,3 +100,31 @@ def test_baseline_plain_scores_the_lm_alone_and_its_records_rescore_the_same(bfc
                  "--baseline", "plain", "--record", str(rec), "--json")  # every question answered: no call made
     assert json.loads(again.stdout)["plan_accuracy"] == rows and len(plain_only.read_text().splitlines()) == 2
     assert _run("--data", str(bfcl_dir), "--baseline", "plain").exit_code != 0
+
+
+@pytest.mark.parametrize(("name", "row", "message"), [
+    ("levers.toml", "", "levers.toml is a study spec's old name; rename the file study.toml"),
+    ("study.toml", "constrained = true\n", 'config planner: constrained = true is the old spelling of the answer '
+                                           'strategy; write strategy = "schema"'),
+])
+def test_a_study_spec_in_an_old_spelling_exits_2_naming_the_new_one(bfcl_dir, tmp_path, capsys, name, row, message):
+    from helmdeck_dspy.cli import main
+
+    spec = tmp_path / name
+    spec.write_text(f'model = "m"\nlm = "sim:mid-tier"\ndata = ["{bfcl_dir}"]\ncategories = ["parallel"]\n'
+                    f'[[config]]\nname = "plain"\nplain = true\n[[config]]\nname = "planner"\n{row}', encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", "study", "--dry-run", str(spec)])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == f"error: {spec}: {message}\n"
+
+
+def test_the_old_command_name_exits_2_naming_the_new_one(tmp_path, capsys):
+    from helmdeck_dspy.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", "levers", str(tmp_path / "study.toml")])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "'bench levers' is the old name of 'bench study'" in err and "Traceback" not in err
+    assert "levers" not in CliRunner().invoke(cli, ["bench", "--help"]).output

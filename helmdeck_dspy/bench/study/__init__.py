@@ -1,6 +1,6 @@
 """The one study engine: a spec of cases x arms, answered resumably, scored and paired.
 
-- :mod:`~helmdeck_dspy.bench.study.spec` — the spec (``study.toml`` / ``levers.toml``): the model, the
+- :mod:`~helmdeck_dspy.bench.study.spec` — the spec (``study.toml``): the model, the
   questions' source, the sampling and the arms;
 - :mod:`~helmdeck_dspy.bench.study.questions` — BFCL categories or gold tasks over a catalog as questions;
 - :mod:`~helmdeck_dspy.bench.study.compiled` — compile arms: compiled first, their test scores, shipping;

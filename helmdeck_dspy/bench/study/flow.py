@@ -77,7 +77,7 @@ def run_study(
     manifest entries.
 
     Args:
-        spec: A study spec or its ``study.toml`` / ``levers.toml``.
+        spec: A study spec or its ``study.toml``.
         only: Run only these configs (scoring covers them all).
         score_only: Make no LM call: score the trace files there are.
         ship: Copy every compile arm that beats its paired row beyond the interval into

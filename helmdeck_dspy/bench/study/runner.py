@@ -120,7 +120,7 @@ def _budgets(spec: StudySpec, table: BudgetTable, config: StudyConfig) -> tuple[
 
 def _planner_choices(spec: StudySpec, config: StudyConfig) -> dict[str, Any]:
     """The planner options a config sets (None and the defaults: the budget row's and the planner's)."""
-    return {"program": spec.program_choice(config), "answer_strategy": config.answer_strategy, "preset": config.preset,
+    return {"program": spec.program_choice(config), "answer_strategy": config.strategy, "preset": config.preset,
             "fit_decision": config.fit_decision, "probe_decision": config.probe_decision, **config.options}
 
 

@@ -1,5 +1,4 @@
-"""A study spec (``study.toml``; ``levers.toml`` is its older name): cases x arms, paired, in one
-resumable run.
+"""A study spec (``study.toml``): cases x arms, paired, in one resumable run.
 
 A spec names the LM, the model id whose budget applies, where the questions come from (BFCL data
 folders, gold tasks over a catalog: the project's splits, the MCP gold sets, or the end-to-end
@@ -10,7 +9,8 @@ and questions per category, the sampling, and a list of ``[[config]]`` rows, the
 strategy, argument coercion, the program, demos, the pooled catalog, other planner ``options``), or a program an optimizer
 compiles for the model first (``optimizer``: the held-out comparison's arms). Each row is paired
 against the spec's ``baseline`` row, or the row its ``paired_with`` names. Relative paths in a spec
-are read from the spec's folder.
+are read from the spec's folder. A spelling the spec format no longer takes (:data:`OLD_SPELLINGS`)
+is refused with :class:`OldSpellingError`, which names the one to write.
 
 :func:`~helmdeck_dspy.bench.study.runner.run_arms` answers every (question, config) pair that has no
 record yet, block by block, so a load change on the machine falls on all rows alike and a run
@@ -38,15 +38,27 @@ if TYPE_CHECKING:
     from helmdeck_dspy.budgets import BudgetTable
     from helmdeck_dspy.catalog.models import RoutingGuide
 
-SPEC_NAMES = ("study.toml", "levers.toml")
-"""The file names a study spec has (``levers.toml``: the name of the specs written before the held-out
-comparison joined them)."""
+SPEC_NAME = "study.toml"
+"""A study spec's file name (a ``bench plan`` step names one; the committed studies are all named so)."""
+
+OLD_SPELLINGS: dict[str, str] = {"levers.toml": SPEC_NAME, "constrained = true": 'strategy = "schema"',
+                                 "constrained = false": 'strategy = "free"'}
+"""Spellings taken out of the spec format (issue 51; every committed spec was migrated once), each
+with the one to write instead: the file name before the held-out comparison joined the studies,
+and a row's switch before answer strategies were named."""
 
 Optimizer = Literal["bootstrap", "mipro", "gepa"]
 
 
 class StudySpecError(DataFileError):
     """A study spec that cannot be used."""
+
+
+class OldSpellingError(StudySpecError):
+    """A study spec written in a spelling taken out of the format (:data:`OLD_SPELLINGS`); the message
+    names the spelling to write. The CLI exits 2 for it, as for a usage error: renaming fixes it."""
+
+    exit_code = 2
 
 
 class Case(Protocol):
@@ -100,8 +112,6 @@ class StudyConfig(BaseModel):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="Row name; also the trace file's stem.")
     description: str = ""
     plain: bool = Field(default=False, description="The model alone with the plain prompt (no planner).")
-    constrained: bool | None = Field(default=None, description="Planner: schema-constrained decoding (None: the budget's); "
-                                     "the older spelling of strategy schema / free.")
     strategy: StrategyName | None = Field(
         default=None, description="Planner: the answer strategy (None: the budget row's, else the endpoint's). A plain "
         "row with answers_from naming the model alone's row re-reads those answers as the strategy would.")
@@ -149,13 +159,6 @@ class StudyConfig(BaseModel):
         if kept.get("strategy") in RETIRED_STRATEGIES:  # its recorded plan records still re-score
             gone = (*gone, f"strategy={kept.pop('strategy')}")
         return {**kept, "retired": gone} if gone else kept
-
-    @property
-    def answer_strategy(self) -> str | None:
-        """The strategy the row plans with (``constrained`` is its older spelling)."""
-        if self.strategy is not None or self.constrained is None:
-            return self.strategy
-        return "schema" if self.constrained else "free"
 
     @property
     def preset(self) -> str | None:
@@ -293,10 +296,13 @@ def load_study_spec(path: str | Path) -> StudySpec:
     """Read and validate a study spec.
 
     Raises:
+        OldSpellingError: the file or a row is in a spelling taken out (:data:`OLD_SPELLINGS`).
         StudySpecError: the file does not parse, a field is wrong, names repeat, the baseline or a
             ``paired_with`` is not one of the configs, or a compile arm is not over gold tasks.
     """
+    check_spec_name(path)
     data = parse_toml(read_text(path, StudySpecError), str(path), StudySpecError)
+    _refuse_old_fields(data, str(path))
     try:
         spec = StudySpec.model_validate({**data, "path": Path(path)})
     except ValidationError as exc:
@@ -315,8 +321,6 @@ def load_study_spec(path: str | Path) -> StudySpec:
                                  "servers' own catalog: answers_from, pool and catalog do not apply")
         if spec.e2e is None and c.split is not None:
             raise StudySpecError(str(path), f"config {c.name}: split picks a half of the end-to-end tasks ([e2e])")
-        if c.strategy is not None and c.constrained is not None:
-            raise StudySpecError(str(path), f"config {c.name}: give strategy or constrained, not both")
         plain_reread = source.plain and c.strategy == "plain"  # the model alone's answers as the plain strategy reads them
         if c.answers_from is not None and (source is c or source.answers_from or (source.plain and not plain_reread)):
             raise StudySpecError(str(path), f"config {c.name}: answers_from {c.answers_from!r} is not a planner config "
@@ -336,6 +340,29 @@ def load_study_spec(path: str | Path) -> StudySpec:
         if program != c.program and not Path(str(program)).is_file():
             raise StudySpecError(str(path), f"config {c.name}: program file {program} not found")
     return spec
+
+
+def check_spec_name(path: str | Path) -> None:
+    """Refuse a spec file under its old name, naming the new one.
+
+    Raises:
+        OldSpellingError: ``path`` is a ``levers.toml``.
+    """
+    name = Path(path).name
+    if name in OLD_SPELLINGS:
+        raise OldSpellingError(str(path), f"{name} is a study spec's old name; rename the file {OLD_SPELLINGS[name]}")
+
+
+def _refuse_old_fields(data: dict[str, Any], path: str) -> None:
+    """Refuse a row that sets ``constrained``, naming the strategy that says the same."""
+    rows = data.get("config")
+    for i, row in enumerate(rows if isinstance(rows, list) else [], 1):
+        if isinstance(row, dict) and "constrained" in row:
+            value = row["constrained"]
+            old = f"constrained = {str(value).lower()}" if isinstance(value, bool) else "constrained"
+            new = OLD_SPELLINGS.get(old, 'strategy = "schema" or "free"')
+            raise OldSpellingError(path, f"config {row.get('name', i)}: {old} is the old spelling of the answer "
+                                   f"strategy; write {new}")
 
 
 def _check_budget_change(spec: StudySpec, config: StudyConfig, path: str) -> None:

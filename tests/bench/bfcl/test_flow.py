@@ -65,7 +65,7 @@ def test_run_bfcl_refuses_bad_arguments_before_loading_anything(tmp_path):
 
 
 def _lever_spec(tmp_path: Path, bfcl_dir: Path) -> Path:
-    path = tmp_path / "levers.toml"
+    path = tmp_path / "study.toml"
     path.write_text(f'model = "m"\nlm = "sim:mid-tier"\ndata = ["{bfcl_dir}"]\ncategories = ["parallel"]\nlimit = 5\n'
                     '[[config]]\nname = "plain"\nplain = true\n[[config]]\nname = "planner"\n', encoding="utf-8")
     return path

@@ -11,7 +11,7 @@ from helmdeck_dspy.bench.bfcl.baseline import decode_plain, plain_prompt
 from helmdeck_dspy.bench.study.table import score_study
 from helmdeck_dspy.bench.study.questions import load_questions
 from helmdeck_dspy.bench.study.runner import pending_pairs
-from helmdeck_dspy.bench.study.spec import StudySpecError, load_study_spec
+from helmdeck_dspy.bench.study.spec import OldSpellingError, StudySpecError, load_study_spec
 from helmdeck_dspy.bench.bfcl.load import load_bfcl
 from helmdeck_dspy.bench.bfcl.score import Call, example_call, score_calls
 from helmdeck_dspy.program.answer_schema import plan_schema
@@ -46,7 +46,7 @@ def test_plain_prompt_holds_the_functions_and_the_question_only(bfcl_dir):
 
 
 def _spec(tmp_path: Path, bfcl_dir: Path, configs: str, baseline: str = "plain") -> Path:
-    path = tmp_path / "levers.toml"
+    path = tmp_path / "study.toml"
     path.write_text(f'model = "m"\nlm = "sim:mid-tier"\ndata = ["{bfcl_dir}"]\ncategories = ["parallel"]\n'
                     f'limit = 5\nbaseline = "{baseline}"\n{configs}', encoding="utf-8")
     return path
@@ -59,6 +59,29 @@ def test_spec_errors_name_the_problem(tmp_path, bfcl_dir):
         load_study_spec(_spec(tmp_path, bfcl_dir, '[[config]]\nname = "plain"\n[[config]]\nname = "plain"\n'))
     with pytest.raises(StudySpecError, match="constrainde"):
         load_study_spec(_spec(tmp_path, bfcl_dir, '[[config]]\nname = "plain"\nconstrainde = true\n'))
+
+
+
+@pytest.mark.parametrize(("row", "said"), [
+    ("constrained = true", 'config schema: constrained = true is the old spelling of the answer strategy; '
+                           'write strategy = "schema"'),
+    ("constrained = false", 'config schema: constrained = false is the old spelling of the answer strategy; '
+                            'write strategy = "free"'),
+    ('constrained = "yes"', 'config schema: constrained is the old spelling of the answer strategy; '
+                            'write strategy = "schema" or "free"'),
+])
+def test_an_old_row_spelling_is_refused_naming_the_new_one(tmp_path, bfcl_dir, row, said):
+    path = _spec(tmp_path, bfcl_dir, f'[[config]]\nname = "plain"\nplain = true\n[[config]]\nname = "schema"\n{row}\n')
+    with pytest.raises(OldSpellingError) as info:
+        load_study_spec(path)
+    assert str(info.value) == f"{path}: {said}" and info.value.exit_code == 2
+
+
+def test_a_spec_under_its_old_file_name_is_refused_naming_the_new_one(tmp_path, bfcl_dir):
+    old = _spec(tmp_path, bfcl_dir, '[[config]]\nname = "plain"\nplain = true\n').rename(tmp_path / "levers.toml")
+    with pytest.raises(OldSpellingError) as info:
+        load_study_spec(old)
+    assert str(info.value) == f"{old}: levers.toml is a study spec's old name; rename the file study.toml"
 
 
 def test_recorded_answers_are_scored_and_paired(tmp_path, bfcl_dir):
@@ -118,7 +141,7 @@ def test_every_bfcl_function_set_converts_to_a_closed_grammar(shared_dir):
 
 def _mcp_spec(tmp_path: Path, configs: str = '[[config]]\nname = "plain"\nplain = true\n') -> Path:
     root = Path(__file__).resolve().parents[3] / "eval"
-    path = tmp_path / "levers.toml"
+    path = tmp_path / "study.toml"
     path.write_text(f'model = "m"\nlm = "sim:mid-tier"\ntasks = "{root}/tasks/mcp-servers.jsonl"\n'
                     f'catalog = "{root}/catalog/mcp-servers.json"\ncategories = ["single-action", "pack-chain", "gap"]\n'
                     f'limit = 3\n{configs}', encoding="utf-8")
@@ -173,7 +196,7 @@ def test_a_gold_task_naming_a_tool_outside_the_catalog_is_refused():
 
 def test_a_gold_task_run_has_plan_scores_and_a_pipeline_is_called_by_its_id(tmp_path):
     root = Path(__file__).resolve().parents[3] / "eval"
-    path = tmp_path / "levers.toml"
+    path = tmp_path / "study.toml"
     path.write_text(f'model = "m"\nlm = "sim:mid-tier"\ntasks = "{root}/tasks/test.jsonl"\n'
                     f'catalog = "{root}/catalog/routing-guide.json"\ncategories = ["pipeline-direct"]\nlimit = 2\n'
                     '[[config]]\nname = "plain"\nplain = true\n[[config]]\nname = "planner"\n', encoding="utf-8")
@@ -246,7 +269,7 @@ def test_a_config_changes_budget_fields_for_its_model_only(tmp_path, bfcl_dir):
 
 def test_an_answers_from_row_makes_no_call_and_re_guards_the_other_rows_answers(tmp_path):
     root = Path(__file__).resolve().parents[3] / "eval"
-    path = tmp_path / "levers.toml"
+    path = tmp_path / "study.toml"
     rows = ('[[config]]\nname = "plain"\nplain = true\n[[config]]\nname = "planner"\n'
             '[[config]]\nname = "chains"\nanswers_from = "planner"\npipeline_chains = true\n')
     path.write_text(f'model = "m"\nlm = "sim:mid-tier"\ntasks = "{root}/tasks/test.jsonl"\n'
@@ -274,7 +297,7 @@ def test_a_config_plans_over_its_own_catalog_file(tmp_path, bfcl_dir):
     row = '[[config]]\nname = "plain"\nplain = true\n[[config]]\nname = "own"\ncatalog = "mine.json"\n'
     with pytest.raises(StudySpecError, match="config own: catalog 'mine.json' needs gold tasks"):
         load_study_spec(_spec(tmp_path, bfcl_dir, row))
-    path = tmp_path / "levers.toml"
+    path = tmp_path / "study.toml"
     path.write_text(f'model = "m"\nlm = "sim:mid-tier"\ntasks = "{root}/tasks/test.jsonl"\n'
                     f'catalog = "{root}/catalog/routing-guide.json"\ncategories = ["supersedes"]\nlimit = 1\n{row}'
                     '[[config]]\nname = "again"\nanswers_from = "own"\n', encoding="utf-8")
@@ -294,9 +317,9 @@ def test_a_config_plans_over_its_own_catalog_file(tmp_path, bfcl_dir):
 def test_a_test_half_starts_after_the_dev_half(tmp_path, bfcl_dir):
     dev = load_questions(load_study_spec(_spec(tmp_path, bfcl_dir, '[[config]]\nname = "plain"\nplain = true\n')))
     (tmp_path / "t").mkdir()
-    body = (tmp_path / "levers.toml").read_text().replace("limit = 5", "limit = 1\nstart = 1")
-    (tmp_path / "t" / "levers.toml").write_text(body)
-    test = load_questions(load_study_spec(tmp_path / "t" / "levers.toml"))
+    body = (tmp_path / "study.toml").read_text().replace("limit = 5", "limit = 1\nstart = 1")
+    (tmp_path / "t" / "study.toml").write_text(body)
+    test = load_questions(load_study_spec(tmp_path / "t" / "study.toml"))
     assert len(dev.questions) > 1 and [q.id for q in test.questions] == [dev.questions[1].id]
 
 

@@ -2,14 +2,17 @@
 
 The interleaving is forced, not hoped for: a DSPy callback holds the first request at the start
 of the plan module (after its prompt settings are chosen, before they are read) until the second
-request has reached the same point. Each LM request the loopback endpoint receives is then checked:
-its messages and its answer schema name only its own caller's tools.
+request has reached the same point. DSPy catches and logs what a callback raises, so the callback
+asserts nothing: it records whether the two met there, and the test asserts that they did. Each LM
+request the loopback endpoint receives is then checked: its messages and its answer schema name
+only its own caller's tools.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from pathlib import Path
 from typing import Any
 
 import dspy
@@ -39,26 +42,52 @@ INTENTS = {"weather": "What is the weather in Oslo right now?", "git": "Create t
 
 
 class HoldFirst(dspy.utils.callback.BaseCallback):
-    """Holds the first plan module call (after ``skip`` others) at its start until another has started too."""
+    """Holds the first plan module call (after ``skip`` others) at its start until another has started
+    too, for at most ``wait_s``.
 
-    def __init__(self, skip: int = 0) -> None:
+    DSPy catches and logs an exception raised in a callback, and the held call then goes on as if
+    nothing happened, so this records what it saw and the test asserts on it afterwards: ``met`` is
+    True once the second call reached the module while the first was held there, False when the
+    first gave up waiting, None before the first arrived; ``seen`` counts the plan module calls.
+    With ``record``, each change is also written there as JSON (for a server in another process).
+    """
+
+    def __init__(self, skip: int = 0, wait_s: float = 20, record: str | Path | None = None) -> None:
         self.skip = skip
+        self.wait_s = wait_s
+        self.record = Path(record) if record else None
         self.first_inside = threading.Event()
         self.second_inside = threading.Event()
+        self.met: bool | None = None
+        self.seen = 0
         self._lock = threading.Lock()
-        self._seen = 0
 
     def on_module_start(self, call_id: str, instance: Any, inputs: dict[str, Any]) -> None:
         if type(instance).__name__ not in ("FullSteps", "SinglePick"):
             return
         with self._lock:
-            self._seen += 1
-            turn = self._seen - self.skip
+            self.seen += 1
+            turn = self.seen - self.skip
+            self._write()
         if turn == 1:
             self.first_inside.set()
-            assert self.second_inside.wait(20), "the second request never reached the program"
+            met = self.second_inside.wait(self.wait_s)
+            with self._lock:
+                self.met = met
+                self._write()
         elif turn == 2:
             self.second_inside.set()
+
+    def _write(self) -> None:
+        if self.record is not None:
+            self.record.write_text(json.dumps({"seen": self.seen, "met": self.met}), encoding="utf-8")
+
+
+def assert_met(met: bool | None, seen: int, expected_seen: int) -> None:
+    """The two concurrent calls met at the start of the plan module, which saw ``expected_seen`` calls."""
+    assert met is True, ("the second request never reached the plan module while the first was held there"
+                         if met is False else "no request reached the plan module")
+    assert seen == expected_seen, seen
 
 
 def _request_names(body: dict[str, Any]) -> tuple[str, set[str]]:
@@ -92,7 +121,9 @@ def test_concurrent_plans_never_carry_the_other_callers_tools() -> None:
         second.start()
         first.join(30)
         second.join(30)
+        assert not first.is_alive() and not second.is_alive()
         assert not errors, errors
+        assert_met(hold.met, hold.seen, 2)
         check_requests([r.body for r in server.requests])
 
 

@@ -1,7 +1,9 @@
 """Two MCP callers planning at once over different ``tools`` never see each other's tools, over
 streamable HTTP (in process) and stdio (a spawned server). The interleaving is forced as in
 ``tests/planning/test_concurrent_callers.py``: the server's first plan call is held at the start
-of the plan module until the second caller's has reached it too."""
+of the plan module until the second caller's has reached it too, and the test asserts afterwards
+that they met there (the callback only records it: DSPy swallows what a callback raises). The
+spawned stdio server writes what its callback saw to a file the test reads."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import pytest
 
 from helmdeck_dspy.serve.config import ServeConfig
 from tests.fault_server import FaultServer, ok
-from tests.planning.test_concurrent_callers import GIT, INTENTS, MODEL, WEATHER, HoldFirst, check_requests
+from tests.planning.test_concurrent_callers import GIT, INTENTS, MODEL, WEATHER, HoldFirst, assert_met, check_requests
 from tests.serve.conftest import NO_SDK, http_client, http_server, server_env
 
 pytest.importorskip("mcp", reason=NO_SDK)
@@ -57,24 +59,28 @@ def test_http_callers_never_see_each_others_tools(tmp_path: Path, monkeypatch: p
                 anyio.run(_both, call)
         finally:
             dspy.configure(callbacks=before)
-        assert hold._seen == 3, hold._seen
+        assert_met(hold.met, hold.seen, 3)
         check_requests([r.body for r in lm_server.requests])
 
 
-HELD_SERVE = ("import dspy; from tests.planning.test_concurrent_callers import HoldFirst; "
-              "dspy.configure(callbacks=[HoldFirst(skip=1)]); from helmdeck_dspy.cli import main; main()")
-"""A real ``helmdeck-dspy serve`` process whose second plan call is held until a third has started."""
+HELD_SERVE = ("import dspy, os; from tests.planning.test_concurrent_callers import HoldFirst; "
+              "dspy.configure(callbacks=[HoldFirst(skip=1, record=os.environ['HELD_RECORD'])]); "
+              "from helmdeck_dspy.cli import main; main()")
+"""A real ``helmdeck-dspy serve`` process whose second plan call is held until a third has started;
+what its callback saw is written to the file ``HELD_RECORD`` names."""
 
 
 def test_stdio_callers_never_see_each_others_tools(tmp_path: Path) -> None:
     from mcp import Client, StdioServerParameters
 
+    record = tmp_path / "held.json"
     with FaultServer([ok(ANSWER)]) as lm_server:
         params = StdioServerParameters(
             command=sys.executable, cwd=str(ROOT),
             args=["-c", HELD_SERVE, "serve", "--lm", "llamacpp/m", "--api-base", lm_server.url],
             env=server_env(tmp_path / "home", PYTHONPATH=str(ROOT), HELMDECK_DSPY_CACHE=str(tmp_path / "cache"),
-                           DSPY_CACHEDIR=str(tmp_path / "cache")))  # its own response cache: every call reaches the LM
+                           DSPY_CACHEDIR=str(tmp_path / "cache"),  # its own response cache: every call reaches the LM
+                           HELD_RECORD=str(record)))
 
         async def main_() -> None:
             async with Client(params, read_timeout_seconds=60) as client:
@@ -86,4 +92,6 @@ def test_stdio_callers_never_see_each_others_tools(tmp_path: Path) -> None:
                 await _both(call)
 
         anyio.run(main_)
+        held = json.loads(record.read_text(encoding="utf-8"))
+        assert_met(held["met"], held["seen"], 3)
         check_requests([r.body for r in lm_server.requests])

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from helmdeck_dspy.domain import VARIANTS, StrategyName, Tier, Variant, default_variant
+from helmdeck_dspy.domain import VARIANTS, Tier, Variant, default_variant
 from helmdeck_dspy.errors import BudgetTableError, validation_message
 from helmdeck_dspy.io.datafiles import parse_toml, read_text
 from helmdeck_dspy.io.resources import default_budgets_path
@@ -60,26 +60,25 @@ class BudgetFields(BaseModel):
     supports_prefix_cache: bool = Field(
         default=False, description="Render the catalog in a byte-stable system message."
     )
-    answer_strategy: StrategyName | None = Field(
+    answer_strategy: str | None = Field(
         default=None,
-        description="How the model answers (program.prompt_spec.STRATEGIES): free JSON text, JSON text decoded "
-        "under the selected catalog's schema, with the catalog also offered as native tools, or the model-alone prompt "
-        "with the planner's checks after it; unset = the "
-        "endpoint's default (schema on llama.cpp servers, free elsewhere; planning.prompt.strategy_for).",
+        description="How the model answers (program.strategies.STRATEGIES): free JSON text, JSON text decoded "
+        "under the selected catalog's schema, or the model-alone prompt with the planner's checks after it; unset = "
+        "the endpoint's default (schema on llama.cpp servers, free elsewhere; planning.request.choose_strategy).",
     )
-    tool_list_strategy: StrategyName | None = Field(
+    tool_list_strategy: str | None = Field(
         default=None,
         description="The answer strategy over a plain list of tools (a catalog without pipelines); unset = "
         "answer_strategy. Chosen per catalog shape by docs/results/strategies.md's rule.",
     )
-    decline_thresholds: dict[StrategyName, float] = Field(
+    decline_thresholds: dict[str, float] = Field(
         default_factory=dict,
         description="Per answer strategy: decline a request exactly when its first answer's decline probability "
         "(planning.decision, where the endpoint gives it) is at least this; a decline under it is asked again for at "
         "least one call, a call at or over it is dropped. Fitted on dev answers by `calibrate --decisions`; a strategy "
         "without one keeps the model's own choice.",
     )
-    answer_caps: dict[StrategyName, int] = Field(
+    answer_caps: dict[str, int] = Field(
         default_factory=dict,
         description="Per answer strategy: the output cap its answers are sent with, fitted to the answer's recorded "
         "length (measure/answer_lengths.py: twice the p99 of finished answers, up to a multiple of 64); a strategy "

@@ -15,11 +15,6 @@ TIERS: tuple[Tier, ...] = ("A", "B", "C")
 
 Variant = Literal["full_steps", "single_pick"]
 VARIANTS: tuple[Variant, ...] = ("full_steps", "single_pick")
-StrategyName = Literal["free", "schema", "native", "plain"]
-"""The answer strategies (``program.prompt_spec`` defines each)."""
-STRATEGY_NAMES: tuple[StrategyName, ...] = ("free", "schema", "native", "plain")
-MODEL_ALONE_STRATEGIES: tuple[StrategyName, ...] = ("plain",)
-"""Strategies whose request is the model-alone prompt (``program.plain_prompt``)."""
 RETIRED_STRATEGIES = ("decide", "draft")
 """Strategies measured, lost and taken out (docs/results/strategies.md): a study row that names one
 still loads, so its recorded answers re-score, but makes no call."""

@@ -318,6 +318,11 @@ class HistoryStoreError(RunError):
     not an SQLite file, or its secret is unreadable."""
 
 
+class FrozenPlannerError(RunError, AttributeError):
+    """An assignment to a :class:`~helmdeck_dspy.planning.planner.Planner`: a planner is a value;
+    ``Planner.replace`` builds another."""
+
+
 class FrozenProgramError(RunError, AttributeError):
     """An assignment to a plan program after it was loaded for planning: programs are shared by
     concurrent requests, so per-request settings travel with the call instead."""

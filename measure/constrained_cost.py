@@ -47,7 +47,7 @@ def main() -> None:
     from helmdeck_dspy.catalog.select import select_catalog
     from helmdeck_dspy.local.endpoint import local_lm_args
     from helmdeck_dspy.program.adapter import PlanAdapter
-    from helmdeck_dspy.program.prompt_spec import PromptSpec
+    from helmdeck_dspy.program.spec import PromptSpec
     from helmdeck_dspy.program.answer_schema import plan_schema
     from helmdeck_dspy.signatures.plan import signature_for
     from helmdeck_dspy.tasks import load_tasks

@@ -41,7 +41,7 @@ def requests_for(tier: str, n: int, catalog_in_system: bool, max_tokens: int) ->
     from helmdeck_dspy.catalog.models import load_catalog
     from helmdeck_dspy.catalog.select import select_catalog
     from helmdeck_dspy.program.adapter import PlanAdapter
-    from helmdeck_dspy.program.prompt_spec import PromptSpec
+    from helmdeck_dspy.program.spec import PromptSpec
     from helmdeck_dspy.program.store import load_program
     from helmdeck_dspy.tasks import load_tasks
 

@@ -132,7 +132,7 @@ def _fit_decisions(decisions: tuple[str, ...], plot_path: str | None, as_json: b
 
     from helmdeck_dspy.bench.study.decisions import decision_points
     from helmdeck_dspy.calibration.threshold import apply_threshold, fit_threshold, write_reliability_plot
-    from helmdeck_dspy.domain import STRATEGY_NAMES
+    from helmdeck_dspy.program.strategies import STRATEGIES
 
     models: set[str] = set()
     strategies: set[str] = set()
@@ -151,7 +151,7 @@ def _fit_decisions(decisions: tuple[str, ...], plot_path: str | None, as_json: b
         points += found.points
     if len(models) > 1:
         raise click.UsageError(f"--decisions: the rows are of different models: {sorted(models)}")
-    if do_apply and (len(strategies) != 1 or next(iter(strategies)) not in STRATEGY_NAMES):
+    if do_apply and (len(strategies) != 1 or next(iter(strategies)) not in STRATEGIES):
         raise click.UsageError(f"--apply needs rows of one answer strategy the planner has; these: {sorted(strategies)}")
     model = models.pop()
     fit = fit_threshold(points)

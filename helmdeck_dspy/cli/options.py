@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
-from helmdeck_dspy.domain import DEFAULT_RANK_SOURCE, DEFAULT_RANKER, MAX_TIMEOUT_S, STRATEGY_NAMES, TIERS, VARIANTS
+from helmdeck_dspy.domain import DEFAULT_RANK_SOURCE, DEFAULT_RANKER, MAX_TIMEOUT_S, TIERS, VARIANTS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -86,11 +86,29 @@ def not_empty(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     return value
 
 
+class StrategyChoice(click.ParamType):
+    """An answer strategy's name, checked against the registry (``program.strategies``) when used."""
+
+    name = "strategy"
+
+    @staticmethod
+    def names() -> list[str]:
+        from helmdeck_dspy.program.strategies import STRATEGIES
+        return sorted(STRATEGIES)
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "[" + "|".join(self.names()) + "]"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        if value not in self.names():
+            self.fail(f"{value!r} is not one of {', '.join(map(repr, self.names()))}.", param, ctx)
+        return str(value)
+
+
 strategy_option = click.option(
-    "--strategy", "strategy", type=click.Choice(STRATEGY_NAMES), default=None,
-    help="How the model answers: free JSON text, JSON text decoded under the selected catalog's schema, with "
-         "the catalog also offered as native function tools, or the model-alone prompt with the planner's checks "
-         "after it (default: the budget row's answer_strategy, else "
+    "--strategy", "strategy", type=StrategyChoice(), default=None,
+    help="How the model answers: free JSON text, JSON text decoded under the selected catalog's schema, or the "
+         "model-alone prompt with the planner's checks after it (default: the budget row's answer_strategy, else "
          "schema on llama.cpp servers and free elsewhere).")
 
 timeout_option = click.option(
@@ -231,7 +249,7 @@ plan_sampling_options = (
                  help="Sampling seed of every plan call, sent where the endpoint takes one (default: 7)."),
 )
 """``--temperature`` and ``--seed`` of the commands that plan (``plan``, ``serve``, ``bench bfcl``):
-the planner sends both with every call (``planning.prompt.sampling_for``)."""
+the planner sends both with every call (``planning.request.sampling_for``)."""
 
 
 def plan_sampling(command: Any) -> Any:

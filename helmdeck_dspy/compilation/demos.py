@@ -12,7 +12,7 @@ from typing import Any
 
 from helmdeck_dspy.compilation.tier_setup import TierSetup
 from helmdeck_dspy.io.tokens import count_message_tokens
-from helmdeck_dspy.program.adapter import PlanAdapter
+from helmdeck_dspy.program.strategies import strategy_named
 from helmdeck_dspy.tasks import PlanTask
 
 MAX_DEMO_CONTEXT_CHARS = 600
@@ -33,7 +33,7 @@ def fit_demos(setup: TierSetup, program: Any, train: list[PlanTask]) -> list[Any
     Returns:
         The chosen ``dspy.Example`` demos, at most ``setup.config.max_demos``.
     """
-    adapter = PlanAdapter(setup.spec)
+    strategy = strategy_named(setup.spec.strategy)
     program.plan.demos = []
     base = setup.prompt_tokens(program)
     limit = setup.budget.input_tokens - setup.budget.output_tokens
@@ -45,7 +45,7 @@ def fit_demos(setup: TierSetup, program: Any, train: list[PlanTask]) -> list[Any
         if task.context and len(task.context) > MAX_DEMO_CONTEXT_CHARS:
             continue
         ex = setup.example(task)
-        cost = count_message_tokens("", adapter.format_demos(program.plan.signature, [ex]))
+        cost = count_message_tokens("", strategy.demo_messages(setup.spec, [ex]))
         key = ex.complexity if task.category not in ("gap", "adversarial", "supersedes") else task.category
         candidates.setdefault(key, []).append((cost, task.id, ex))
     for items in candidates.values():

@@ -23,9 +23,22 @@ from helmdeck_dspy.planning.arguments import PLACEHOLDERS_KEY
 from helmdeck_dspy.planning.decision import declined_by_threshold, declined_parse
 from helmdeck_dspy.planning.guards import MAP_NAMES_KEY, GuardedStep
 from helmdeck_dspy.planning.result import guard_plan
-from helmdeck_dspy.program.prompt_spec import answers_in_call_list
+from helmdeck_dspy.program.strategies import STRATEGIES
 from helmdeck_dspy.signatures.types import PlanOutput, PlanStep
 from helmdeck_dspy.tasks import PlanTask
+
+
+RETIRED_CALL_LISTS = ("decide", "draft")
+"""Retired strategies (``domain.RETIRED_STRATEGIES``) whose recorded answers are JSON lists of calls."""
+
+
+def answers_in_call_list(run: dict[str, Any] | None) -> bool:
+    """Whether a trace record's ``run`` says its answer was asked for as a JSON list of calls: its
+    strategy answers with a list (``answer_kind``), or is a retired one that did."""
+    prompt = (run or {}).get("prompt")
+    name = prompt.get("strategy") if isinstance(prompt, dict) else None
+    strategy = STRATEGIES.get(name) if isinstance(name, str) else None
+    return (strategy is not None and strategy.answer_kind == "list") or name in RETIRED_CALL_LISTS
 
 
 class GuardedCompletion(NamedTuple):

@@ -1,10 +1,8 @@
 """The probability that a first answer declines, where the engine gives it cheaply (issue 38, item 2).
 
-Whether any tool fits is decided in one token of the answer. In the model-alone call list
-(``plain``) it is the token that opens the list: Qwen's vocabulary holds ``[]`` as one
-token, so a decline is a token starting ``[]`` and a call one starting ``[`` otherwise (``[``,
-``[{``, ``[\n``...), read where the list opens (after any code fence); under the schema strategy's
-fit decision, ``false`` or ``true`` after ``"tool_fits": ``. With
+Whether any tool fits is decided in one token of the answer, at the point the answer strategy
+names (``AnswerStrategy.decision_point``: where the model-alone call list opens, ``[]`` against
+``[``; under a schema's fit decision, ``false`` against ``true`` after ``"tool_fits": ``). With
 ``PlannerOptions.probe_decision`` on and the LM a llama.cpp server started by this package (which
 has the route of :mod:`helmdeck_dspy.local.next_token`), the planner asks for the next-token mass
 at that point of the first answer, with the request exactly as sent, and keeps
@@ -14,40 +12,23 @@ evaluated. Any other endpoint gives none (None), and the decision is the model's
 
 A budget row's ``decline_thresholds`` (per strategy, fitted by ``calibrate --decisions``) turns the
 probability into the decision (:func:`threshold_action`): a decline under the threshold is asked
-again for at least one call (:func:`call_spec`), a call at or over it is dropped
+again for at least one call (``AnswerStrategy.call_ask``), a call at or over it is dropped
 (:func:`declined_parse`); ``run.decision.overruled`` says which, so a re-score does the same.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import Any
 
-from helmdeck_dspy.catalog.models import RoutingGuide
 from helmdeck_dspy.decoding.parsing import ParseResult
-from helmdeck_dspy.domain import MODEL_ALONE_STRATEGIES
-from helmdeck_dspy.program.answer_schema import call_list_schema, has_fit_decision, plan_schema, schema_wire
-from helmdeck_dspy.program.plain_prompt import CALL_ASK, FIT_ASK
-from helmdeck_dspy.program.prompt_spec import PromptSpec
+from helmdeck_dspy.program.strategies import AnswerStrategy
 
 DECISION_KEY = "decision"
 """``run`` key of a trace record that holds its first answer's decline probability."""
-_FIT_FIELD = re.compile(r'"tool_fits"\s*:\s*')
 
 
-def decision_point(strategy: str, content: str) -> tuple[str, str, str] | None:
-    """Where ``content`` makes the call-or-not decision: the answer before that token, the start of
-    a decline and the start of any answer there (a call's, or a decline's when it begins the same
-    way: ``[`` holds ``[]``); None when it holds no such point."""
-    if strategy in MODEL_ALONE_STRATEGIES:
-        at = content.find("[")
-        return (content[:at], "[]", "[") if at >= 0 else None
-    found = _FIT_FIELD.search(content)
-    return (content[: found.end()], "false", "true") if found else None
-
-
-def decline_probability(lm: Any, strategy: str, completion: Any, timeout_s: float = 60.0) -> dict[str, Any] | None:
+def decline_probability(lm: Any, strategy: AnswerStrategy, completion: Any, timeout_s: float = 60.0) -> dict[str, Any] | None:
     """``{"p_decline", "covered", "evaluated"}`` for ``completion`` (the first answer's exchange), or
     None when the endpoint cannot tell (see the module docstring). ``covered`` is the mass of the
     two starts together (near 1: the point is where the model decides)."""
@@ -55,7 +36,7 @@ def decline_probability(lm: Any, strategy: str, completion: Any, timeout_s: floa
     from helmdeck_dspy.local.next_token import NextTokenRequest, ask_next_token
 
     api_base = endpoint_of(lm)
-    point = decision_point(strategy, completion.content or "")
+    point = strategy.decision_point(completion.content or "")
     if not api_base or not str(getattr(lm, "model", "")).startswith("llamacpp/") or point is None:
         return None
     prefix, decline, call = point
@@ -90,19 +71,6 @@ def declined_parse(parse: ParseResult) -> ParseResult:
     assert parse.plan is not None
     return dataclasses.replace(parse, plan=parse.plan.model_copy(update={"steps": []}),
                                notes=(*parse.notes, "declined_by_threshold"))
-
-
-def call_spec(spec: PromptSpec, shown: RoutingGuide, content: str | None, endpoint: str) -> PromptSpec:
-    """The ask again after a decline a threshold overruled: the same conversation, the decline as the
-    model's turn, then an ask for calls, decoded under a schema of at least one call over the shown
-    tools (the model-alone call list, or the plan object with ``tool_fits`` true)."""
-    if spec.strategy in MODEL_ALONE_STRATEGIES:
-        schema, ask = call_list_schema(shown, minimum=1), CALL_ASK
-    else:
-        schema = plan_schema(shown, spec.variant, fit_decision=has_fit_decision(spec.answer_schema), must_call=True)
-        ask = FIT_ASK
-    return spec.model_copy(update={"first_answer": content or "", "again_ask": ask, "answer_schema": schema,
-                                   "schema_wire": schema_wire(endpoint), "tools": (), "json_object": False})
 
 
 def declined_by_threshold(run: dict[str, Any] | None) -> bool:

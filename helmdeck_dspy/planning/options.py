@@ -17,7 +17,6 @@ from pydantic import (
 from helmdeck_dspy.budgets import BudgetTable
 from helmdeck_dspy.domain import DEFAULT_RANK_SOURCE, DEFAULT_RANKER
 from helmdeck_dspy.errors import ArgumentError, validation_message
-from helmdeck_dspy.program.prompt_spec import StrategyName
 from helmdeck_dspy.planning.resilience.policy import FallbackChain, RetryPolicy
 
 
@@ -43,11 +42,11 @@ class PlannerOptions(BaseModel):
         use_filter: Run the two-pass LLM filter when the selection needs it.
         max_tokens: Output cap instead of the budget's ``output_tokens``.
         temperature: Sampling temperature instead of the budget row's (0 by default).
-        seed: Sampling seed instead of :data:`~helmdeck_dspy.planning.prompt.DEFAULT_SEED` (sent
+        seed: Sampling seed instead of :data:`~helmdeck_dspy.planning.request.DEFAULT_SEED` (sent
             only to endpoints that take one).
-        answer_strategy: How the model answers (``free``, ``schema``, ``native``;
-            ``program.prompt_spec.STRATEGIES``); None (the default): the budget row's, else the
-            endpoint's (``planning.prompt`` writes the precedence down).
+        answer_strategy: How the model answers (a name in ``program.strategies.STRATEGIES``); None
+            (the default): the budget row's, else the endpoint's (``planning.request`` writes the
+            precedence down).
         fit_decision: Under the ``schema`` strategy, open the answer with the ``tool_fits`` decision
             (True); off, an empty ``steps`` list is the only way to say no tool fits. None (the
             default): on for a plain list of tools, off for a catalog with pipelines, as measured
@@ -91,7 +90,7 @@ class PlannerOptions(BaseModel):
     max_tokens: int | None = None
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     seed: int | None = Field(default=None, ge=0, le=2**31 - 1)
-    answer_strategy: StrategyName | None = None
+    answer_strategy: str | None = None
     fit_decision: bool | None = Field(default=None, json_schema_extra={"decided_by": [
         "experiments/test-split/qwen2.5-coder-0.5b", "experiments/test-split/qwen2.5-coder-1.5b"]})
     fill_placeholders: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/qwen2.5-coder-1.5b"]})
@@ -112,6 +111,15 @@ class PlannerOptions(BaseModel):
     api_key: SecretStr | None = Field(default=None, exclude=True, repr=False)
     engine: str = "auto"
     cache: bool = True
+
+    @field_validator("answer_strategy")
+    @classmethod
+    def _known_strategy(cls, value: str | None) -> str | None:
+        from helmdeck_dspy.program.strategies import STRATEGIES
+
+        if value is not None and value not in STRATEGIES:
+            raise ValueError(f"unknown answer strategy {value!r}; expected one of {sorted(STRATEGIES)}")
+        return value
 
     @field_validator("record_path", mode="before")
     @classmethod

@@ -8,7 +8,6 @@ retries it or hands it to the fallback chain, and the result lists every attempt
 
 from __future__ import annotations
 
-import copy
 import time
 import warnings
 from collections.abc import Callable
@@ -18,11 +17,13 @@ from typing import Any
 from helmdeck_dspy.budgets import Budget, BudgetTable, budget_for, load_budget_table
 from helmdeck_dspy.catalog.compact import Trim
 from helmdeck_dspy.catalog.models import RoutingGuide, load_catalog
-from helmdeck_dspy.domain import VARIANTS
+from helmdeck_dspy.domain import VARIANTS, Variant
 from helmdeck_dspy.engines.lm_spec import make_lm
-from helmdeck_dspy.errors import ArgumentError
+from helmdeck_dspy.errors import ArgumentError, FrozenPlannerError
 from helmdeck_dspy.io.redaction import protect_loggers
-from helmdeck_dspy.planning.attempt import output_cap, prompt_for, run_attempt, select_for
+from helmdeck_dspy.planning.attempt import run_attempt
+from helmdeck_dspy.planning.context import PlanContext
+from helmdeck_dspy.planning.request import context_of, resolve_request, select_for
 from helmdeck_dspy.planning.execution import LoopResult, run_loop
 from helmdeck_dspy.planning.guards import GuardedStep
 from helmdeck_dspy.planning.history import HistoryStore, record_quietly
@@ -42,6 +43,10 @@ from helmdeck_dspy.signatures.types import ExecutedStep
 class Planner:
     """A planner bound to one model: its budget, compiled module, catalog, LM and options.
 
+    A planner is a value: nothing can be assigned to it once built (:class:`FrozenPlannerError`);
+    :meth:`replace`, :meth:`derive` and :meth:`for_fallback` return new planners. Each attempt
+    reads it through one frozen :class:`~helmdeck_dspy.planning.context.PlanContext`.
+
     Args:
         budget: The model's budget (tier, caps, prompt variant).
         program: The module it plans with: the model's own program, its tier's, a file, or bare
@@ -59,15 +64,40 @@ class Planner:
         history: HistoryStore | None = None, options: PlannerOptions | None = None,
         program_ref: ProgramRef | None = None,
     ) -> None:
-        self.budget = budget
-        self.variant = budget.resolved_prompt_variant
-        self.program = program
-        self.program_ref = program_ref
-        self.lm = lm
-        self.catalog = catalog
-        self.history = history
-        self.options = options or PlannerOptions()
+        fields = {"budget": budget, "variant": budget.resolved_prompt_variant, "program": program,
+                  "program_ref": program_ref, "lm": lm, "catalog": catalog, "history": history,
+                  "options": options or PlannerOptions()}
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
         protect_loggers()  # exception text logged on the way (e.g. a failed filter call) is masked
+
+    budget: Budget
+    variant: Variant
+    program: Any
+    program_ref: ProgramRef | None
+    lm: Any
+    catalog: RoutingGuide
+    history: HistoryStore | None
+    options: PlannerOptions
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenPlannerError(f"a planner is immutable; {name!r} cannot be set (use Planner.replace)")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenPlannerError(f"a planner is immutable; {name!r} cannot be deleted")
+
+    def replace(self, *, budget: Budget | None = None, catalog: RoutingGuide | None = None,
+                options: PlannerOptions | None = None) -> Planner:
+        """This planner with another budget row, catalog and/or options (same program and LM).
+
+        Raises:
+            ArgumentError: ``budget`` names another prompt variant (:meth:`derive` switches programs).
+        """
+        if budget is not None and budget.resolved_prompt_variant != self.variant:
+            raise ArgumentError(f"a {budget.resolved_prompt_variant} row needs its own program; use derive(variant=...)")
+        return Planner(budget=budget or self.budget, program=self.program, lm=self.lm,
+                       catalog=catalog or self.catalog, history=self.history, options=options or self.options,
+                       program_ref=self.program_ref)
 
     @classmethod
     def for_model(
@@ -137,16 +167,15 @@ class Planner:
 
     def derive(self, *, variant: str | None = None, max_tokens: int | None = None) -> Planner:
         """This planner with another prompt variant (its compiled program) and/or output cap."""
-        new = copy.copy(self)
+        budget, program, ref = self.budget, self.program, self.program_ref
         if variant is not None and variant != self.variant:
-            new.budget = self.budget.model_copy(update={"prompt_variant": variant})
-            new.variant = new.budget.resolved_prompt_variant
+            budget = self.budget.model_copy(update={"prompt_variant": variant})
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # an uncompiled fallback variant is still a plan
-                new.program, new.program_ref = _program_for(new.budget, self.options, switched=True)
-        if max_tokens is not None:
-            new.options = self.options.model_copy(update={"max_tokens": max_tokens})
-        return new
+                program, ref = _program_for(budget, self.options, switched=True)
+        options = self.options.model_copy(update={"max_tokens": max_tokens}) if max_tokens is not None else self.options
+        return Planner(budget=budget, program=program, lm=self.lm, catalog=self.catalog, history=self.history,
+                       options=options, program_ref=ref)
 
     def for_fallback(self, target: FallbackModel) -> Planner:
         """The planner for a fallback model: same catalog, history, options, policy and chain as this
@@ -163,19 +192,24 @@ class Planner:
             return Planner.from_options(target.model, target.lm or target.model, self.catalog, options,
                                         history=self.history)
 
+    def context(self) -> PlanContext:
+        """The frozen settings a request to this planner runs with."""
+        return context_of(self)
+
     def select(self, intent: str) -> tuple[RoutingGuide, Trim]:
         """The catalog a call for ``intent`` shows the model, and what was dropped to fit the budget."""
-        return select_for(self, intent)
+        return select_for(self.context(), intent)
 
     @property
     def output_cap(self) -> int:
-        """The output cap in force: the ``max_tokens`` option, else the budget row's ``output_tokens``."""
-        return output_cap(self)
+        """The output cap in force: the ``max_tokens`` option, else the budget row's cap for the
+        strategy the planner answers with (``answer_caps``, else ``output_tokens``)."""
+        return self.context().max_tokens
 
     def prompt_spec(self, intent: str) -> Any:
-        """The :class:`~helmdeck_dspy.program.prompt_spec.PromptSpec` a call for ``intent`` would be
+        """The :class:`~helmdeck_dspy.program.spec.PromptSpec` a call for ``intent`` would be
         sent with (selection included; the LLM filter may make a call)."""
-        return prompt_for(self, self.select(intent)[0], intent)
+        return resolve_request(self.context(), intent).first
 
     def plan(
         self, intent: str, context: str | None = None, prior_steps: list[ExecutedStep] | None = None, *,
@@ -211,7 +245,7 @@ class Planner:
         task_id: str | None = None, timeout_s: float | None = None,
     ) -> tuple[PlanResult, Attempt, ErrorInfo | None]:
         """One try within ``timeout_s`` (see :func:`helmdeck_dspy.planning.attempt.run_attempt`)."""
-        return run_attempt(self, intent, context, prior_steps, task_id=task_id, timeout_s=timeout_s)
+        return run_attempt(self.context(), intent, context, prior_steps, task_id=task_id, timeout_s=timeout_s)
 
     def run_loop(
         self, intent: str, execute: Callable[[GuardedStep], Any], max_steps: int = 8, context: str | None = None,

@@ -1,88 +1,38 @@
 """PlanAdapter: how a plan module talks to its LM.
 
-One request per call, built here rather than by DSPy's chat formatting:
+One request per call, built by the call's answer strategy rather than by DSPy's chat formatting:
+the :class:`~helmdeck_dspy.program.spec.PromptSpec` the caller set names the strategy
+(``program.strategies``), whose ``messages`` renders the request and whose ``parse`` reads the
+answer. This adapter adds what every strategy shares: an ask again's turns after the request, the
+output cap, sampling and response format on the wire, and the completion's bookkeeping.
 
-- system message: the variant's instructions, the answer format, and — when the model supports
-  prefix caching — the catalog block, so it is byte-identical across calls for the same model
-  and catalog;
-- demos as user/assistant pairs that never repeat the catalog;
-- the user message: the catalog block first when it is not in the system message, then the
-  request, the optional context (omitted when absent) and any prior steps.
-
-Everything the request holds comes from the call's :class:`~helmdeck_dspy.program.prompt_spec.PromptSpec`:
-with ``tools`` set (the ``native`` strategy) the request also offers the selected catalog as native
-function tools and the model may answer with tool calls instead; with ``answer_schema`` (the
-``schema`` strategy) the answer is decoded under it.
-
-The completion goes through :func:`parse_completion` with its finish_reason, reasoning field and
-any tool calls.
 There is no second "JSON fallback" call, and output that hit the token limit is never accepted:
 a failure raises :class:`PlanParseError` carrying the cause and the raw completion.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from typing import Any
 
 import dspy
-from dspy.lm15 import Config, FunctionTool, Message, Request
+from dspy.lm15 import Config, Message, Request
 from dspy.utils.exceptions import AdapterParseError
-from pydantic import BaseModel
 
 from helmdeck_dspy.decoding.causes import FailureCause
-from helmdeck_dspy.decoding.call_list import parse_call_list
 from helmdeck_dspy.decoding.parsing import ParseResult, parse_completion
 from helmdeck_dspy.program.calls import (
     capture_completions,
     completion_from_response,
     log_completion,
 )
-from helmdeck_dspy.program.answer_schema import (
-    CONSTRAINED_FORMAT,
-    CONSTRAINED_STEPS_FORMAT,
-    has_fit_decision,
-)
-from helmdeck_dspy.program.demo_pool import pipeline_line, signature_line
-from helmdeck_dspy.program.plain_prompt import plain_request
-from helmdeck_dspy.domain import MODEL_ALONE_STRATEGIES
-from helmdeck_dspy.program.prompt_spec import CALL_LIST_STRATEGIES, PromptSpec
-from helmdeck_dspy.program.sections import (
-    ANSWER_FORMAT_MARK,
-    CATALOG_HEADER,
-    CLOSING_LINE,
-    CONTEXT_HEADER,
-    DEMO_TOOLS_HEADER,
-    PRIOR_STEPS_HEADER,
-    REQUEST_HEADER,
-)
+from helmdeck_dspy.program.spec import PromptSpec
+from helmdeck_dspy.program.strategies import strategy_named
 
 __all__ = ["PlanAdapter", "PlanParseError", "capture_completions"]
 
 _CONFIG_KEYS = ("max_tokens", "temperature", "top_p", "stop", "seed", "response_format")
-
-FORMAT_FULL_STEPS = ANSWER_FORMAT_MARK + """: one JSON object and nothing else (no prose, no code fences):
-{"steps": [{"order": 1, "tool": "<catalog id>", "args": {}, "rationale": "<one sentence>"}],
- "complexity": "single-action" | "pipeline-direct" | "pack-chain",
- "reasoning": "<one to three sentences>"}"""
-
-NATIVE_NOTE = """Or answer by calling the catalog's tools directly: one call per step, in order, with the
-step's args as the call's arguments."""
-
-FORMAT_SINGLE_PICK = ANSWER_FORMAT_MARK + """: one JSON object and nothing else (no prose, no code fences):
-{"steps": [{"order": 1, "tool": "<catalog id>", "args": {}, "rationale": "<one sentence>"}],
- "complexity": "single-action" | "pipeline-direct" | "pack-chain",
- "more_steps_likely": true | false,
- "reasoning": "<one or two sentences>"}"""
-
-
-NO_FIT_CONSTRAINED = "If none of the catalog's tools does what the request asks, set tool_fits to false."
-NO_FIT_FREE = "If none of the catalog's tools does what the request asks, return an empty steps list."
-"""The last words of a request under the plain tool-list instructions or a schema: the no-fit
-decision is put next to the request, where a small model still sees it."""
-
 
 class PlanParseError(AdapterParseError):
     """A completion that yielded no plan. A subclass of DSPy's AdapterParseError, so optimizers
@@ -110,26 +60,6 @@ class PlanParseError(AdapterParseError):
         )
 
 
-def _get(demo: Any, key: str) -> Any:
-    return demo.get(key) if hasattr(demo, "get") else getattr(demo, key, None)
-
-
-def _prior_json(prior_steps: Any) -> list[dict[str, Any]] | None:
-    """Executed steps as JSON objects, ``error`` only on a step that failed."""
-    steps = [{k: v for k, v in s.items() if k != "error" or v} for s in _jsonable(prior_steps or [])]
-    return steps or None
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    if isinstance(value, list):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    return value
-
-
 class _DropTruncationNotice(logging.Filter):
     """DSPy logs every length-cut response; the planner reports them as failure causes instead."""
 
@@ -152,107 +82,10 @@ class PlanAdapter(dspy.Adapter):
 
     # -------------------------------------------------------------- rendering
 
-    def answer_format(self) -> str:
-        """The answer-format section: the variant's, or the schema's when the answer is constrained."""
-        if self.spec.answer_schema is not None:
-            more = ' It also holds "more_steps_likely": true | false.' if self.spec.variant == "single_pick" else ""
-            fmt = CONSTRAINED_FORMAT if has_fit_decision(self.spec.answer_schema) else CONSTRAINED_STEPS_FORMAT
-            return ANSWER_FORMAT_MARK + fmt + more
-        return FORMAT_SINGLE_PICK if self.spec.variant == "single_pick" else FORMAT_FULL_STEPS
-
-    def system_message(self, signature: Any, catalog: str) -> str:
-        fmt = self.answer_format()
-        text = f"{(self.spec.instructions or signature.instructions).strip()}\n\n{fmt}"
-        if self.spec.tools:
-            text += f"\n{NATIVE_NOTE}"
-        if self.spec.catalog_in_system:
-            text += f"\n\n{CATALOG_HEADER}\n{catalog}"
-        return text
-
-    @staticmethod
-    def request_text(intent: str, context: Any = None, prior_steps: Any = None) -> str:
-        parts = [f"{REQUEST_HEADER}\n{intent.strip()}"]
-        if context is not None and str(context).strip():
-            ctx = context if isinstance(context, str) else json.dumps(_jsonable(context), ensure_ascii=False)
-            parts.append(f"{CONTEXT_HEADER}\n{ctx.strip()}")
-        if prior_steps:
-            lines = []
-            for s in _prior_json(prior_steps) or []:
-                args = json.dumps(s.get("args") or {}, ensure_ascii=False, separators=(",", ":"))
-                output = f"error: {s.get('output', '')}" if s.get("error") else s.get("output", "")
-                lines.append(f"{s.get('order', len(lines) + 1)}. {s.get('tool')} {args} -> {output}".rstrip())
-            parts.append(f"{PRIOR_STEPS_HEADER}\n" + "\n".join(lines))
-        return "\n\n".join(parts)
-
-    def fits_catalog(self, steps: Any) -> bool:
-        """Whether a demo's steps name only tools of the planner's catalog (always, without ``demo_tools``)."""
-        allowed = self.spec.demo_tools
-        return allowed is None or all(_get(s, "tool") in allowed for s in steps)
-
-    def schema_answer(self, steps: list[dict[str, Any]], more: Any = None) -> dict[str, Any]:
-        """A demo's answer as the answer schema has it: ``tool`` and ``args`` per step, ``tool_fits``
-        where the schema puts it, and ``more_steps_likely`` for single_pick."""
-        answer: dict[str, Any] = {"tool_fits": bool(steps)} if has_fit_decision(self.spec.answer_schema) else {}
-        answer["steps"] = [{"tool": s.get("tool"), "args": s.get("args") or {}} for s in steps]
-        if self.spec.variant == "single_pick":
-            answer["more_steps_likely"] = bool(more)
-        return answer
-
-    def format_demos(self, signature: Any, demos: list[Any]) -> list[dict[str, str]]:
-        """The program's demos as user/assistant pairs, each answer in the format the model must
-        answer in (the schema's under constrained decoding)."""
-        messages = []
-        for demo in demos:
-            intent, steps = _get(demo, "user_intent"), _get(demo, "steps")
-            if not intent or steps is None or not self.fits_catalog(steps):
-                continue
-            if self.spec.answer_schema is not None:
-                answer = self.schema_answer(_jsonable(steps), _get(demo, "more_steps_likely"))
-            else:
-                answer = {"steps": _jsonable(steps)}
-                for key in ("complexity", "more_steps_likely", "reasoning"):
-                    value = _get(demo, key)
-                    if value is not None and (key != "more_steps_likely" or self.spec.variant == "single_pick"):
-                        answer[key] = _jsonable(value)
-            messages.append({"role": "user", "content": self.request_text(intent, _get(demo, "context"), _get(demo, "prior_steps"))})
-            messages.append({"role": "assistant", "content": json.dumps(answer, ensure_ascii=False)})
-        return messages
-
-    def format_pool_demos(self) -> list[dict[str, str]]:
-        """The request's pool demos as user/assistant pairs: the demo's tools, its request, the answer."""
-        messages = []
-        for demo in self.spec.pool_demos:
-            tools = "\n".join([*(signature_line(p) for p in demo.tools),
-                               *(pipeline_line(p) for p in demo.pipelines)])
-            steps = [{"tool": s["tool"], "args": s.get("args") or {}} for s in demo.steps]
-            if self.spec.answer_schema is not None:
-                answer = self.schema_answer(steps, more=False)
-            else:
-                answer = {"steps": [{"order": i, **s, "rationale": ""} for i, s in enumerate(steps, 1)]}
-            messages.append({"role": "user", "content": f"{DEMO_TOOLS_HEADER}\n{tools}\n\n{self.request_text(demo.intent)}"})
-            messages.append({"role": "assistant", "content": json.dumps(answer, ensure_ascii=False)})
-        return messages
-
     def format(self, signature: Any, demos: list[Any], inputs: dict[str, Any]) -> list[dict[str, str]]:
-        catalog = inputs.get("catalog") or ""
-        if self.spec.strategy in MODEL_ALONE_STRATEGIES:  # the model-alone request: no system message, instructions or demos
-            prior = _prior_json(inputs.get("prior_steps"))
-            ask = [{"role": "system", "content": ""},
-                   {"role": "user", "content": plain_request(catalog, inputs["user_intent"], inputs.get("context"), prior)}]
-            return [*ask, *self.again_turns()]
-        user = self.request_text(inputs["user_intent"], inputs.get("context"), inputs.get("prior_steps"))
-        if not self.spec.catalog_in_system:
-            user = f"{CATALOG_HEADER}\n{catalog}\n\n{user}"
-        user += f"\n\n{CLOSING_LINE}"
-        if self.spec.instructions is not None or self.spec.answer_schema is not None:
-            user += f" {NO_FIT_CONSTRAINED if has_fit_decision(self.spec.answer_schema) else NO_FIT_FREE}"
-        return [
-            {"role": "system", "content": self.system_message(signature, catalog)},
-            *self.format_demos(signature, demos),
-            *self.format_pool_demos(),
-            {"role": "user", "content": user},
-            *self.again_turns(),
-        ]
+        """The request's messages: the strategy's, then any ask again's turns."""
+        strategy = strategy_named(self.spec.strategy)
+        return [*strategy.messages(self.spec, signature.instructions, demos, inputs), *self.again_turns()]
 
     def again_turns(self) -> list[dict[str, str]]:
         """An ask again's turns after the request: the first answer and the ask (none on a first call)."""
@@ -303,24 +136,14 @@ class PlanAdapter(dspy.Adapter):
             Message.user(m["content"]) if m["role"] == "user" else Message.assistant(m["content"]) for m in messages[1:]
         )
         call_kwargs = {k: merged[k] for k in ("cache", "rollout_id") if merged.get(k) is not None}
-        tools = tuple(FunctionTool(name=t.name, description=t.description, parameters=t.parameters)
-                      for t in self.spec.tools)
         request = Request(model=lm.model, system=messages[0]["content"] or None, messages=convo,
-                          config=Config(**config), tools=tools)
+                          config=Config(**config))
         return request, call_kwargs, messages, config
 
     def _finish(self, signature: Any, response: Any, messages: list[dict[str, str]], config: dict, t0: float) -> list[dict[str, Any]]:
         latency = (time.perf_counter() - t0) * 1000
-        offered = self.spec.tools
-        completion = completion_from_response("plan", response, messages[0]["content"], messages[1:], latency, config,
-                                              native_tools=bool(offered))
-        if self.spec.strategy in CALL_LIST_STRATEGIES:
-            completion.parse = parse_call_list(completion.content, completion.finish_reason, completion.reasoning)
-        else:
-            completion.parse = parse_completion(
-                completion.content, completion.finish_reason, completion.reasoning, tool_calls=completion.tool_calls,
-                tool_ids=frozenset(t.tool_id for t in offered) if offered else None, refusal=completion.refusal,
-            )
+        completion = completion_from_response("plan", response, messages[0]["content"], messages[1:], latency, config)
+        completion.parse = strategy_named(self.spec.strategy).parse(completion)
         log_completion(completion)
         return [self._fields(signature, completion.parse, completion.content, completion.reasoning)]
 

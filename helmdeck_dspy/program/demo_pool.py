@@ -187,3 +187,20 @@ def fit_decline_gate(tasks: Iterable[PlanTask], catalog: RoutingGuide) -> float 
         return None
     gate = min(serving)
     return gate if any(score < gate for score, serves in scored if not serves) else None
+
+
+def compiled_pool(program: Any, catalog: RoutingGuide, whole: RoutingGuide | None = None) -> DemoPool | None:
+    """The demo pool compiled into ``program`` (``compile --knn-demos``), keeping only the demos whose
+    tools and pipelines are all in ``catalog`` (the selection): a pool is catalog-specific. With
+    the pool's decline slot, a demo that declines needs its tools in ``whole`` (the planner's whole
+    catalog) only, since its empty answer names none of them: those the selection dropped are kept
+    for the slot alone (``DemoPool.declines``). None without a pool."""
+    pool = getattr(program, "demo_pool", None)
+    if pool is None:
+        return None
+    ids, whole_ids = catalog.id_set, (whole or catalog).id_set
+    shown = tuple(d for d in pool.demos if d.entry_ids <= ids)
+    slot_only = tuple(d for d in pool.demos if pool.decline_slot and not d.steps and not d.entry_ids <= ids
+                      and d.entry_ids <= whole_ids)
+    return DemoPool(demos=shown, declines=slot_only, k=pool.k, decline_slot=pool.decline_slot,
+                    decline_below=pool.decline_below)

@@ -3,8 +3,9 @@
 ``FullSteps`` asks for the whole ordered plan; ``SinglePick`` for the single next call. They
 differ only in their instructions. Each scopes its own :class:`PlanAdapter` inside ``forward``
 (never globally, so optimizers' own prompts keep DSPy's adapters), rendering the request's
-:class:`~helmdeck_dspy.program.prompt_spec.PromptSpec`, which the caller sets with
-``dspy.context(**{SPEC_KEY: spec})`` (the variant's free default without one). A module holds no
+:class:`~helmdeck_dspy.program.spec.PromptSpec`, which the caller sets with
+``dspy.context(**{SPEC_KEY: spec})`` (the variant's free default without one; a spec of another
+variant is refused). A module holds no
 per-request state: once loaded for planning it is made read-only (:meth:`PlanModule.freeze`), and
 an assignment to it raises :class:`~helmdeck_dspy.errors.FrozenProgramError`.
 
@@ -20,10 +21,10 @@ from typing import Any
 import dspy
 
 from helmdeck_dspy.domain import Variant
-from helmdeck_dspy.errors import FrozenProgramError
+from helmdeck_dspy.errors import ArgumentError, FrozenProgramError
 from helmdeck_dspy.program.adapter import PlanAdapter
 from helmdeck_dspy.program.demo_pool import DemoPool
-from helmdeck_dspy.program.prompt_spec import SPEC_KEY, PromptSpec
+from helmdeck_dspy.program.spec import SPEC_KEY, PromptSpec
 from helmdeck_dspy.signatures.plan import signature_for
 
 
@@ -52,8 +53,9 @@ class PlanModule(_ReadOnlyOnceFrozen, dspy.Module):
         self.demo_pool: DemoPool | None = None
 
     def freeze(self) -> PlanModule:
-        """Make the module and its predictor read-only: a program shared by concurrent requests
-        must not carry any request's state."""
+        """Make the module and its predictor read-only, its demos a tuple: a program shared by
+        concurrent requests must not carry any request's state."""
+        object.__setattr__(self.plan, "demos", tuple(self.plan.demos))
         for part in (self, self.plan):
             object.__setattr__(part, "_frozen", True)
         return self
@@ -80,7 +82,7 @@ class PlanModule(_ReadOnlyOnceFrozen, dspy.Module):
     ) -> dspy.Prediction:
         spec = dspy.settings.get(SPEC_KEY) or PromptSpec(variant=self.variant)
         if spec.variant != self.variant:
-            spec = spec.model_copy(update={"variant": self.variant})
+            raise ArgumentError(f"a {spec.variant} request cannot run on the {self.variant} program")
         with dspy.context(adapter=PlanAdapter(spec)):
             return self.plan(user_intent=user_intent, catalog=catalog, context=context, prior_steps=prior_steps)
 

@@ -2,7 +2,7 @@
 JSON list of ``{name, arguments}`` (``[]`` when no function fits). No instructions, no demos.
 
 It is the baseline every study pairs the planner against (``bench.bfcl.baseline``) and, verbatim,
-the request of the ``plain`` answer strategy (``program.prompt_spec``), whose answer then goes
+the request of the ``plain`` answer strategy (``program.strategies.plain``), whose answer then goes
 through the planner's checks. A catalog's pipelines are offered as functions named by their ids,
 without parameters.
 """

@@ -30,9 +30,8 @@ from helmdeck_dspy.engines.lm_spec import make_lm, run_settings, trace_source
 from helmdeck_dspy.engines.profile import SimProfile, list_profiles, load_profile
 from helmdeck_dspy.errors import OutputRefusedError, RecordingFailedError
 from helmdeck_dspy.io.atomic import exclusive_output
-from helmdeck_dspy.planning.attempt import output_cap, recorded_run
+from helmdeck_dspy.planning.attempt import recorded_run
 from helmdeck_dspy.planning.options import PlannerOptions
-from helmdeck_dspy.planning.prompt import sampling_for, strategy_for
 from helmdeck_dspy.tasks import PlanTask
 from helmdeck_dspy.traces.io import read_jsonl_traces
 from helmdeck_dspy.traces.record import TraceRecord, partial_header, write_jsonl_traces
@@ -144,17 +143,14 @@ def _run_locked(
                 warnings.simplefilter("ignore")
                 recording = {"record_path": scratch, "record_source": source, "record_run": run}
                 planner = Planner.from_options(model, lm, None, options.model_copy(update=recording), variant=variant)
-            cap = output_cap(planner)
-            endpoint = str(getattr(lm, "model", ""))
-            strategy = strategy_for(options.answer_strategy, planner.budget, endpoint,
-                                    tools_only=not planner.catalog.pipelines)
-            sent = sampling_for(planner.budget, endpoint, options.temperature, options.seed, getattr(lm, "kwargs", None))
-            temperature, seed = sent.get("temperature"), sent.get("seed")  # what each call sends, as its record keeps
+            ctx = planner.context()
+            cap, strategy = ctx.max_tokens, ctx.strategy.name
+            temperature, seed = ctx.sampling.get("temperature"), ctx.sampling.get("seed")  # as each record keeps
             for i, task in enumerate(chosen):
                 # Repeated tasks (n > len(tasks)) get a distinct request so the model is asked anew.
                 intent = task.intent if i < len(tasks) else f"{task.intent} (again, #{i // len(tasks)})"
                 key = _key(source, planner.budget.model, planner.variant, task.id, intent, cap, temperature, seed,
-                           recorded_run(planner), strategy)
+                           recorded_run(ctx), strategy)
                 order.setdefault(key, len(order))
                 if key in done:
                     skipped += 1

@@ -145,10 +145,12 @@ class PlanService:
         context = request.context_text()
         check_request(request.user_intent, context, input_tokens=budget.input_tokens, model=self._bound_name(request.model),
                       prior=request.prior_steps_text())
-        planner = self.planner(request.model).derive(max_tokens=request.max_tokens)  # a copy: per-call settings
-        planner.budget = budget  # the copy's own: the client row, within the server LM's bounds
-        planner.options = planner.options.model_copy(update={"caller": caller})
-        planner.catalog = self.catalog_for(request.tools)  # the caller's tools, else the server's catalog
+        shared = self.planner(request.model)
+        per_call = {"caller": caller, **({"max_tokens": request.max_tokens} if request.max_tokens is not None else {})}
+        # this call's own planner: the client row within the server LM's bounds, the caller's tools
+        # (else the server's catalog) and the caller's settings
+        planner = shared.replace(budget=budget, catalog=self.catalog_for(request.tools),
+                                 options=shared.options.model_copy(update=per_call))
         result = planner.plan(request.user_intent, context=context,
                               prior_steps=request.executed_steps() or None)
         if result.ok and result.more_steps_likely and done + len(result.steps) >= self.max_steps:

@@ -17,7 +17,7 @@ from helmdeck_dspy.compilation.tier_setup import TierSetup, load_tier_config
 from helmdeck_dspy.engines.lm_spec import make_lm
 from helmdeck_dspy.errors import HelmdeckError
 from helmdeck_dspy.planning.planner import Planner
-from helmdeck_dspy.program.adapter import CATALOG_HEADER
+from helmdeck_dspy.program.sections import CATALOG_HEADER
 from helmdeck_dspy.program.calls import capture_completions
 from helmdeck_dspy.program.store import load_program, program_path
 from helmdeck_dspy.tasks import load_tasks

@@ -78,7 +78,7 @@ def test_the_program_choice_can_force_the_tier_program_bare_instructions_or_a_fi
     _, tier = resolve_program(MODEL, "B", "single_pick", root, "tier")
     assert tier.kind == "tier" and tier.path == "tier_B/single_pick.json"
     module, bare = resolve_program(MODEL, "B", "single_pick", root, "bare")
-    assert bare.kind == "bare" and module.plan.demos == []
+    assert bare.kind == "bare" and not module.plan.demos
     path = model_program_path(MODEL, "single_pick", root)
     _, file_ref = resolve_program(MODEL, "B", "single_pick", root, str(path))
     assert file_ref.kind == "file" and file_ref.path == str(path)

@@ -32,7 +32,7 @@ from helmdeck_dspy.engines.sim import LEAK_TEXTS, SimEngine
 from helmdeck_dspy.io.tokens import count_tokens
 from helmdeck_dspy.planning.planner import Planner
 from helmdeck_dspy.program.adapter import PlanAdapter
-from helmdeck_dspy.program.prompt_spec import PromptSpec
+from helmdeck_dspy.program.spec import PromptSpec
 from helmdeck_dspy.program.calls import LATENCY_KEY, raw_finish_reason
 from helmdeck_dspy.program.calls import capture_completions
 from helmdeck_dspy.program.catalog_filter import (

@@ -18,7 +18,7 @@ from helmdeck_dspy.engines.sim import SimEngine, sim_model_name
 from helmdeck_dspy.errors import DataFileError
 from helmdeck_dspy.io import tokens as token_counting
 from helmdeck_dspy.program.adapter import PlanAdapter
-from helmdeck_dspy.program.prompt_spec import PromptSpec
+from helmdeck_dspy.program.spec import PromptSpec
 from helmdeck_dspy.program.modules import MODULES
 from helmdeck_dspy.tasks import load_tasks
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from helmdeck_dspy.engines.lm_spec import make_lm
-from helmdeck_dspy.planning.decision import decision_point
+from helmdeck_dspy.program.strategies import STRATEGIES
 from helmdeck_dspy.planning.planner import Planner
 from helmdeck_dspy.serve.catalogs import read_tools_catalog
 from helmdeck_dspy.traces.io import read_jsonl_traces
@@ -24,7 +24,7 @@ GOOD = '[{"name": "get_weather", "arguments": {"city": "Oslo"}}]'
     ("schema", '{"steps": []}', None),  # no fit field: nothing to read
 ])
 def test_the_decision_point_is_where_the_answer_opens_its_list_or_states_the_fit(strategy, content, point):
-    assert decision_point(strategy, content) == point
+    assert STRATEGIES[strategy].decision_point(content) == point
 
 
 @pytest.mark.parametrize("model", ["llamacpp/m", "openai/m"])

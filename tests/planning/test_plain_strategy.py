@@ -153,15 +153,14 @@ def _wordy_tools(n, words):
 
 @pytest.mark.parametrize(("words", "whole"), [(6, True), (40, False)])
 def test_a_plain_call_shows_the_whole_list_in_one_order_whenever_it_fits_the_context(words, whole):
-    from helmdeck_dspy.planning.attempt import select_for
-    from helmdeck_dspy.planning.prompt import plain_shows_whole
+    from helmdeck_dspy.program.strategies import STRATEGIES
 
     catalog = read_tools_catalog([*TOOLS, *_wordy_tools(60, words)])
     planner = Planner.for_model(MODEL, lm="llamacpp/m", catalog=catalog, history=None, use_filter=False,
                                 cache=False, answer_strategy="plain")
     assert catalog.size_bytes() > planner.budget.max_catalog_bytes  # the byte cap alone would cut both
-    shown = [select_for(planner, intent) for intent in (INTENT, "send a fax to 555 0100", "read the file of tool 7")]
-    assert plain_shows_whole(planner.budget, catalog, INTENT) is whole
+    shown = [planner.select(intent) for intent in (INTENT, "send a fax to 555 0100", "read the file of tool 7")]
+    assert STRATEGIES["plain"].sees_whole(planner.budget, catalog, INTENT) is whole
     if whole:  # the model alone's list on every call: one prompt head for a prefix cache to reuse
         assert all(sel.ids() == catalog.ids() and not trim.dropped for sel, trim in shown)
     else:  # too big for the row's input_tokens: the budget's per-request cut

@@ -10,7 +10,7 @@ import pytest
 from helmdeck_dspy.errors import HelmdeckError
 from helmdeck_dspy.planning.history import HistoryStore
 from helmdeck_dspy.planning.planner import Planner
-from helmdeck_dspy.program.adapter import CATALOG_HEADER
+from helmdeck_dspy.program.sections import CATALOG_HEADER
 from helmdeck_dspy.traces.io import read_jsonl_traces
 
 NEMOTRON = "openrouter/nvidia/nemotron-3-super-120b-a12b:free"
@@ -130,7 +130,7 @@ def test_demos_never_repeat_the_catalog(tmp_path):
         {"user_intent": "scrape example.org", "steps": [step(1, "web.scrape", {"url": "https://example.org"})],
          "complexity": "single-action", "more_steps_likely": False, "reasoning": "one pack"},
     ]
-    p.program = program.freeze()
+    p = Planner(budget=p.budget, program=program.freeze(), lm=p.lm, catalog=p.catalog, options=p.options)
     p.plan(INTENT)
     req = requests(p)[0]
     roles = [m.role for m in req.messages]
@@ -296,3 +296,25 @@ def test_uncompiled_program_warns(tmp_path):
     path = replay_file(tmp_path, THREE)
     with pytest.warns(UserWarning, match="no compiled program"):
         Planner.for_model(SONNET, lm=f"replay:{path}", compiled_root=tmp_path / "nothing-here")
+
+
+def test_a_planner_and_its_program_cannot_be_changed_once_built(tmp_path):
+    from helmdeck_dspy.errors import FrozenPlannerError, FrozenProgramError
+
+    p = planner(tmp_path, NEMOTRON, THREE)
+    for name, value in (("catalog", None), ("options", None), ("budget", None), ("lm", None)):
+        with pytest.raises(FrozenPlannerError):
+            setattr(p, name, value)
+    with pytest.raises(FrozenPlannerError):
+        del p.catalog
+    with pytest.raises(AttributeError):
+        p.program.plan.demos.clear()  # a tuple: the loaded demos cannot be emptied in place
+    with pytest.raises(FrozenProgramError):
+        p.program.plan.demos = []
+    ctx = p.context()
+    with pytest.raises(AttributeError):
+        ctx.budget = None  # the per-request context is frozen too
+    with pytest.raises(TypeError):
+        ctx.sampling["temperature"] = 1.0  # and so is its sampling
+    other = p.replace(options=p.options.model_copy(update={"caller": "other"}))
+    assert other.options.caller == "other" and p.options.caller is None and other.program is p.program

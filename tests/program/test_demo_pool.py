@@ -3,9 +3,9 @@
 import json
 
 from helmdeck_dspy.catalog.models import Pack, RoutingGuide
-from helmdeck_dspy.planning.prompt import compiled_pool
+from helmdeck_dspy.program.demo_pool import compiled_pool
 from helmdeck_dspy.program.adapter import PlanAdapter
-from helmdeck_dspy.program.prompt_spec import PromptSpec
+from helmdeck_dspy.program.spec import PromptSpec
 from helmdeck_dspy.program.answer_schema import plan_schema
 from helmdeck_dspy.program.demo_pool import DemoPool, PoolDemo, best_match, fit_decline_gate, signature_line
 from helmdeck_dspy.program.sections import DEMO_TOOLS_HEADER

@@ -153,7 +153,7 @@ def plan_study(data: BfclSet, data_dir: Path, *, lm_spec: str, model: str, varia
     from helmdeck_dspy.bench.study.runner import run_arms
     from helmdeck_dspy.bench.study.spec import StudyConfig, StudySpec
     from helmdeck_dspy.budgets import load_budget_table
-    from helmdeck_dspy.planning.prompt import DEFAULT_SEED
+    from helmdeck_dspy.planning.request import DEFAULT_SEED
 
     with tempfile.TemporaryDirectory(prefix="bench-bfcl-") as scratch:
         record = Path(record_path).resolve() if record_path else Path(scratch) / "planner.jsonl"
@@ -167,7 +167,7 @@ def plan_study(data: BfclSet, data_dir: Path, *, lm_spec: str, model: str, varia
             budgets=None if budgets is None else str(Path(budgets).resolve()),
             temperature=load_budget_table(budgets).lookup(model).temperature if temperature is None else temperature,
             seed=DEFAULT_SEED if seed is None else seed, baseline=planner.name,
-            config=(planner, plain) if baseline == "plain" else (planner,), path=record.parent / "study.toml")
+            config=(planner, plain) if baseline is not None else (planner,), path=record.parent / "study.toml")
         labels = {planner.name: (f"planning ({lm_spec})", lm_spec),
                   plain.name: (f"the model alone ({lm_spec})", f"{lm_spec} (plain prompt)")}
         with ExitStack() as stack:

@@ -29,7 +29,7 @@ from helmdeck_dspy.catalog.models import RoutingGuide
 from helmdeck_dspy.evaluation.scoring import guard_completion, recorded_reading
 from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY
 from helmdeck_dspy.planning.chains import recorded_chains
-from helmdeck_dspy.program.prompt_spec import answers_in_call_list
+from helmdeck_dspy.evaluation.scoring import answers_in_call_list
 from helmdeck_dspy.traces.io import load_traces
 from helmdeck_dspy.traces.record import TraceRecord
 

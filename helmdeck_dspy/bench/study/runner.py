@@ -90,7 +90,7 @@ def run_arms(
         ToolSourceError: An end-to-end study's server that cannot start.
     """
     from helmdeck_dspy.engines.lm_spec import LOCAL_PREFIX, make_lm
-    from helmdeck_dspy.planning.prompt import SEEDED_ENDPOINTS
+    from helmdeck_dspy.planning.request import SEEDED_ENDPOINTS
 
     cases = load_cases(spec)
     configs = [c for c in spec.config if only is None or c.name in only]
@@ -164,7 +164,7 @@ def _run_e2e(spec: StudySpec, lm: Any) -> Answer:
     from helmdeck_dspy.bench.e2e.arms import AloneAgent
     from helmdeck_dspy.bench.e2e.run import StudySetup, run_task
     from helmdeck_dspy.planning.planner import Planner
-    from helmdeck_dspy.planning.prompt import sampling_for
+    from helmdeck_dspy.planning.request import sampling_for
     from helmdeck_dspy.traces.record import append_line
 
     assert spec.e2e is not None

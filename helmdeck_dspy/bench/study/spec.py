@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from helmdeck_dspy.bench.e2e import MAX_STEPS, TIME_CAP_S
-from helmdeck_dspy.domain import RETIRED_STRATEGIES, StrategyName
+from helmdeck_dspy.domain import RETIRED_STRATEGIES
 from helmdeck_dspy.errors import DataFileError, validation_message
 from helmdeck_dspy.io.datafiles import parse_toml, read_text
 from helmdeck_dspy.planning.options import BEFORE_ISSUE_22
@@ -112,7 +112,7 @@ class StudyConfig(BaseModel):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="Row name; also the trace file's stem.")
     description: str = ""
     plain: bool = Field(default=False, description="The model alone with the plain prompt (no planner).")
-    strategy: StrategyName | None = Field(
+    strategy: str | None = Field(
         default=None, description="Planner: the answer strategy (None: the budget row's, else the endpoint's). A plain "
         "row with answers_from naming the model alone's row re-reads those answers as the strategy would.")
     coerce_args: bool = Field(default=True, description="Planner: check and coerce args against the tool schemas.")
@@ -158,6 +158,11 @@ class StudyConfig(BaseModel):
         gone = tuple(sorted(k for k, v in data.items() if k in RETIRED_LEVERS and v != RETIRED_LEVERS[k]))
         if kept.get("strategy") in RETIRED_STRATEGIES:  # its recorded plan records still re-score
             gone = (*gone, f"strategy={kept.pop('strategy')}")
+        elif kept.get("strategy") is not None:
+            from helmdeck_dspy.program.strategies import STRATEGIES
+
+            if kept["strategy"] not in STRATEGIES:
+                raise ValueError(f"unknown answer strategy {kept['strategy']!r}; expected one of {sorted(STRATEGIES)}")
         return {**kept, "retired": gone} if gone else kept
 
     @property
@@ -321,7 +326,7 @@ def load_study_spec(path: str | Path) -> StudySpec:
                                  "servers' own catalog: answers_from, pool and catalog do not apply")
         if spec.e2e is None and c.split is not None:
             raise StudySpecError(str(path), f"config {c.name}: split picks a half of the end-to-end tasks ([e2e])")
-        plain_reread = source.plain and c.strategy == "plain"  # the model alone's answers as the plain strategy reads them
+        plain_reread = source.plain and _model_alone_request(c.strategy)  # the model alone's answers, as the strategy reads them
         if c.answers_from is not None and (source is c or source.answers_from or (source.plain and not plain_reread)):
             raise StudySpecError(str(path), f"config {c.name}: answers_from {c.answers_from!r} is not a planner config "
                                  "with answers of its own (or the model alone's, for a strategy = \"plain\" row)")
@@ -363,6 +368,13 @@ def _refuse_old_fields(data: dict[str, Any], path: str) -> None:
             new = OLD_SPELLINGS.get(old, 'strategy = "schema" or "free"')
             raise OldSpellingError(path, f"config {row.get('name', i)}: {old} is the old spelling of the answer "
                                    f"strategy; write {new}")
+
+
+def _model_alone_request(strategy: str | None) -> bool:
+    """Whether ``strategy``'s request is the model alone's prompt (``AnswerStrategy.model_alone_request``)."""
+    from helmdeck_dspy.program.strategies import STRATEGIES
+
+    return strategy in STRATEGIES and STRATEGIES[strategy].model_alone_request
 
 
 def _check_budget_change(spec: StudySpec, config: StudyConfig, path: str) -> None:

@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel, Field, model_serializer
 
 from helmdeck_dspy.domain import UNKNOWN_TOOL
+from helmdeck_dspy.program.strategies import STRATEGIES
 from helmdeck_dspy.bench.bfcl.baseline import PLAIN_VARIANT
 from helmdeck_dspy.bench.bfcl.gold_tasks import as_call
 from helmdeck_dspy.bench.study.questions import load_questions, load_spec_tasks
@@ -257,8 +258,8 @@ def _post_guards(config: StudyConfig) -> dict[str, Any] | None:
     if config.answers_from is None:
         return None
     post: dict[str, Any] = {COERCE_ARGS_KEY: config.coerce_args, PIPELINE_CHAINS_KEY: config.pipeline_chains}
-    if config.strategy == "plain":
-        post.update({"prompt": {"strategy": "plain"}, MAP_NAMES_KEY: True})
+    if config.strategy is not None and STRATEGIES[config.strategy].model_alone_request:
+        post.update({"prompt": {"strategy": config.strategy}, MAP_NAMES_KEY: True})
     return post
 
 

@@ -1,0 +1,71 @@
+"""One request's settings as a value: :class:`PlanContext`, built once per attempt and passed down.
+
+The planner is immutable, and so is what an attempt reads of it. Everything with more than one
+source is settled here, once, by :mod:`helmdeck_dspy.planning.request`'s precedence: the answer
+strategy, the output cap and the sampling sent. No module assigns to a context; a different
+setting is a different context (``planning.request.context_of`` over a different planner).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from helmdeck_dspy.budgets import Budget
+from helmdeck_dspy.catalog.models import RoutingGuide
+from helmdeck_dspy.domain import Variant
+from helmdeck_dspy.planning.history import HistoryStore
+from helmdeck_dspy.planning.options import PlannerOptions
+from helmdeck_dspy.program.store import ProgramRef
+from helmdeck_dspy.program.strategies import AnswerStrategy
+
+
+@dataclass(frozen=True)
+class PlanContext:
+    """What one attempt plans with (see the module docstring).
+
+    Attributes:
+        budget / variant / program / program_ref / lm / catalog / history / options: The planner's.
+        endpoint: The LM's model string (``llamacpp/...``, ``openai/...``).
+        strategy: The answer strategy.
+        max_tokens: The output cap of the first call.
+        sampling: The ``temperature`` and, where the endpoint takes one, the ``seed`` sent.
+    """
+
+    budget: Budget
+    variant: Variant
+    program: Any
+    program_ref: ProgramRef | None
+    lm: Any
+    catalog: RoutingGuide
+    history: HistoryStore | None
+    options: PlannerOptions
+    endpoint: str
+    strategy: AnswerStrategy
+    max_tokens: int
+    sampling: Mapping[str, Any]
+
+    @property
+    def shipped_checks(self) -> bool:
+        """Whether the post-model checks since issue 22 run (argument checks, the chain guard,
+        near-miss names): always, but in the ``before-issue-22`` preset."""
+        from helmdeck_dspy.planning.options import BEFORE_ISSUE_22
+
+        return self.options.preset != BEFORE_ISSUE_22
+
+    @property
+    def recheck_top(self) -> int:
+        """How many top-ranked tools a declined first answer is asked again over (0: never), where
+        the strategy rechecks (:attr:`~helmdeck_dspy.program.strategies.AnswerStrategy.rechecks_declines`)."""
+        return self.options.recheck_top if self.shipped_checks else 0
+
+    @property
+    def fills_placeholders(self) -> bool:
+        """Whether the guards fill placeholder paths from the request."""
+        return self.options.fill_placeholders and self.shipped_checks
+
+    @property
+    def chains(self) -> dict[str, frozenset[str]] | None:
+        """The pipeline chains the guards collapse (:mod:`~helmdeck_dspy.planning.chains`)."""
+        return (self.catalog.pipeline_chains or None) if self.shipped_checks else None

@@ -41,11 +41,6 @@ class BudgetFields(BaseModel):
         description="When ranking has to cut the catalog: keep exactly this many entries (helmdeck's fixed top-N), "
         "or 0 = as many as fit max_catalog_bytes, never fewer than the tier's floor (25 on tier B, 12 otherwise).",
     )
-    compact_arg_schemas: bool = Field(
-        default=True,
-        description="When compacting, show tools' argument schemas as one signature line each (names, types, "
-        "required flags) instead of JSON Schema without descriptions.",
-    )
     allows_llm_filter: bool = Field(
         default=False,
         description="A low-confidence lexical selection may be refined by a small filter call.",
@@ -60,16 +55,11 @@ class BudgetFields(BaseModel):
     supports_prefix_cache: bool = Field(
         default=False, description="Render the catalog in a byte-stable system message."
     )
-    answer_strategy: str | None = Field(
-        default=None,
-        description="How the model answers (program.strategies.STRATEGIES): free JSON text, JSON text decoded "
-        "under the selected catalog's schema, or the model-alone prompt with the planner's checks after it; unset = "
-        "the endpoint's default (schema on llama.cpp servers, free elsewhere; planning.request.choose_strategy).",
-    )
     tool_list_strategy: str | None = Field(
         default=None,
-        description="The answer strategy over a plain list of tools (a catalog without pipelines); unset = "
-        "answer_strategy. Chosen per catalog shape by docs/results/strategies.md's rule.",
+        description="The answer strategy over a plain list of tools (a catalog without pipelines; program.strategies); "
+        "unset = the endpoint's default (schema on llama.cpp servers, free elsewhere). Chosen per catalog shape by "
+        "docs/results/strategies.md's rule.",
     )
     decline_thresholds: dict[str, float] = Field(
         default_factory=dict,
@@ -83,10 +73,6 @@ class BudgetFields(BaseModel):
         description="Per answer strategy: the output cap its answers are sent with, fitted to the answer's recorded "
         "length (measure/answer_lengths.py: twice the p99 of finished answers, up to a multiple of 64); a strategy "
         "without one gets output_tokens. The planner's answers only: the model alone is sent output_tokens.",
-    )
-    temperature: float = Field(
-        default=0.0, ge=0.0, le=2.0,
-        description="Sampling temperature sent with every plan and filter call (0 unless measured otherwise).",
     )
     cached_input_cost_usd_per_mtok: float = Field(default=0.0, ge=0.0)
     prompt_variant: Literal["", "full_steps", "single_pick"] = Field(
@@ -140,9 +126,8 @@ class BudgetFields(BaseModel):
 
 
 PLAN_FIELDS = ("tier", "input_tokens", "output_tokens", "max_catalog_bytes", "max_catalog_entries",
-               "compact_arg_schemas", "allows_llm_filter", "filter_model", "is_hybrid_reasoning", "wants_strict_json",
-               "supports_prefix_cache", "answer_strategy", "tool_list_strategy", "temperature", "prompt_variant",
-               "decline_thresholds", "answer_caps")
+               "allows_llm_filter", "filter_model", "is_hybrid_reasoning", "wants_strict_json",
+               "supports_prefix_cache", "tool_list_strategy", "prompt_variant", "decline_thresholds", "answer_caps")
 """The budget fields a plan call depends on; the rest (cost, calibration figures, provenance) do not."""
 LATER_PLAN_FIELDS = frozenset({"decline_thresholds", "answer_caps"})
 """Plan fields added after studies first recorded their rows: recorded only when set."""

@@ -66,20 +66,20 @@ def gold_ids(steps) -> set[str]:
 
 
 def with_cut(budget: Budget, cut: str) -> Budget:
-    """The budget as a cut asks: helmdeck's fixed top N, or filling the cap (with or without signatures)."""
+    """The budget as a cut asks: helmdeck's fixed top N, or filling the cap (signatures: :func:`recall`)."""
     fixed = top_n_for(budget.tier) if cut == "top-N" else 0
-    return budget.model_copy(update={"max_catalog_entries": fixed, "compact_arg_schemas": cut == "fill+sig"})
+    return budget.model_copy(update={"max_catalog_entries": fixed})
 
 
 def recall(catalog: RoutingGuide, cases: list[tuple[str, set[str]]], budget: Budget, ranker: str,
-           source: str | None = None, priors: list | None = None) -> dict:
+           source: str | None = None, priors: list | None = None, signatures: bool = True) -> dict:
     """Full-plan recall (every gold tool kept), mean share kept, entries and bytes offered."""
     full, shares, kept, sizes, times = 0, [], [], [], []
     for i, (intent, want) in enumerate(cases):
         t0 = time.perf_counter()
         selected, trim = select_catalog(catalog, budget, intent, ranker=ranker,
                                         rank_source=source or RANK_SOURCE.get(ranker, "full"),  # type: ignore[arg-type]
-                                        prior=priors[i] if priors else None)
+                                        prior=priors[i] if priors else None, signatures=signatures)
         times.append(time.perf_counter() - t0)
         got = want & selected.id_set
         full += got == want
@@ -118,7 +118,7 @@ def tier_rows(sets: dict, budgets: dict[str, Budget]) -> list[dict]:
                 for ranker in TIER_RANKERS:
                     b = with_cut(budget, cut) if cut != "none" else budget
                     rows.append({"set": name, "tier": tier, "cap": budget.max_catalog_bytes, "cut": cut,
-                                 "ranker": ranker, **recall(catalog, cases, b, ranker)})
+                                 "ranker": ranker, **recall(catalog, cases, b, ranker, signatures=cut in ("fill+sig", "none"))})
     return rows
 
 

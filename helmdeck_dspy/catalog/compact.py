@@ -8,8 +8,9 @@ applies to every entry at once; its label is recorded whenever it runs. Names, i
 Packs with argument schemas (imported MCP tools, BFCL functions) get one more step, in one of two
 forms: by default each schema is shown as a compact signature (``args``: names, types, required
 flags; :mod:`~helmdeck_dspy.catalog.signature`; with ``hints``, each argument's description
-stays as a short hint until a later step drops the hints too), or, with the budget's
-``compact_arg_schemas`` off, the JSON Schema is kept and only its descriptions go.
+stays as a short hint until a later step drops the hints too), or, with
+``signatures=False`` (helmdeck's rendering, for comparisons), the JSON Schema is kept and only its
+descriptions go.
 """
 
 from __future__ import annotations
@@ -157,7 +158,7 @@ def still_over_budget_label(size: int, cap: int) -> str:
 
 
 def compact_catalog(
-    catalog: RoutingGuide, budget: Budget | int, *, signatures: bool | None = None
+    catalog: RoutingGuide, budget: Budget | int, *, signatures: bool = True
 ) -> tuple[RoutingGuide, Trim]:
     """Trim ``catalog`` toward the budget's ``max_catalog_bytes``; the input is never mutated.
 
@@ -167,15 +168,12 @@ def compact_catalog(
         catalog: The catalog to trim.
         budget: A :class:`Budget`, or the byte cap itself; a cap ``<= 0`` means no compaction.
         signatures: Show argument schemas as compact signatures (True) or as JSON Schema without
-            descriptions (False); None follows the budget's ``compact_arg_schemas`` (True for a
-            bare cap).
+            descriptions (False: helmdeck's rendering, kept for comparisons).
 
     Returns:
         The trimmed catalog (the input itself when nothing ran) and the :class:`Trim` record.
     """
     max_bytes = budget if isinstance(budget, int) else budget.max_catalog_bytes
-    if signatures is None:
-        signatures = True if isinstance(budget, int) else budget.compact_arg_schemas
     before = catalog.size_bytes()
     if max_bytes <= 0 or before <= max_bytes:
         return catalog, Trim(before_bytes=before, after_bytes=before)

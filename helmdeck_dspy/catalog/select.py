@@ -106,6 +106,7 @@ def select_catalog(
     ranker: str = DEFAULT_RANKER,
     prior: Mapping[str, float] | None = None,
     rank_source: Literal["compacted", "full"] = DEFAULT_RANK_SOURCE,
+    signatures: bool = True,
 ) -> tuple[RoutingGuide, Trim]:
     """Fit ``catalog`` to ``budget`` for ``intent``.
 
@@ -117,13 +118,15 @@ def select_catalog(
         prior: Optional per-id score bonus added before ranking (e.g. plan history).
         rank_source: Rank the full entries (the default; the kept entries are still the compacted
             ones) or the compacted entries (helmdeck's behaviour: pack keywords are already gone).
+        signatures: Argument schemas as compact signature lines (the default), or as JSON Schema
+            without descriptions (helmdeck's rendering, kept for comparisons).
 
     Returns:
         The selected catalog and the :class:`Trim` describing what was dropped.
     """
     if ranker not in RANKERS:
         raise ValueError(f"unknown ranker {ranker!r}; expected one of {sorted(RANKERS)}")
-    compacted, trim = compact_catalog(catalog, budget)
+    compacted, trim = compact_catalog(catalog, budget, signatures=signatures)
     if budget.max_catalog_bytes <= 0 or not any(d.startswith("still_over_budget(") for d in trim.dropped):
         return compacted, trim
 

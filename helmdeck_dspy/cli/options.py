@@ -108,8 +108,8 @@ class StrategyChoice(click.ParamType):
 strategy_option = click.option(
     "--strategy", "strategy", type=StrategyChoice(), default=None,
     help="How the model answers: free JSON text, JSON text decoded under the selected catalog's schema, or the "
-         "model-alone prompt with the planner's checks after it (default: the budget row's answer_strategy, else "
-         "schema on llama.cpp servers and free elsewhere).")
+         "model-alone prompt with the planner's checks after it (default: the budget row's tool_list_strategy over a "
+         "plain list of tools, else schema on llama.cpp servers and free elsewhere).")
 
 timeout_option = click.option(
     "--timeout", "timeout_s", type=FiniteFloat(min=0, min_open=True, max=MAX_TIMEOUT_S), default=None,

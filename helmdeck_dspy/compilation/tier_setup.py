@@ -21,7 +21,7 @@ from helmdeck_dspy.errors import DataFileError, InputError
 from helmdeck_dspy.io.datafiles import read_toml
 from helmdeck_dspy.io.resources import bundled_dir
 from helmdeck_dspy.io.tokens import count_message_tokens
-from helmdeck_dspy.planning.request import DEFAULT_STRATEGY
+from helmdeck_dspy.planning.request import DEFAULT_STRATEGY, DEFAULT_TEMPERATURE
 from helmdeck_dspy.program.strategies import SpecInputs, strategy_named
 from helmdeck_dspy.program.adapter import PlanAdapter
 from helmdeck_dspy.program.spec import SPEC_KEY
@@ -94,7 +94,7 @@ class TierSetup:
         self.catalog = catalog or load_catalog()
         self.spec = strategy_named(DEFAULT_STRATEGY).spec(SpecInputs(
             variant=variant, budget=self.budget, endpoint="", whole=self.catalog, selected=None,
-            max_tokens=self.budget.output_tokens, sampling={"temperature": self.budget.temperature}, fit_catalog=False))
+            max_tokens=self.budget.output_tokens, sampling={"temperature": DEFAULT_TEMPERATURE}, fit_catalog=False))
         """What a compile's plan calls send: the row's free answer format (the catalog differs per
         example and goes in as an input); set for them with :meth:`scope`."""
 

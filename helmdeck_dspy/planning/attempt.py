@@ -115,8 +115,8 @@ def _result(
             parse, intent=intent, variant=ctx.variant, model=budget.model, tier=budget.tier,
             catalog_ids=ctx.catalog.id_set, pipeline_ids=ctx.catalog.pipeline_ids, trim=trim,
             raw_completion=completion.content if completion is not None and parse.plan is None else None,
-            usage=usage, schemas=ctx.catalog.arg_schemas if ctx.shipped_checks else None,
-            chains=ctx.chains, map_names=ctx.shipped_checks, fill_placeholders=ctx.fills_placeholders,
+            usage=usage, schemas=ctx.arg_schemas, chains=ctx.chains, map_names=ctx.options.checks.map_names,
+            fill_placeholders=ctx.options.fill_placeholders,
         )
         result.error = redact(result.error, secrets)
         result = scrub(result, secrets)  # model output that repeats a credential (an echoing proxy)
@@ -134,14 +134,14 @@ def recorded_run(ctx: PlanContext, spec: PromptSpec | None = None, rechecked: Pr
     spec it was asked again with (``rechecked``: narrowed after a declined first plan, or the call a
     decline threshold asked for), and the first answer's decline probability when it was asked for (``decision``)."""
     ref = ctx.program_ref
-    coerced = ctx.shipped_checks and ctx.catalog.arg_schemas
+    options = ctx.options
     stamp = spec.stamp() if spec is not None else {}
-    return {**(ctx.options.record_run or {}), **({"program": ref.stamp()} if ref is not None else {}),
-            **({COERCE_ARGS_KEY: True} if coerced else {}),
+    return {**(options.record_run or {}), **({"program": ref.stamp()} if ref is not None else {}),
+            **({COERCE_ARGS_KEY: True} if ctx.arg_schemas else {}),
             **({PIPELINE_CHAINS_KEY: True} if ctx.chains else {}),
-            **({MAP_NAMES_KEY: True} if ctx.shipped_checks else {}),
-            **({PLACEHOLDERS_KEY: True} if ctx.fills_placeholders else {}),
-            **({"recheck_top": ctx.recheck_top} if ctx.recheck_top else {}),
+            **({MAP_NAMES_KEY: True} if options.checks.map_names else {}),
+            **({PLACEHOLDERS_KEY: True} if options.fill_placeholders else {}),
+            **({"recheck_top": options.recheck_top} if options.recheck_top else {}),
             **({"constrained": stamp["wire"]} if "wire" in stamp else {}),
             **({"prompt": stamp} if stamp else {}),
             **({"rechecked": rechecked.stamp()} if rechecked is not None else {}),

@@ -47,25 +47,11 @@ class PlanContext:
     sampling: Mapping[str, Any]
 
     @property
-    def shipped_checks(self) -> bool:
-        """Whether the post-model checks since issue 22 run (argument checks, the chain guard,
-        near-miss names): always, but in the ``before-issue-22`` preset."""
-        from helmdeck_dspy.planning.options import BEFORE_ISSUE_22
-
-        return self.options.preset != BEFORE_ISSUE_22
-
-    @property
-    def recheck_top(self) -> int:
-        """How many top-ranked tools a declined first answer is asked again over (0: never), where
-        the strategy rechecks (:attr:`~helmdeck_dspy.program.strategies.AnswerStrategy.rechecks_declines`)."""
-        return self.options.recheck_top if self.shipped_checks else 0
-
-    @property
-    def fills_placeholders(self) -> bool:
-        """Whether the guards fill placeholder paths from the request."""
-        return self.options.fill_placeholders and self.shipped_checks
-
-    @property
     def chains(self) -> dict[str, frozenset[str]] | None:
-        """The pipeline chains the guards collapse (:mod:`~helmdeck_dspy.planning.chains`)."""
-        return (self.catalog.pipeline_chains or None) if self.shipped_checks else None
+        """The pipeline chains the guards collapse (:mod:`~helmdeck_dspy.planning.chains`), if checked."""
+        return (self.catalog.pipeline_chains or None) if self.options.checks.pipeline_chains else None
+
+    @property
+    def arg_schemas(self) -> dict[str, dict[str, object]] | None:
+        """The tool schemas the guards check and coerce arguments against, if checked."""
+        return self.catalog.arg_schemas if self.options.checks.coerce_args else None

@@ -20,8 +20,25 @@ from helmdeck_dspy.errors import ArgumentError, validation_message
 from helmdeck_dspy.planning.resilience.policy import FallbackChain, RetryPolicy
 
 
-BEFORE_ISSUE_22 = "before-issue-22"
-"""The preset that reproduces the planner before issue 22 (see ``PlannerOptions.preset``)."""
+class PostChecks(BaseModel):
+    """What the planner fits to the catalog and checks after the model, each on by default (all
+    added by issue 22; ``bench.study.spec.before_issue_22`` turns them off to reproduce the planner
+    before it).
+
+    Attributes:
+        fit_catalog: Instructions and program demos fitted to the catalog (the tool-list text for
+            a catalog without pipelines; a demo only when its tools are all in the catalog).
+        coerce_args: Each step's arguments checked and coerced against its tool's schema.
+        pipeline_chains: A plan listing every pack a pipeline chains runs the pipeline.
+        map_names: A tool name outside the catalog mapped to its one near miss.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    fit_catalog: bool = True
+    coerce_args: bool = True
+    pipeline_chains: bool = True
+    map_names: bool = True
 
 
 class PlannerOptions(BaseModel):
@@ -59,9 +76,7 @@ class PlannerOptions(BaseModel):
             (0: off). 10 by default: chosen on the end-to-end study's dev half (docs/results/e2e.md).
         probe_decision: After the first answer, ask the local llama.cpp server for the probability
             that it declines (``planning.decision``; recorded as ``run.decision``); off by default.
-        preset: ``shipped`` (the default), or ``before-issue-22``: the planner before issue 22
-            (helmdeck's instructions and demos whatever the catalog, no argument checks, no
-            pipeline-chain guard), which only the benchmarks use as a comparison row.
+        checks: What is fitted to the catalog and checked after the model (:class:`PostChecks`).
         caller: Who plans (history rows and the history prior are per caller).
         record_path: Append every exchange to this trace file.
         record_source: The trace records' ``source`` (default: from ``lm_spec``).
@@ -96,7 +111,7 @@ class PlannerOptions(BaseModel):
     fill_placeholders: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/qwen2.5-coder-1.5b"]})
     recheck_top: int = Field(default=10, ge=0, json_schema_extra={"decided_by": ["experiments/e2e/qwen2.5-coder-1.5b"]})
     probe_decision: bool = False
-    preset: Literal["shipped", "before-issue-22"] = "shipped"
+    checks: PostChecks = Field(default_factory=PostChecks)
     caller: str | None = None
     record_path: Path | None = None
     record_source: str | None = None

@@ -10,19 +10,18 @@ an explicit planner option wins over the LM's own settings, which win over the b
 wins over the endpoint's default, which wins over what the catalog's shape implies.
 
 - answer strategy (:func:`choose_strategy`): ``PlannerOptions.answer_strategy`` > the row's
-  ``tool_list_strategy`` (over a plain list of tools only) > the row's ``answer_strategy`` > the
-  endpoint's default (:data:`ENDPOINT_STRATEGIES`: ``schema`` on llama.cpp's server, where it was
+  ``tool_list_strategy`` (over a plain list of tools only) > the endpoint's default (:data:`ENDPOINT_STRATEGIES`: ``schema`` on llama.cpp's server, where it was
   measured, ``free`` elsewhere);
 - the ``tool_fits`` decision under a schema: ``PlannerOptions.fit_decision`` > the catalog's shape
   (on for a plain list of tools, off for a catalog with pipelines; docs/results/test-split.md);
 - output cap: ``PlannerOptions.max_tokens`` > the row's ``answer_caps`` for the strategy > its
   ``output_tokens`` (``PlanContext.max_tokens``);
 - sampling (:func:`sampling_for`): ``PlannerOptions.temperature`` > the LM's own (``make_lm(sampling=...)``)
-  > the row's ``temperature`` (0); ``PlannerOptions.seed`` > the LM's own > :data:`DEFAULT_SEED`,
+  > :data:`DEFAULT_TEMPERATURE` (0); ``PlannerOptions.seed`` > the LM's own > :data:`DEFAULT_SEED`,
   a seed sent only to endpoints that take one (:data:`SEEDED_ENDPOINTS`);
 - instructions and program demos: fitted to the catalog (the plain tool-list text for a catalog
-  without pipelines; a demo only when every tool it names is in the planner's catalog), except
-  under the ``before-issue-22`` preset, which reproduces the planner before the catalog fitting;
+  without pipelines; a demo only when every tool it names is in the planner's catalog) unless
+  ``PlannerOptions.checks.fit_catalog`` is off;
 - what the strategy itself decides: which catalog it shows, how the request is rendered, how the
   answer is read and asked again (``program.strategies``).
 """
@@ -49,6 +48,9 @@ ENDPOINT_STRATEGIES: tuple[tuple[str, str], ...] = (("llamacpp/", "schema"),)
 """Endpoint model-string prefixes whose default answer strategy is not ``free``."""
 DEFAULT_STRATEGY = "free"
 
+DEFAULT_TEMPERATURE = 0.0
+"""The temperature every plan and filter call sends unless the options or the LM give another: no
+plan is a random draw at a server's default temperature."""
 DEFAULT_SEED = 7
 """The seed every plan call sends where the endpoint takes one, unless the options give another."""
 SEEDED_ENDPOINTS = ("llamacpp/", "openai/", "hosted_vllm/")
@@ -59,24 +61,22 @@ def sampling_for(budget: Budget, endpoint: str, temperature: float | None = None
                  lm_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
     """The ``temperature`` and, where the endpoint takes one, the ``seed`` a plan or filter call
     sends: the explicit option (``temperature``, ``seed``), else the LM's own (``lm_kwargs``),
-    else the row's temperature and :data:`DEFAULT_SEED`."""
+    else :data:`DEFAULT_TEMPERATURE` and :data:`DEFAULT_SEED`."""
     own = {k: v for k, v in (lm_kwargs or {}).items() if k in ("temperature", "seed") and v is not None}
     out: dict[str, Any] = {"temperature": temperature if temperature is not None
-                           else own.get("temperature", budget.temperature)}
+                           else own.get("temperature", DEFAULT_TEMPERATURE)}
     if endpoint.startswith(SEEDED_ENDPOINTS) or "seed" in own:
         out["seed"] = seed if seed is not None else own.get("seed", DEFAULT_SEED)
     return out
 
 
 def choose_strategy(option: str | None, budget: Budget, endpoint: str, tools_only: bool = False) -> AnswerStrategy:
-    """The answer strategy: the option's, else the row's for the catalog's shape (``tools_only``: a
-    catalog without pipelines), else the endpoint's default."""
+    """The answer strategy: the option's, else the row's over a plain list of tools (``tools_only``:
+    a catalog without pipelines), else the endpoint's default."""
     if option is not None:
         return strategy_named(option)
     if tools_only and budget.tool_list_strategy is not None:
         return strategy_named(budget.tool_list_strategy)
-    if budget.answer_strategy is not None:
-        return strategy_named(budget.answer_strategy)
     return strategy_named(next((name for prefix, name in ENDPOINT_STRATEGIES if endpoint.startswith(prefix)),
                                DEFAULT_STRATEGY))
 
@@ -90,7 +90,7 @@ def context_of(planner: Any) -> PlanContext:
     """
     endpoint = str(getattr(planner.lm, "model", ""))
     options, budget = planner.options, planner.budget
-    for name in (budget.tool_list_strategy, budget.answer_strategy, *budget.answer_caps, *budget.decline_thresholds):
+    for name in (budget.tool_list_strategy, *budget.answer_caps, *budget.decline_thresholds):
         if name is not None:
             strategy_named(name)  # a row naming an unknown strategy is refused, not ignored
     strategy = choose_strategy(options.answer_strategy, budget, endpoint, tools_only=not planner.catalog.pipelines)
@@ -148,7 +148,7 @@ def spec_inputs(ctx: PlanContext, selected: RoutingGuide | None, intent: str = "
     return SpecInputs(
         variant=ctx.variant, budget=ctx.budget, endpoint=ctx.endpoint, whole=ctx.catalog, selected=selected,
         intent=intent, program=ctx.program, max_tokens=ctx.max_tokens, sampling=ctx.sampling,
-        fit_decision=ctx.options.fit_decision, fit_catalog=ctx.shipped_checks, exclude_demo=task_id,
+        fit_decision=ctx.options.fit_decision, fit_catalog=ctx.options.checks.fit_catalog, exclude_demo=task_id,
     )
 
 
@@ -177,7 +177,7 @@ class RequestPlan:
         from helmdeck_dspy.catalog.ranking import RANKERS
         from helmdeck_dspy.catalog.select import restrict_catalog
 
-        ctx, top = self.context, self.context.recheck_top
+        ctx, top = self.context, self.context.options.recheck_top
         declined = first is not None and first.plan is not None and not first.plan.steps
         if not (top and declined and ctx.strategy.rechecks_declines) or prior_steps or len(ctx.catalog.packs) <= top:
             return None

@@ -265,8 +265,8 @@ def record(
     ``options`` are the planner's (:class:`~helmdeck_dspy.planning.options.PlannerOptions`; default:
     the defaults): ``retry`` sets the attempts and the per-attempt deadline (3 attempts of 120 s by
     default), ``api_base`` the live endpoint, ``max_tokens`` the output cap, ``budgets`` the budget
-    table, ``answer_strategy`` how the model answers (``native`` offers the selected catalog as
-    native tools; None follows the budget row), and records say which way each request was made;
+    table, ``answer_strategy`` how the model answers (``program.strategies``; None follows the
+    budget row), and records say which way each request was made;
     ``program`` chooses the program, and every record names the one used in ``run.program``. The
     recording fields (``record_path``, ``record_source``, ``record_run``) are this run's own.
     """

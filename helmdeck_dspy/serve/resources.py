@@ -28,7 +28,7 @@ from helmdeck_dspy.planning.history import MY_PLANS_LIMIT, HistoryStore, PlanGro
 FALLBACK_LABEL = "(fallback: any unknown model)"
 HISTORY_OFF_NOTE = "plan history is off on this server (serve --no-history): no plans are recorded"
 _OPTIONAL_FLAGS = ("allows_llm_filter", "filter_model", "is_hybrid_reasoning", "wants_strict_json",
-                   "supports_prefix_cache", "answer_strategy", "cached_input_cost_usd_per_mtok")
+                   "supports_prefix_cache", "tool_list_strategy", "cached_input_cost_usd_per_mtok")
 
 
 def _now() -> str:

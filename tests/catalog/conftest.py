@@ -113,7 +113,7 @@ def make_big_catalog_dict() -> Callable[[int, int], dict[str, Any]]:
     return big_catalog_dict
 
 
-def budget(cap: int, tier: str = "C", entries: int = 0, signatures: bool = True) -> Budget:
+def budget(cap: int, tier: str = "C", entries: int = 0) -> Budget:
     """A budget with this catalog cap; ``entries`` fixes the ranking cut (helmdeck's top N), 0 fills the cap."""
     return Budget(
         model="m",
@@ -123,7 +123,6 @@ def budget(cap: int, tier: str = "C", entries: int = 0, signatures: bool = True)
         output_tokens=1500,
         max_catalog_bytes=cap,
         max_catalog_entries=entries,
-        compact_arg_schemas=signatures,
     )
 
 

@@ -325,13 +325,13 @@ def test_argument_schemas_become_signature_lines_by_default():
     assert as_schema.size_bytes() > trimmed.size_bytes()
 
 
-def test_the_budget_row_switches_signatures_off(make_budget):
+def test_signatures_can_be_switched_off_for_comparisons(make_budget):
     from helmdeck_dspy.catalog.models import Pack, RoutingGuide
 
     schema = {"type": "object", "properties": {"q": {"type": "string", "description": "Query text " * 10}}}
     guide = RoutingGuide(packs=tuple(Pack(name=f"t{i}", parameters=schema) for i in range(10)))
     cap = guide.size_bytes() // 2
     on, _ = compact_catalog(guide, make_budget(cap))
-    off, _ = compact_catalog(guide, make_budget(cap).model_copy(update={"compact_arg_schemas": False}))
+    off, _ = compact_catalog(guide, make_budget(cap), signatures=False)
     assert on.packs[0].args == "q?: string" and off.packs[0].args == ""
     assert off.packs[0].parameters == {"type": "object", "properties": {"q": {"type": "string"}}}

@@ -57,6 +57,6 @@ def test_signatures_buy_more_tools_than_json_schemas():
     guide = RoutingGuide(packs=tuple(Pack(name=f"tool{i}", description=f"Does thing {i}.", parameters=schema)
                                      for i in range(120)))
     with_sig, _ = select_catalog(guide, budget(8000), "thing")
-    with_schema, _ = select_catalog(guide, budget(8000, signatures=False), "thing")
+    with_schema, _ = select_catalog(guide, budget(8000), "thing", signatures=False)
     assert len(with_sig.ids()) > len(with_schema.ids()) >= 12
     assert with_sig.size_bytes() <= 8000 and with_schema.size_bytes() <= 8000

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import warnings
 
+from helmdeck_dspy.bench.study.spec import before_issue_22
 from helmdeck_dspy.catalog.models import load_catalog, parse_catalog
 from helmdeck_dspy.domain import PIPELINE_RUN_TOOL
 from helmdeck_dspy.planning.chains import PIPELINE_CHAINS_KEY, collapse_chains
@@ -95,7 +96,7 @@ def test_the_planner_runs_the_pipeline_and_records_that_it_did(tmp_path):
 
 
 def test_before_issue_22_the_plan_is_kept_as_the_model_gave_it(tmp_path):
-    result = plan(tmp_path, preset="before-issue-22")
+    result = plan(tmp_path, **before_issue_22())
     assert [s.tool for s in result.steps] == ["repo.fetch", "podcast.generate", "email.send"]
     (rec,) = read_jsonl_traces(tmp_path / "rec.jsonl")
     assert PIPELINE_CHAINS_KEY not in (rec.run or {})

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import warnings
 
+from helmdeck_dspy.bench.study.spec import before_issue_22
 from helmdeck_dspy.budgets import load_budget_table
 from helmdeck_dspy.catalog.models import load_catalog
 from helmdeck_dspy.planning.planner import Planner
@@ -49,10 +50,11 @@ def test_no_tools_are_offered_yet_a_tool_call_answer_is_read(tmp_path):
 def test_the_strategy_follows_the_option_then_the_row_then_the_endpoint():
     table = load_budget_table()
     row = table.lookup(MISTRAL)
-    plain_row = row.model_copy(update={"answer_strategy": "plain"})
+    plain_row = row.model_copy(update={"tool_list_strategy": "plain"})
     assert strategy_for(None, row, "openai/x") == "free" and strategy_for(None, row, "llamacpp/q") == "schema"
-    assert strategy_for(None, plain_row, "llamacpp/q") == "plain"
-    assert strategy_for("free", plain_row, "llamacpp/q") == "free"
+    assert strategy_for(None, plain_row, "llamacpp/q", tools_only=True) == "plain"
+    assert strategy_for(None, plain_row, "llamacpp/q") == "schema"  # a catalog with pipelines: the endpoint's
+    assert strategy_for("free", plain_row, "llamacpp/q", tools_only=True) == "free"
     catalog = load_catalog()
     free = first_spec(row, "openai/x", catalog, catalog)
     assert free.json_object and free.answer_schema is None  # a strict-JSON tier B row
@@ -91,7 +93,7 @@ def test_a_plain_tool_list_gets_the_tool_list_instructions(tmp_path):
     default = planner(tmp_path, {"content": plan, "finish_reason": "stop"}, catalog=tools_only)
     default.plan(INTENT)
     assert default.lm.engine.requests[0].system.startswith(variant_instructions("full_steps", tools_only=True))
-    before = planner(tmp_path, {"content": plan, "finish_reason": "stop"}, catalog=tools_only, preset="before-issue-22")
+    before = planner(tmp_path, {"content": plan, "finish_reason": "stop"}, catalog=tools_only, **before_issue_22())
     before.plan(INTENT)
     assert before.lm.engine.requests[0].system.startswith(variant_instructions("full_steps"))
 
@@ -114,7 +116,7 @@ def test_the_fit_decision_is_on_for_a_tool_list_and_off_for_a_catalog_with_pipel
 def test_a_row_can_choose_another_strategy_for_a_plain_list_of_tools():
     table = load_budget_table()
     row = table.lookup("local/qwen2.5-coder-1.5b-instruct")
-    assert row.tool_list_strategy == "plain" and row.answer_strategy is None  # chosen by docs/results/strategies.md
+    assert row.tool_list_strategy == "plain"  # chosen by docs/results/strategies.md
     assert strategy_for(None, row, "llamacpp/q", tools_only=True) == "plain"
     assert strategy_for(None, row, "llamacpp/q", tools_only=False) == "schema"  # pipelines: the endpoint's default
     assert strategy_for("schema", row, "llamacpp/q", tools_only=True) == "schema"  # an explicit option wins

@@ -152,8 +152,7 @@ def plan_study(data: BfclSet, data_dir: Path, *, lm_spec: str, model: str, varia
     from helmdeck_dspy.bench.bfcl.plans import score_traces
     from helmdeck_dspy.bench.study.runner import run_arms
     from helmdeck_dspy.bench.study.spec import StudyConfig, StudySpec
-    from helmdeck_dspy.budgets import load_budget_table
-    from helmdeck_dspy.planning.request import DEFAULT_SEED
+    from helmdeck_dspy.planning.request import DEFAULT_SEED, DEFAULT_TEMPERATURE
 
     with tempfile.TemporaryDirectory(prefix="bench-bfcl-") as scratch:
         record = Path(record_path).resolve() if record_path else Path(scratch) / "planner.jsonl"
@@ -165,7 +164,7 @@ def plan_study(data: BfclSet, data_dir: Path, *, lm_spec: str, model: str, varia
             model=model, lm=lm_spec, data=(str(data_dir.resolve()),), categories=tuple(counts),
             limit=max(counts.values(), default=1), api_base=api_base,
             budgets=None if budgets is None else str(Path(budgets).resolve()),
-            temperature=load_budget_table(budgets).lookup(model).temperature if temperature is None else temperature,
+            temperature=DEFAULT_TEMPERATURE if temperature is None else temperature,
             seed=DEFAULT_SEED if seed is None else seed, baseline=planner.name,
             config=(planner, plain) if baseline is not None else (planner,), path=record.parent / "study.toml")
         labels = {planner.name: (f"planning ({lm_spec})", lm_spec),

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from helmdeck_dspy.bench.bfcl.baseline import record_plain
 from helmdeck_dspy.bench.study.questions import load_cases
-from helmdeck_dspy.bench.study.spec import Case, StudyConfig, StudySpec
+from helmdeck_dspy.bench.study.spec import BEFORE_ISSUE_22, Case, StudyConfig, StudySpec, before_issue_22
 
 if TYPE_CHECKING:
     from helmdeck_dspy.budgets import BudgetTable
@@ -120,7 +120,8 @@ def _budgets(spec: StudySpec, table: BudgetTable, config: StudyConfig) -> tuple[
 
 def _planner_choices(spec: StudySpec, config: StudyConfig) -> dict[str, Any]:
     """The planner options a config sets (None and the defaults: the budget row's and the planner's)."""
-    return {"program": spec.program_choice(config), "answer_strategy": config.strategy, "preset": config.preset,
+    return {"program": spec.program_choice(config), "answer_strategy": config.strategy,
+            **(before_issue_22() if config.preset == BEFORE_ISSUE_22 else {}),
             "fit_decision": config.fit_decision, "probe_decision": config.probe_decision, **config.options}
 
 

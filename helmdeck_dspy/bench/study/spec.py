@@ -31,7 +31,7 @@ from helmdeck_dspy.bench.e2e import MAX_STEPS, TIME_CAP_S
 from helmdeck_dspy.domain import RETIRED_STRATEGIES
 from helmdeck_dspy.errors import DataFileError, validation_message
 from helmdeck_dspy.io.datafiles import parse_toml, read_text
-from helmdeck_dspy.planning.options import BEFORE_ISSUE_22
+from helmdeck_dspy.planning.options import PostChecks
 from helmdeck_dspy.program.store import PROGRAM_CHOICES
 
 if TYPE_CHECKING:
@@ -48,6 +48,19 @@ with the one to write instead: the file name before the held-out comparison join
 and a row's switch before answer strategies were named."""
 
 Optimizer = Literal["bootstrap", "mipro", "gepa"]
+
+
+BEFORE_ISSUE_22 = "before-issue-22"
+"""The comparison row that reproduces the planner before issue 22 (:func:`before_issue_22`)."""
+
+
+def before_issue_22() -> dict[str, Any]:
+    """Planner options that reproduce the planner before issue 22: helmdeck's instructions and
+    demos whatever the catalog, no argument checks, no pipeline-chain guard, no near-miss names,
+    no placeholder filling and no recheck (the benchmarks' comparison row; the product never
+    runs it)."""
+    return {"checks": PostChecks(fit_catalog=False, coerce_args=False, pipeline_chains=False, map_names=False),
+            "fill_placeholders": False, "recheck_top": 0}
 
 
 class StudySpecError(DataFileError):

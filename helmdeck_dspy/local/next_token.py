@@ -13,7 +13,9 @@ probability mass of the next tokens whose text (leading whitespace aside) starts
 given strings. Right after the answer was generated from the same prompt, that is a few tokens.
 
 :func:`install_route` runs inside the server process, before the server module starts
-(``local.server``'s launcher); the route holds the server's model lock like the chat route does.
+(``local.server``'s launcher); the route holds the server's model lock like the chat route does,
+and evaluates in the server's thread pool, never on its event loop. :func:`ask_next_token` is the
+client: an endpoint without the route raises :class:`RouteMissing`.
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ class NextTokenRequest(BaseModel):
     prefix: str = Field(description="The answer so far (the assistant's text after the chat template's prompt).")
     starts: list[str] = Field(min_length=1, description="Report the mass of next tokens starting with each.")
     model: str | None = None
+
+
+class RouteMissing(Exception):
+    """The endpoint answered that it has no next-token route (HTTP 404 or 405)."""
 
 
 class NextTokenAnswer(BaseModel):
@@ -113,16 +119,22 @@ def install_route() -> None:
     """Add the route to llama-cpp-python's server router (in the server process, before it starts)."""
     from fastapi import Depends
     from llama_cpp.server import app as server_app
+    from starlette.concurrency import run_in_threadpool
 
     async def next_token(body: NextTokenRequest, proxy: Any = Depends(server_app.get_llama_proxy)) -> NextTokenAnswer:
-        return next_token_mass(proxy(body.model), body)
+        # the model lock is held (the dependency); the evaluation runs off the event loop
+        return await run_in_threadpool(lambda: next_token_mass(proxy(body.model), body))
 
     server_app.router.add_api_route(ROUTE, next_token, methods=["POST"], response_model=NextTokenAnswer)
 
 
 def ask_next_token(api_base: str, request: NextTokenRequest, timeout_s: float = 60.0) -> NextTokenAnswer | None:
-    """Ask the route of the server at ``api_base`` (``http://host:port/v1``); None when the server has
-    no such route (not one of ours) or does not answer in time."""
+    """Ask the route of the server at ``api_base`` (``http://host:port/v1``); None when the server does
+    not answer in time or answers something else than the route's answer.
+
+    Raises:
+        RouteMissing: The server has no such route (not one of ours).
+    """
     import json
     import urllib.error
     import urllib.request
@@ -133,5 +145,9 @@ def ask_next_token(api_base: str, request: NextTokenRequest, timeout_s: float = 
     try:
         with urllib.request.urlopen(call, timeout=timeout_s) as response:  # noqa: S310 - the planner's own endpoint
             return NextTokenAnswer.model_validate(json.loads(response.read()))
+    except urllib.error.HTTPError as exc:
+        if exc.code in (404, 405):
+            raise RouteMissing(f"no {ROUTE} route (HTTP {exc.code})") from None
+        return None
     except (urllib.error.URLError, OSError, ValueError):
         return None

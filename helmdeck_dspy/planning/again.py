@@ -39,7 +39,7 @@ def _decide(plan: RequestPlan, first: Any) -> tuple[PromptSpec | None, dict[str,
         return None, None
     decision = decline_probability(ctx.lm, ctx.strategy, first)
     parsed = first.parse.plan if first.parse is not None else None
-    if decision is None or parsed is None or threshold is None:
+    if decision is None or "p_decline" not in decision or parsed is None or threshold is None:
         return None, decision
     action = threshold_action(decision["p_decline"], not parsed.steps, threshold)
     decision["threshold"] = threshold

@@ -8,7 +8,9 @@ has the route of :mod:`helmdeck_dspy.local.next_token`), the planner asks for th
 at that point of the first answer, with the request exactly as sent, and keeps
 ``p_decline = P(decline) / (P(decline) + P(call))`` with the answer (``run.decision`` of its trace
 record). The context already holds the request and the answer, so only the last token or two are
-evaluated. Any other endpoint gives none (None), and the decision is the model's own choice.
+evaluated. Any other endpoint gives none, and the decision is the model's own choice: the route is
+probed once per endpoint (``engines.features``), a missing one is said once per process, and the
+record notes it (``run.decision.unavailable``).
 
 A budget row's ``decline_thresholds`` (per strategy, fitted by ``calibrate --decisions``) turns the
 probability into the decision (:func:`threshold_action`): a decline under the threshold is asked
@@ -28,21 +30,38 @@ DECISION_KEY = "decision"
 """``run`` key of a trace record that holds its first answer's decline probability."""
 
 
-def decline_probability(lm: Any, strategy: AnswerStrategy, completion: Any, timeout_s: float = 60.0) -> dict[str, Any] | None:
-    """``{"p_decline", "covered", "evaluated"}`` for ``completion`` (the first answer's exchange), or
-    None when the endpoint cannot tell (see the module docstring). ``covered`` is the mass of the
-    two starts together (near 1: the point is where the model decides)."""
-    from helmdeck_dspy.engines.streaming import endpoint_of  # imports dspy
-    from helmdeck_dspy.local.next_token import NextTokenRequest, ask_next_token
+NEXT_TOKEN = "next-token probabilities"
+FALLBACK = "the decline threshold is skipped and the model's own choice stands"
 
-    api_base = endpoint_of(lm)
+
+def decline_probability(lm: Any, strategy: AnswerStrategy, completion: Any, timeout_s: float = 60.0) -> dict[str, Any] | None:
+    """``{"p_decline", "covered", "evaluated"}`` for ``completion`` (the first answer's exchange);
+    ``{"unavailable": why}`` when the endpoint cannot give it (see the module docstring); None when
+    the answer holds no decision point or the endpoint did not answer this time. ``covered`` is
+    the mass of the two starts together (near 1: the point is where the model decides)."""
+    from helmdeck_dspy.engines.features import FEATURES
+    from helmdeck_dspy.engines.streaming import endpoint_of  # imports dspy
+    from helmdeck_dspy.local.next_token import NextTokenRequest, RouteMissing, ask_next_token
+
+    api_base, model = endpoint_of(lm), str(getattr(lm, "model", ""))
+    endpoint = api_base or model
+    known = FEATURES.absent(NEXT_TOKEN, endpoint)
+    if known is None and (not api_base or not model.startswith("llamacpp/")):
+        FEATURES.settle_absent(NEXT_TOKEN, endpoint, known := "only a llama.cpp server started by helmdeck-dspy "
+                               "gives next-token probabilities", FALLBACK)
+    if known is not None:
+        return {"unavailable": known}
     point = strategy.decision_point(completion.content or "")
-    if not api_base or not str(getattr(lm, "model", "")).startswith("llamacpp/") or point is None:
+    if point is None:
         return None
     prefix, decline, call = point
     messages = ([{"role": "system", "content": completion.system}] if completion.system else []) + completion.messages
-    answer = ask_next_token(api_base, NextTokenRequest(messages=messages, prefix=prefix, starts=[decline, call]),
-                            timeout_s)
+    try:
+        answer = ask_next_token(api_base, NextTokenRequest(messages=messages, prefix=prefix, starts=[decline, call]),
+                                timeout_s)
+    except RouteMissing as exc:
+        FEATURES.settle_absent(NEXT_TOKEN, endpoint, str(exc), FALLBACK)
+        return {"unavailable": str(exc)}
     if answer is None:
         return None
     calls = answer.mass[call] - (answer.mass[decline] if decline.startswith(call) else 0.0)

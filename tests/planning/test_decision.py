@@ -28,20 +28,26 @@ def test_the_decision_point_is_where_the_answer_opens_its_list_or_states_the_fit
 
 
 @pytest.mark.parametrize("model", ["llamacpp/m", "openai/m"])
-def test_an_endpoint_without_the_route_gives_no_probability_and_the_plan_stands(tmp_path, model):
+def test_an_endpoint_without_the_route_is_probed_once_said_once_and_noted(tmp_path, model, caplog):
+    from helmdeck_dspy.engines.features import FEATURES
+
+    FEATURES.forget()
     record = tmp_path / "rec.jsonl"
     with FaultServer([ok(GOOD)]) as server:
         lm = make_lm(model, api_base=server.url, api_key="k", cache=False, num_retries=0)
         planner = Planner.for_model(MODEL, lm=lm, catalog=read_tools_catalog(TOOLS), history=None, use_filter=False,
                                     cache=False, answer_strategy="plain", probe_decision=True, record_path=record)
-        result = planner.plan(INTENT)
+        with caplog.at_level("WARNING", logger="helmdeck_dspy.engines"):
+            results = [planner.plan(INTENT), planner.plan(INTENT + " today")]
         chats, unrouted = len(server.requests), list(server.unrouted)
-    assert result.p_decline is None and [s.tool for s in result.steps] == ["get_weather"]
-    assert chats == 1  # only a llama.cpp endpoint is asked for the probability, once
+    assert all(r.p_decline is None and [s.tool for s in r.steps] == ["get_weather"] for r in results)
+    assert chats == 2  # the plans stand: nothing asked again
     probes = [u for u in unrouted if not u.endswith("tokenize")]  # a cut answer's prompt is counted where it can be
-    assert probes == (["/helmdeck/next-token"] if model.startswith("llamacpp/") else [])
-    (rec,) = read_jsonl_traces(record)
-    assert "decision" not in rec.run
+    assert probes == (["/helmdeck/next-token"] if model.startswith("llamacpp/") else [])  # once, not per plan
+    said = [r.getMessage() for r in caplog.records if r.name == "helmdeck_dspy.engines"]
+    assert len(said) == 1 and "decline threshold is skipped" in said[0] and "k@" not in said[0]
+    recs = list(read_jsonl_traces(record))
+    assert len(recs) == 2 and all(set(rec.run["decision"]) == {"unavailable"} for rec in recs)
 
 
 def _threshold_planner(lm, record, strategy="plain", threshold=0.2, tools=TOOLS):

@@ -38,8 +38,8 @@ def decision_points(spec_path: str | Path, row: str) -> RowDecisions:
     for task_id, calls in request_records(spec.trace_path(config), on_error="skip").items():
         q = questions.get(task_id)
         decision = (calls[0].run or {}).get(DECISION_KEY)
-        if q is None or not isinstance(decision, dict):
-            continue
+        if q is None or not isinstance(decision, dict) or "p_decline" not in decision:
+            continue  # no probability read (``unavailable``: the endpoint gives none)
         strategies.add(str(((calls[0].run or {}).get("prompt") or {}).get("strategy")))
         first = decode_record(calls[0], spec.catalog_of(config) or q.catalog)  # the first answer, before any ask again
         points.append(DecisionPoint(dev_set=str(spec.folder), task_id=task_id, p_decline=decision["p_decline"],

@@ -44,11 +44,11 @@ def decline_probability(lm: Any, strategy: AnswerStrategy, completion: Any, time
     from helmdeck_dspy.local.next_token import NextTokenRequest, RouteMissing, ask_next_token
 
     api_base, model = endpoint_of(lm), str(getattr(lm, "model", ""))
-    endpoint = api_base or model
-    known = FEATURES.absent(NEXT_TOKEN, endpoint)
-    if known is None and (not api_base or not model.startswith("llamacpp/")):
-        FEATURES.settle_absent(NEXT_TOKEN, endpoint, known := "only a llama.cpp server started by helmdeck-dspy "
-                               "gives next-token probabilities", FALLBACK)
+    if not api_base or not model.startswith("llamacpp/"):
+        reason = "only a llama.cpp server started by helmdeck-dspy gives next-token probabilities"
+        FEATURES.settle_absent(NEXT_TOKEN, api_base or model, reason, FALLBACK)
+        return {"unavailable": reason}
+    known = FEATURES.absent(NEXT_TOKEN, api_base)
     if known is not None:
         return {"unavailable": known}
     point = strategy.decision_point(completion.content or "")
@@ -60,7 +60,7 @@ def decline_probability(lm: Any, strategy: AnswerStrategy, completion: Any, time
         answer = ask_next_token(api_base, NextTokenRequest(messages=messages, prefix=prefix, starts=[decline, call]),
                                 timeout_s)
     except RouteMissing as exc:
-        FEATURES.settle_absent(NEXT_TOKEN, endpoint, str(exc), FALLBACK)
+        FEATURES.settle_absent(NEXT_TOKEN, api_base, str(exc), FALLBACK)
         return {"unavailable": str(exc)}
     if answer is None:
         return None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import click
 
 from helmdeck_dspy.cli.e2e import e2e_cmd
@@ -123,7 +125,8 @@ def _split(values: tuple[str, ...]) -> list[str] | None:
 def bench_bfcl(
     data_dir: str, categories: tuple[str, ...], stray: tuple[str, ...], pool: bool, rankers: tuple[str, ...],
     limit: int | None, lm_spec: str | None, model: str | None, api_base: str | None, variant: str,
-    max_tokens: int | None, temperature: float | None, seed: int | None, baseline: str | None, record_path: str | None, trace_paths: tuple[str, ...], budgets_path: str | None,
+    max_tokens: int | None, temperature: float | None, seed: int | None, baseline: Literal["plain"] | None,
+    record_path: str | None, trace_paths: tuple[str, ...], budgets_path: str | None,
     out_dir: str | None, force: bool, progress: bool | None, as_json: bool,
 ) -> None:
     """Selection recall and plan accuracy on BFCL questions.

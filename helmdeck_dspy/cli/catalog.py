@@ -3,6 +3,8 @@ servers and tool lists."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 import click
 
 from helmdeck_dspy.cli.options import (
@@ -35,7 +37,7 @@ def catalog() -> None:
 @budgets_option
 @json_option('Print {"catalog": ..., "trim": ...}.')
 def catalog_select(
-    catalog_path: str | None, model: str, intent: str, ranker: str, rank_source: str,
+    catalog_path: str | None, model: str, intent: str, ranker: str, rank_source: Literal["compacted", "full"],
     budgets_path: str | None, as_json: bool,
 ) -> None:
     """Fit CATALOG (default: the bundled one) to MODEL's budget for an intent."""
@@ -44,7 +46,7 @@ def catalog_select(
 
     budget = budget_for(model, load_budget_table(budgets_path))
     guide = load_catalog(catalog_path)
-    selected, trim = select_catalog(guide, budget, intent, ranker=ranker, rank_source=rank_source)  # type: ignore[arg-type]
+    selected, trim = select_catalog(guide, budget, intent, ranker=ranker, rank_source=rank_source)
     if as_json:
         emit_json({"model": budget.model, "tier": budget.tier, "catalog": selected.to_wire(), "trim": trim.model_dump()})
         return
@@ -57,8 +59,8 @@ def catalog_select(
     click.echo(f"kept {len(selected.packs)} packs, {len(selected.pipelines)} pipelines:")
     for p in selected.packs:
         click.echo(f"  pack      {p.name}")
-    for p in selected.pipelines:
-        click.echo(f"  pipeline  {p.id}")
+    for pipe in selected.pipelines:
+        click.echo(f"  pipeline  {pipe.id}")
 
 
 CATALOG_FORMATS = {".json": "json"}

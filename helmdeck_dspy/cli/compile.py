@@ -96,10 +96,12 @@ def compile_cmd(
         raise click.UsageError("--budgets gives a --model's budget row; tier programs use their tier's budget_model")
     elif compile_all == bool(tier or variant):
         raise click.UsageError("give --tier and --variant, or --all, or --model")
-    elif not compile_all and not (tier and variant):
-        raise click.UsageError("--tier and --variant go together")
+    elif compile_all:
+        targets = [(t, v) for t in TIERS for v in VARIANTS]
+    elif tier and variant:
+        targets = [(tier, variant)]
     else:
-        targets = [(t, v) for t in TIERS for v in VARIANTS] if compile_all else [(tier, variant)]
+        raise click.UsageError("--tier and --variant go together")
     # deferred: compiling imports dspy, which --help and the other commands must not load
     from helmdeck_dspy.compilation.request import CompileOptions
     from helmdeck_dspy.compilation.runs import compile_programs

@@ -21,6 +21,7 @@ from helmdeck_dspy.cli.options import (
 
 if TYPE_CHECKING:
     from helmdeck_dspy.evaluation.report import EvalReport
+    from helmdeck_dspy.io.jsonl import OnError
 
 
 @click.command("eval")
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 @json_option("Print report.json to stdout.")
 def eval_cmd(
     trace_paths: tuple[str, ...], out_dir: str | None, catalog_path: str | None, tasks_path: str | None,
-    workers: int, use_mlflow: bool, tracking_uri: str | None, on_error: str, progress: bool | None,
+    workers: int, use_mlflow: bool, tracking_uri: str | None, on_error: OnError, progress: bool | None,
     resume: bool | None, as_json: bool, force: bool,
 ) -> None:
     """Replay trace sets (default: the bundled ones) through the planner's parse/guard path and report."""

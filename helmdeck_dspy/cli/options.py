@@ -61,7 +61,7 @@ class FiniteFloat(click.FloatRange):
     """A float option in a range that also refuses ``nan``, ``inf`` and ``-inf`` (a usage error, exit 2)."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        number = click.types.FloatParamType.convert(self, value, param, ctx)
+        number = click.FLOAT.convert(value, param, ctx)  # a float, its range not checked yet
         if not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number.", param, ctx)
         return super().convert(number, param, ctx)

@@ -77,6 +77,7 @@ def plan_cmd(
     from helmdeck_dspy.planning.history import HistoryStore
     from helmdeck_dspy.planning.planner import Planner
     from helmdeck_dspy.planning.resilience.policy import resolve_resilience
+    from helmdeck_dspy.planning.result import PlanResult
     from helmdeck_dspy.serve.auth import process_owner
 
     if record_path is not None:  # before any paid call: a plan that cannot be recorded is not made
@@ -96,12 +97,13 @@ def plan_cmd(
         )
         check_output_cap(max_tokens, input_tokens=planner.budget.input_tokens, model=planner.budget.model)
         check_request(intent, context, input_tokens=planner.budget.input_tokens, model=planner.budget.model)
+        unrecorded: RecordWriteError | None = None
         try:
             result = planner.plan(intent, context=context)
         except RecordWriteError as exc:  # the plan was made: show it, then say what was not recorded
+            if not isinstance(exc.result, PlanResult):
+                raise
             result, unrecorded = exc.result, exc
-        else:
-            unrecorded = None
     for w in caught:
         if issubclass(w.category, UserWarning):
             to_stderr(f"warning: {w.message}")

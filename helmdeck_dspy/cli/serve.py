@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Literal
+
 import click
 
 from helmdeck_dspy.cli.options import (
@@ -42,7 +45,7 @@ from helmdeck_dspy.serve.names import (
               help="Record plans per caller and serve them as helmdeck://my-plans.")
 @click.option("--max-steps", type=click.IntRange(1, 100), default=DEFAULT_STEP_CAP, show_default=True,
               help="Step cap of one single_pick loop (prior_steps per intent).")
-@click.option("--tokens-file", type=click.Path(dir_okay=False, exists=True), default=None,
+@click.option("--tokens-file", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help='TOML file with a [tokens] table of caller = "token" (also $HELMDECK_DSPY_TOKENS_FILE; '
                    "$HELMDECK_DSPY_TOKENS takes name=token pairs). HTTP only.")
 @ranker_option
@@ -55,8 +58,9 @@ from helmdeck_dspy.serve.names import (
 @click.option("--sessions-per-caller", type=click.IntRange(1, 10_000), default=DEFAULT_SESSIONS_PER_CALLER,
               show_default=True, help="HTTP: open sessions one caller may hold (tokenless clients share one count).")
 def serve_cmd(
-    transport: str, host: str, port: int, lm_spec: str | None, api_base: str | None, catalog_path: str | None,
-    budgets_path: str | None, history: bool, max_steps: int, tokens_file: str | None, ranker: str,
+    transport: Literal["stdio", "http"], host: str, port: int, lm_spec: str | None, api_base: str | None,
+    catalog_path: str | None, budgets_path: str | None, history: bool, max_steps: int, tokens_file: Path | None,
+    ranker: str,
     temperature: float | None, seed: int | None, timeout_s: float | None, retries: int | None, session_idle_s: float, sessions_per_caller: int,
 ) -> None:
     """Serve the planner over MCP: tools helmdeck.plan and helmdeck.route, resources
@@ -65,9 +69,10 @@ def serve_cmd(
     from helmdeck_dspy.serve.server import run
 
     config = ServeConfig(
-        transport=transport, host=host, port=port, lm_spec=lm_spec, api_base=api_base, catalog_path=catalog_path,
-        budgets_path=budgets_path, history=history, max_steps=max_steps, ranker=ranker, temperature=temperature,
-        seed=seed, timeout_s=timeout_s,
+        transport=transport, host=host, port=port, lm_spec=lm_spec, api_base=api_base,
+        catalog_path=Path(catalog_path) if catalog_path else None,
+        budgets_path=Path(budgets_path) if budgets_path else None,
+        history=history, max_steps=max_steps, ranker=ranker, temperature=temperature, seed=seed, timeout_s=timeout_s,
         retries=retries, tokens_file=tokens_file, session_idle_s=session_idle_s,
         sessions_per_caller=sessions_per_caller,
     )

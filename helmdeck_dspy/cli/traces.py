@@ -41,6 +41,7 @@ from helmdeck_dspy.domain import (
 )
 
 if TYPE_CHECKING:
+    from helmdeck_dspy.io.jsonl import OnError
     from helmdeck_dspy.tasks import PlanTask
 
 
@@ -56,7 +57,7 @@ def traces() -> None:
               help="Output: .jsonl/.json/.ndjson, .parquet, or a path without a suffix (a saved HF dataset directory).")
 @force_option("--out")
 @on_error_option
-def traces_import(fmt: str, path: str, out: str, on_error: str, force: bool) -> None:
+def traces_import(fmt: str, path: str, out: str, on_error: OnError, force: bool) -> None:
     """Convert PATH into trace records. FORMAT: openai (chat completions, Responses API objects),
     anthropic (Messages responses), gemini (generateContent responses), llamastack (recordings), or
     auto (told apart row by row). PATH holds one JSON object, a JSON array or JSON Lines; a row that
@@ -64,8 +65,7 @@ def traces_import(fmt: str, path: str, out: str, on_error: str, force: bool) -> 
     from helmdeck_dspy.traces.importers import import_traces
     from helmdeck_dspy.traces.io import save_traces
 
-    n = save_traces(import_traces(fmt, path, on_error=on_error, report=report_skipped), out,  # type: ignore[arg-type]
-                    force=force)
+    n = save_traces(import_traces(fmt, path, on_error=on_error, report=report_skipped), out, force=force)
     click.echo(f"wrote {n} records to {out}")
 
 
@@ -222,8 +222,9 @@ def traces_fit(
     target = check_output(out or profiles_dir() / f"{name}.toml", formats=TOML_FORMATS, force=force).path
     result = fit_profile(trace_file, name=name, model=model, base=load_profile(base) if base else None,
                          description=description, seed=seed)
-    target = write_profile(result, target, force=force,
-                           command=f"helmdeck-dspy traces fit {result.profile.fitted_to.traces} --name {name}")
+    source = result.profile.fitted_to
+    assert source is not None  # a fitted profile names the traces it was fitted to
+    target = write_profile(result, target, force=force, command=f"helmdeck-dspy traces fit {source.traces} --name {name}")
     fitted = sum(v.how == "fitted" for v in result.notes.values())
     click.echo(f"wrote {target}: {fitted} values fitted, {len(result.notes) - fitted} assumed, from "
                f"{len(result.trace_set.answers)} plan records of {result.trace_set.model}")

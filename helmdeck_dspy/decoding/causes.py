@@ -11,7 +11,7 @@ reported as such, never guessed.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from helmdeck_dspy.decoding.finish_table import finish_table
 
@@ -54,14 +54,14 @@ FailureCause = Literal[
 - ``transport_error`` / ``rate_limited``: the HTTP call itself failed.
 """
 
-FAILURE_CAUSES: tuple[FailureCause, ...] = FailureCause.__args__  # type: ignore[attr-defined]
+FAILURE_CAUSES: tuple[FailureCause, ...] = get_args(FailureCause)
 
 FinishReason = Literal["stop", "length", "safety", "tool_calls", "tool_error", "interrupted", "unknown", "none"]
 """A finish_reason normalised across providers: a documented spelling's class (see
 :data:`~helmdeck_dspy.decoding.finish_table.FinishKind`), ``unknown`` for a spelling the table does
 not document, ``none`` when it is absent or empty."""
 
-FINISH_REASONS: tuple[FinishReason, ...] = FinishReason.__args__  # type: ignore[attr-defined]
+FINISH_REASONS: tuple[FinishReason, ...] = get_args(FinishReason)
 
 
 def normalize_finish_reason(raw: str | None) -> FinishReason:
@@ -84,7 +84,11 @@ def unknown_finish_label(raw: str | None) -> str:
 def cause_for_finish(finish: FinishReason) -> FailureCause | None:
     """The cause a finish_reason decides on its own, whatever the text: a cut, a filter, a
     rejected tool call. None when the text decides."""
-    return {"length": "length_truncated", "safety": "safety_filtered", "tool_error": "unusable_tool_calls"}.get(finish)
+    return _CAUSE_OF_FINISH.get(finish)
+
+
+_CAUSE_OF_FINISH: dict[FinishReason, FailureCause] = {
+    "length": "length_truncated", "safety": "safety_filtered", "tool_error": "unusable_tool_calls"}
 
 
 def cause_for_empty(finish: FinishReason, saw_reasoning: bool) -> FailureCause:

@@ -99,7 +99,8 @@ class GroupAgg:
             self.latency.add(o.latency_ms)
         cut = o.cause == "length_truncated"
         # A cut-off far below the cap was not the cap's doing (the context ran out, or a provider limit).
-        below = cut and o.completion_tokens is not None and bool(o.max_tokens) and o.completion_tokens < BELOW_CAP * o.max_tokens
+        cap = o.max_tokens or 0
+        below = cut and o.completion_tokens is not None and cap != 0 and o.completion_tokens < BELOW_CAP * cap
         self.length_below_cap += below
         if o.prompt_tokens is not None:
             self.prompt_tokens.add(o.prompt_tokens)

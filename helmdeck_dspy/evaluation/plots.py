@@ -117,7 +117,7 @@ def _layout(groups: list[GroupReport]) -> _Layout:
     by_model: dict[tuple[str, str], list[GroupReport]] = {}  # kinds are never merged into one block
     for g in groups:
         by_model.setdefault((g.kind, g.model), []).append(g)
-    rank = {v: i for i, v in enumerate(VARIANTS)}
+    rank: dict[str, int] = {v: i for i, v in enumerate(VARIANTS)}  # a recorded variant may be another
     prefix = common_prefix([m for _, m in by_model])
     extra: dict[str, str] = {}
     rows: list[tuple[float, GroupReport]] = []

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from helmdeck_dspy.budgets import BudgetTable
 from helmdeck_dspy.decoding.causes import (
@@ -84,6 +84,24 @@ class RecordOutcome:
     mode: str = "text"  # how the request asked for the plan: "text" (JSON text) or "native" (tools offered)
 
 
+class _Shared(TypedDict):
+    """The fields of a :class:`RecordOutcome` that come from the record, whatever its outcome."""
+
+    kind: str
+    model: str
+    variant: str
+    tier: str
+    source: str
+    request: int | None
+    finish: str
+    finish_raw: str | None
+    completion_tokens: int | None
+    prompt_tokens: int | None
+    latency_ms: float | None
+    max_tokens: int | None
+    mode: str
+
+
 def record_group(rec: TraceRecord, ctx: ReplayContext) -> tuple[str, str, str, str]:
     """``(kind, model, tier, variant)`` of a record: its group's key parts and its tier, the tier
     and variant taken from the budget table when the record does not say."""
@@ -129,7 +147,7 @@ def _label_outcome(label: str) -> tuple[str, str | None]:
 def replay_record(rec: TraceRecord, ctx: ReplayContext) -> RecordOutcome:
     """Replay ``rec``; raises ValueError only for a record that cannot be interpreted."""
     kind, model, tier, variant = record_group(rec, ctx)
-    base = dict(
+    base = _Shared(
         kind=kind, model=model, variant=variant, tier=tier, source=rec.source, request=request_key(rec),
         finish=normalize_finish_reason(rec.finish_reason),
         finish_raw=rec.finish_reason, completion_tokens=rec.completion_tokens, prompt_tokens=rec.prompt_tokens,

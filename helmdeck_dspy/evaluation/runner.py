@@ -241,9 +241,10 @@ def evaluate(
                     fold(res)
             else:
                 # Workers read JSONL byte ranges themselves; other formats are read here.
-                chunks = _byte_ranges(path, from_line=from_line) if fmt == "jsonl" else _chunks(path, fmt, from_line)
-                for chunk in chunks:
-                    pending.append(pool.submit(process_chunk, str(path), chunk, on_error))
+                parts: Iterator[tuple[int, int, int, int]] | Iterator[list[tuple[int, Any]]] = (
+                    _byte_ranges(path, from_line=from_line) if fmt == "jsonl" else _chunks(path, fmt, from_line))
+                for part in parts:
+                    pending.append(pool.submit(process_chunk, str(path), part, on_error))
                     while len(pending) >= 2 * workers:
                         fold(pending.pop(0).result())
             for fut in pending:

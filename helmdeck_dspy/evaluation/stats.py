@@ -10,8 +10,9 @@ from typing import Any
 Z95 = 1.959963984540054
 
 
-def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion; (0, 1) when n == 0."""
+def wilson(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion; (0, 1) when n == 0. ``successes`` may be
+    fractional (an estimated split of ``n`` between two behaviours)."""
     if n <= 0:
         return 0.0, 1.0
     p = successes / n
@@ -21,8 +22,9 @@ def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def newcombe_diff(s1: int, n1: int, s2: int, n2: int, z: float = Z95) -> tuple[float, float, float]:
-    """Difference p1 - p2 of two independent proportions and its Newcombe (hybrid Wilson) interval."""
+def newcombe_diff(s1: float, n1: int, s2: float, n2: int, z: float = Z95) -> tuple[float, float, float]:
+    """Difference p1 - p2 of two independent proportions and its Newcombe (hybrid Wilson) interval
+    (the successes may be fractional, as in :func:`wilson`)."""
     if n1 <= 0 or n2 <= 0:
         return 0.0, -1.0, 1.0
     p1, p2 = s1 / n1, s2 / n2

@@ -18,6 +18,7 @@ from pathlib import Path
 from helmdeck_dspy.domain import FIT_CHECK_REPEATS as DEFAULT_REPEATS
 from helmdeck_dspy.domain import FIT_CHECK_TOLERANCE as DEFAULT_TOLERANCE
 from helmdeck_dspy.engines.profile import SimProfile
+from helmdeck_dspy.evaluation.report import EvalReport, GroupReport
 from helmdeck_dspy.evaluation.stats import wilson
 from helmdeck_dspy.fitting.data import (
     read_trace_set,
@@ -109,7 +110,7 @@ def _fmt(x: float | None, rate: bool) -> str:
     return f"{x:.3f}" if rate else f"{x:.0f}"
 
 
-def _groups(report) -> dict[str, object]:
+def _groups(report: EvalReport) -> dict[str, GroupReport]:
     """The report's groups by prompt variant (each report here holds one model of one kind)."""
     return {g.prompt_variant: g for g in report.groups}
 
@@ -153,7 +154,8 @@ def check_profile(
     for variant, r in rg.items():
         s = sg.get(variant)
 
-        def rate(measure: str, k: int, sk: int | None, r=r, s=s, variant=variant) -> CheckRow:
+        def rate(measure: str, k: int, sk: int | None, r: GroupReport = r, s: GroupReport | None = s,
+                 variant: str = variant) -> CheckRow:
             lo, hi = wilson(k, r.n)
             sim_rate = sk / s.n if s is not None and s.n and sk is not None else None
             return CheckRow(variant, measure, k / r.n if r.n else None, lo, hi, sim_rate, f"{k}/{r.n}")
@@ -168,9 +170,10 @@ def check_profile(
             ("completion_tokens_p50", r.completion_tokens.p50, s.completion_tokens.p50 if s else None),
             ("latency_ms_p50", r.latency_ms.p50, s.latency_ms.p50 if s else None),
         ):
-            band = None if real_p50 is None else tolerance * abs(real_p50)
-            check.rows.append(CheckRow(
-                variant, measure, real_p50, None if band is None else real_p50 - band,
-                None if band is None else real_p50 + band, sim_p50,
-            ))
+            low: float | None = None
+            high: float | None = None
+            if real_p50 is not None:
+                band = tolerance * abs(real_p50)
+                low, high = real_p50 - band, real_p50 + band
+            check.rows.append(CheckRow(variant, measure, real_p50, low, high, sim_p50))
     return check

@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 import statistics
 import tempfile
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,11 +93,14 @@ def _roll_kind(a: Answer) -> str | None:
 
 def _shape_rates(b: Builder, by: dict[str, list[Answer]], tail: float) -> None:
     """The failure mix; ``tail``: the share of prose answers that end on their own the cap still cuts."""
-    kinds: dict[str, Counter] = {v: Counter(_roll_kind(a) for a in answers) for v, answers in by.items()}
+    # counts by kind, fractional where an estimate splits answers between two kinds (no_json_rate, runaway_rate)
+    kinds: dict[str, defaultdict[str | None, float]] = {
+        v: defaultdict(float, Counter(_roll_kind(a) for a in answers)) for v, answers in by.items()}
     n = {v: len(answers) for v, answers in by.items()}
     for v, answers in by.items():
-        kinds[v].update(strict=sum(a.outcome == "strict" for a in answers), ok=sum(a.ok for a in answers),
-                        repaired=sum(a.outcome == "repaired" for a in answers))
+        kinds[v]["strict"] += sum(a.outcome == "strict" for a in answers)
+        kinds[v]["ok"] += sum(a.ok for a in answers)
+        kinds[v]["repaired"] += sum(a.outcome == "repaired" for a in answers)
         # prose the cap cut: the log-normal's tail accounts for some, the rest ran on (runaways)
         ended = sum(a.prose and a.finish != "length" for a in answers)
         cut = sum(a.prose and a.finish == "length" for a in answers)
@@ -121,15 +124,15 @@ def _shape_rates(b: Builder, by: dict[str, list[Answer]], tail: float) -> None:
     b.rate("shape", "malformed_rate", {v: (kinds[v]["repaired"], n[v]) for v in by},
            "repaired answers, over the share of answers no failure took", split=split,
            scale={v: 1 / room[v] for v in by})
-    for v, answers in by.items():
-        ok = [a for a in answers if a.ok]
-        kinds[v].update(fenced=sum("fenced" in a.notes for a in ok), prose=sum("prose" in a.notes for a in ok))
-    b.rate("shape", "fence_rate", {v: (kinds[v]["fenced"], kinds[v]["ok"]) for v in by}, "decoded plans in a code fence")
+    decoded = {v: [a for a in answers if a.ok] for v, answers in by.items()}
+    fenced = {v: (sum("fenced" in a.notes for a in ok), len(ok)) for v, ok in decoded.items()}
+    prose = {v: (sum("prose" in a.notes for a in ok), len(ok)) for v, ok in decoded.items()}
+    b.rate("shape", "fence_rate", fenced, "decoded plans in a code fence")
     for v in by:  # a variant whose mix of pooled and own rates exceeds 1 takes its own rates
         if sum(b.value(v, "shape", r) for r in FAILURE_ROLL_RATES) > 1:
             for name in ROLL_CAUSES:
                 b.override(v, "shape", name, kinds[v][name] / n[v], "fitted", f"{ROLL_CAUSES[name]} in {v}")
-    b.rate("shape", "prose_rate", {v: (kinds[v]["prose"], kinds[v]["ok"]) for v in by}, "decoded plans with prose around the JSON")
+    b.rate("shape", "prose_rate", prose, "decoded plans with prose around the JSON")
 
 
 def _prose_length(b: Builder, answers: list[Answer], cap: int | None) -> float:
@@ -249,13 +252,14 @@ def fit_profile(path: str | Path, *, name: str, model: str | None = None, base: 
     plan_tasks = tasks_for(ts, gold)
     seeds = range(seed, seed + repeats)
 
-    def run(profile: SimProfile, variant: str | None = None) -> list[Answer]:
-        chosen = {v: t for v, t in plan_tasks.items() if variant in (None, v)}
-        return read_answers(simulate_like(profile, chosen, ts.max_tokens, seeds, work_dir), ctx)
-
     by_id = {t.id: t for t in gold}
     with tempfile.TemporaryDirectory(prefix="helmdeck-fit-") as scratch:
-        work_dir = work_dir or scratch
+        where = work_dir or scratch
+
+        def run(profile: SimProfile, variant: str | None = None) -> list[Answer]:
+            chosen = {v: t for v, t in plan_tasks.items() if variant in (None, v)}
+            return read_answers(simulate_like(profile, chosen, ts.max_tokens, seeds, where), ctx)
+
         plan_noise_simulated(b, by, make, run, by_id, ctx.pipeline_ids)
         token_scale(b, by, run(clean(make(), unscaled=True)))
     b.assume_rest()

@@ -3,6 +3,7 @@ what) or assumed (and why), pooled over the prompt variants or per variant where
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +19,7 @@ class Value:
     note: str
 
 
-def split_rate(counts: dict[str, tuple[float, int]]) -> tuple[float, dict[str, float], str]:
+def split_rate(counts: Mapping[str, tuple[float, int]]) -> tuple[float, dict[str, float], str]:
     """(pooled rate, per-variant rates when the variants differ, evidence text).
 
     The variants differ when the Newcombe 95% interval of their difference excludes 0, or when the
@@ -55,7 +56,7 @@ class Builder:
         self.values[part][name] = round_value(value)
         self.notes[f"{part}.{name}"] = Value(how, note)
 
-    def rate(self, part: str, name: str, counts: dict[str, tuple[float, int]], what: str,
+    def rate(self, part: str, name: str, counts: Mapping[str, tuple[float, int]], what: str,
              scale: dict[str, float] | None = None, split: bool | None = None) -> None:
         """A rate counted per variant (``k/n`` each, times its ``scale``): pooled in the table, and per
         variant too where the variants differ at 95% (``split`` None), or always / never."""

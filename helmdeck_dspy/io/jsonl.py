@@ -138,7 +138,7 @@ def line_ranges(path: str | Path, lines_per_range: int) -> Iterator[tuple[int, i
 
 def is_torn(line: str | bytes) -> bool:
     """A line read without its trailing newline: the last line of a file whose writer was cut off."""
-    return not line.endswith("\n" if isinstance(line, str) else b"\n")
+    return not (line.endswith("\n") if isinstance(line, str) else line.endswith(b"\n"))
 
 
 # ------------------------------------------------------------------------------ decoding a line

@@ -71,11 +71,11 @@ M = TypeVar("M", bound=BaseModel)
 def scrub(model: M, secrets: Iterable[str | None]) -> M:
     """``model`` with every known secret masked wherever it appears in its fields (model output
     that repeats a credential, e.g. from an echoing proxy); the same object when none does."""
-    secrets = [s for s in secrets if s]
+    known = [s for s in secrets if s]
     text = model.model_dump_json()
-    if not any(s in text for s in secrets):
+    if not any(s in text for s in known):
         return model
-    return type(model).model_validate_json(redact(text, secrets, patterns=False) or text)
+    return type(model).model_validate_json(redact(text, known, patterns=False) or text)
 
 
 def secret_values(lm: object) -> list[str]:

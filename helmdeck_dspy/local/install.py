@@ -39,13 +39,16 @@ State = Literal["installed", "not installed", "unverified"]
 _PIP_PROGRESS = ("Collecting", "Downloading", "File was already downloaded", "ERROR")
 
 
+InstallAction = Literal["installed", "already installed", "verified"]
+
+
 class InstallResult(BaseModel):
     """What :func:`install` did: ``installed``, ``already installed`` or ``verified`` (an existing
     file whose hash matched was adopted)."""
 
     name: str
     path: str
-    action: Literal["installed", "already installed", "verified"]
+    action: InstallAction
     seconds: float
 
 
@@ -198,7 +201,7 @@ def install(
     root.mkdir(parents=True, exist_ok=True)
     target = model_path(model, root)
 
-    def result(action: str) -> InstallResult:
+    def result(action: InstallAction) -> InstallResult:
         return InstallResult(name=model.name, path=str(target), action=action, seconds=round(time.monotonic() - start, 2))
 
     with _install_lock(root, model):

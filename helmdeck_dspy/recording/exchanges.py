@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from helmdeck_dspy.budgets import Budget
+from helmdeck_dspy.decoding.tool_calls import ToolCall
 from helmdeck_dspy.io.redaction import redact
 from helmdeck_dspy.traces.record import TraceRecord, append_trace, utc_now
 
@@ -16,7 +17,7 @@ def _record_id() -> str:
     return uuid.uuid4().hex[:16]
 
 
-def _masked_calls(calls: Sequence[Any], secrets: Sequence[str]) -> list[dict[str, Any]]:
+def _masked_calls(calls: Sequence[ToolCall], secrets: Sequence[str]) -> list[ToolCall]:
     """Tool calls as records keep them, credentials masked in every string of them."""
 
     def mask(value: Any) -> Any:
@@ -28,7 +29,7 @@ def _masked_calls(calls: Sequence[Any], secrets: Sequence[str]) -> list[dict[str
             return [mask(v) for v in value]
         return value
 
-    return [mask(call.model_dump(mode="json")) for call in calls]
+    return [ToolCall.model_validate(mask(call.model_dump(mode="json"))) for call in calls]
 
 
 def record_exchanges(

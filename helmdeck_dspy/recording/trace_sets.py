@@ -229,7 +229,7 @@ def simulate(
 
     from helmdeck_dspy.engines.sim import SimEngine, sim_model_name  # imports dspy
 
-    runs = [
+    runs: list[Run] = [
         (dspy.LM(sim_model_name(p, seed), engine=SimEngine(p, seed=seed), cache=False), model or p.model, f"sim:{p.name}",
          None)
         for p in profiles

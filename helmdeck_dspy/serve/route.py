@@ -61,7 +61,8 @@ def route(catalog: RoutingGuide, budget: Budget, intent: str, *, ranker: str = D
     if not matched:
         return RouteWire(recommendation=None, alternatives=[], confidence=0.0, confident=False, model=budget.model,
                          gap_warning=GapWarning(missing_capability=intent.strip(), message=GAP_MESSAGE))
-    entries = {e.entry_id: e for e in (*catalog.packs, *catalog.pipelines)}
+    every: list[Pack | Pipeline] = [*catalog.packs, *catalog.pipelines]
+    entries = {e.entry_id: e for e in every}
     terms = token_set(intent)
     choices = [_choice(entries[r.id], r, terms) for r in matched[: alternatives + 1]]
     return RouteWire(recommendation=choices[0], alternatives=choices[1:], confidence=margin(ranked),

@@ -94,13 +94,15 @@ def build_server(service: PlanService, *, default_caller: str, tokens: CallerTok
     """
     from mcp.server.auth.settings import AuthSettings
     from mcp.server.mcpserver import MCPServer
+    from pydantic import AnyHttpUrl
 
     from helmdeck_dspy.serve.tools import plan_tool, route_tool
 
     auth: dict[str, Any] = {}
     if tokens:
         auth = {"token_verifier": StaticTokenVerifier(tokens),
-                "auth": AuthSettings(issuer_url=issuer_url or "http://127.0.0.1", resource_server_url=None)}
+                "auth": AuthSettings(issuer_url=AnyHttpUrl(issuer_url or "http://127.0.0.1"),
+                                     resource_server_url=None)}
     server = MCPServer(SERVER_NAME, version=_version(), instructions=INSTRUCTIONS, log_level="WARNING",
                        tools=[plan_tool(service, default_caller), route_tool(service)], **auth)
     readers: dict[str, Callable[[], Any]] = {
@@ -280,8 +282,9 @@ class _Answers:
 
     async def send(self, item: Any) -> None:
         message = getattr(item, "message", None)
-        if getattr(message, "id", None) is not None and not hasattr(message, "method"):  # a response or an error
-            self._ledger.answered.add(Ledger.key(message.id))
+        answered = getattr(message, "id", None)
+        if answered is not None and not hasattr(message, "method"):  # a response or an error
+            self._ledger.answered.add(Ledger.key(answered))
         await self._stream.send(item)
 
     async def __aenter__(self) -> _Answers:

@@ -76,7 +76,7 @@ def _tool(name: str, title: str, description: str, request: type[BaseModel], res
     return Tool(
         fn=handler, name=name, title=title, description=description, parameters=request.model_json_schema(),
         fn_metadata=FuncMetadata(arg_model=_RawArguments, output_model=result), is_async=True,
-        annotations=annotations,
+        context_kwarg=None, annotations=annotations,  # no handler takes the SDK's context
     )
 
 

@@ -278,7 +278,9 @@ def from_gemini(resp: dict[str, Any]) -> dict[str, Any]:
         return {**fields, "content": None, "finish_reason": BLOCK_PREFIX + block}
     cand = obj(candidates[0], "candidates[0]")
     content = obj(cand.get("content"), "candidates[0].content", optional=True)
-    texts, reasoning, calls = [], [], []
+    texts: list[str] = []
+    reasoning: list[str] = []
+    calls: list[Any] = []
     for i, part in enumerate(items(content.get("parts"), "candidates[0].content.parts", optional=True)):
         part = obj(part, f"candidates[0].content.parts[{i}]")
         if "functionCall" in part or "function_call" in part:

@@ -164,18 +164,18 @@ def eval_metrics(report: EvalReport) -> dict[str, float]:
             keys.put(f"all.{kind}.strict_rate", sum(g.strict for g in groups) / n)
             keys.put(f"all.{kind}.tolerant_rate", sum(g.tolerant for g in groups) / n)
     for g in report.groups:
-        _group_metrics(keys, g, lambda m, g=g: f"{m}.{g.kind}.{g.model}.{g.prompt_variant}")
+        _group_metrics(keys, g, lambda m: f"{m}.{g.kind}.{g.model}.{g.prompt_variant}")  # called at once
         c = g.calls_per_plan
         if c is not None and c.mean is not None:
             keys.put(f"calls_per_plan_mean.{g.kind}.{g.model}.{g.prompt_variant}", c.mean)
             keys.put(f"calls_per_plan_repeated.{g.kind}.{g.model}.{g.prompt_variant}", c.repeated)
     for t in report.tiers:
-        _group_metrics(keys, t, lambda m, t=t: f"tier_{t.tier}.{t.kind}.{m}", detail=False)
-    for c in report.comparisons:
-        keys.put(f"strict_diff.{c.kind}.{c.model}", c.strict_diff)
-        keys.put(f"tolerant_diff.{c.kind}.{c.model}", c.tolerant_diff)
-        if c.plan_score_diff is not None:
-            keys.put(f"plan_score_diff.{c.kind}.{c.model}", c.plan_score_diff)
+        _group_metrics(keys, t, lambda m: f"tier_{t.tier}.{t.kind}.{m}", detail=False)
+    for cmp in report.comparisons:
+        keys.put(f"strict_diff.{cmp.kind}.{cmp.model}", cmp.strict_diff)
+        keys.put(f"tolerant_diff.{cmp.kind}.{cmp.model}", cmp.tolerant_diff)
+        if cmp.plan_score_diff is not None:
+            keys.put(f"plan_score_diff.{cmp.kind}.{cmp.model}", cmp.plan_score_diff)
     return {k: float(v) for k, v in keys.values.items()}
 
 

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from helmdeck_dspy.catalog.models import Pack, Pipeline, RoutingGuide, parameter_words
+from helmdeck_dspy.catalog.models import EntryKind, Pack, Pipeline, RoutingGuide, parameter_words
 from helmdeck_dspy.catalog.ranking.base import Ranked, sort_ranked
 from helmdeck_dspy.errors import RankerUnavailableError
 
@@ -116,7 +116,7 @@ def available() -> bool:
 
 def rank_embedding(catalog: RoutingGuide, intent: str, prior: Mapping[str, float] | None = None) -> list[Ranked]:
     """Rank every entry by cosine similarity between the intent and the entry text."""
-    entries: list[tuple[Pack | Pipeline, str]] = [(p, "pack") for p in catalog.packs]
+    entries: list[tuple[Pack | Pipeline, EntryKind]] = [(p, "pack") for p in catalog.packs]
     entries += [(p, "pipeline") for p in catalog.pipelines]
     if not entries:
         return []

@@ -55,10 +55,10 @@ def fit_demos(setup: TierSetup, program: Any, train: list[PlanTask]) -> list[Any
     while len(chosen) < setup.config.max_demos:
         progressed = False
         for key in DEMO_ORDER:
-            items = candidates.get(key)
-            if not items or len(chosen) >= setup.config.max_demos:
+            left = candidates.get(key)
+            if not left or len(chosen) >= setup.config.max_demos:
                 continue
-            cost, _, ex = items.pop(0)
+            cost, _, ex = left.pop(0)
             if spent + cost <= room:
                 chosen.append(ex)
                 spent += cost

@@ -17,16 +17,16 @@ class Planning(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    wrong_tool_rate: float = Field(0.0, ge=0, le=1, description="Take the runner-up entry instead of the best.")
-    missing_step_rate: float = Field(0.0, ge=0, le=1, description="Drop a step of a multi-step plan.")
-    invented_tool_rate: float = Field(0.0, ge=0, le=1, description="Name a tool that is not in the catalog.")
+    wrong_tool_rate: float = Field(default=0.0, ge=0, le=1, description="Take the runner-up entry instead of the best.")
+    missing_step_rate: float = Field(default=0.0, ge=0, le=1, description="Drop a step of a multi-step plan.")
+    invented_tool_rate: float = Field(default=0.0, ge=0, le=1, description="Name a tool that is not in the catalog.")
     self_call_rate: float = Field(
-        0.0, ge=0, le=1, description="Plan a call to the planner itself (whether or not the catalog lists it)."
+        default=0.0, ge=0, le=1, description="Plan a call to the planner itself (whether or not the catalog lists it)."
     )
     pipeline_blindness: float = Field(
-        0.0, ge=0, le=1, description="Decompose into packs although a pipeline covers the request."
+        default=0.0, ge=0, le=1, description="Decompose into packs although a pipeline covers the request."
     )
-    demo_gain: float = Field(0.0, ge=0, le=1, description="Share of the error rates removed by 4 or more demos.")
+    demo_gain: float = Field(default=0.0, ge=0, le=1, description="Share of the error rates removed by 4 or more demos.")
 
 
 class Shape(BaseModel):
@@ -35,35 +35,35 @@ class Shape(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     reasoning: Literal["none", "field", "inline"] = "none"
-    reasoning_base_tokens: float = Field(0.0, ge=0)
-    reasoning_per_step_tokens: float = Field(0.0, ge=0, description="Grows with the steps the prompt asks for.")
-    reasoning_sigma: float = Field(0.3, ge=0, description="Log-normal spread of reasoning length.")
+    reasoning_base_tokens: float = Field(default=0.0, ge=0)
+    reasoning_per_step_tokens: float = Field(default=0.0, ge=0, description="Grows with the steps the prompt asks for.")
+    reasoning_sigma: float = Field(default=0.3, ge=0, description="Log-normal spread of reasoning length.")
     reasoning_counts_toward_cap: bool = Field(
-        False, description="max_tokens covers reasoning too (always true for inline reasoning)."
+        default=False, description="max_tokens covers reasoning too (always true for inline reasoning)."
     )
-    leak_rate: float = Field(0.0, ge=0, le=1, description="Reasoning, then almost nothing visible.")
-    empty_rate: float = Field(0.0, ge=0, le=1, description="An empty 200 with no finish_reason.")
-    content_filter_rate: float = Field(0.0, ge=0, le=1)
-    fence_rate: float = Field(0.0, ge=0, le=1, description="Wrap the JSON in a code fence.")
-    prose_rate: float = Field(0.0, ge=0, le=1, description="Add a sentence after the JSON.")
-    malformed_rate: float = Field(0.0, ge=0, le=1, description="Leave a trailing comma before the last brace (needs repair).")
-    verbose_rate: float = Field(0.0, ge=0, le=1, description="Write a long answer: extra words in its reasoning text.")
-    verbose_tokens_per_step: float = Field(0.0, ge=0, description="Extra visible tokens per step when verbose.")
-    verbose_sigma: float = Field(0.3, ge=0, description="Log-normal spread of the verbose extra.")
-    rationale_words: int = Field(12, ge=1)
-    strict_json_obeys: bool = Field(True, description="With response_format json_object, no fences or prose.")
+    leak_rate: float = Field(default=0.0, ge=0, le=1, description="Reasoning, then almost nothing visible.")
+    empty_rate: float = Field(default=0.0, ge=0, le=1, description="An empty 200 with no finish_reason.")
+    content_filter_rate: float = Field(default=0.0, ge=0, le=1)
+    fence_rate: float = Field(default=0.0, ge=0, le=1, description="Wrap the JSON in a code fence.")
+    prose_rate: float = Field(default=0.0, ge=0, le=1, description="Add a sentence after the JSON.")
+    malformed_rate: float = Field(default=0.0, ge=0, le=1, description="Leave a trailing comma before the last brace (needs repair).")
+    verbose_rate: float = Field(default=0.0, ge=0, le=1, description="Write a long answer: extra words in its reasoning text.")
+    verbose_tokens_per_step: float = Field(default=0.0, ge=0, description="Extra visible tokens per step when verbose.")
+    verbose_sigma: float = Field(default=0.3, ge=0, description="Log-normal spread of the verbose extra.")
+    rationale_words: int = Field(default=12, ge=1)
+    strict_json_obeys: bool = Field(default=True, description="With response_format json_object, no fences or prose.")
     # What small real models do that the knobs above cannot say (fitted profiles, fitting/fit.py).
     # Each defaults to 0 (or 1 for the scale), and the simulator draws nothing for it then, so a
     # profile that leaves them alone answers exactly as before they existed.
-    empty_stop_rate: float = Field(0.0, ge=0, le=1, description="An empty answer that ends normally (finish_reason stop).")
-    no_json_rate: float = Field(0.0, ge=0, le=1, description="A whole answer in prose, with no JSON in it.")
-    no_json_tokens: float = Field(200.0, gt=0, description="Median completion tokens of a prose answer (cut at the cap).")
-    no_json_sigma: float = Field(0.5, ge=0, description="Log-normal spread of a prose answer's length.")
-    not_plan_rate: float = Field(0.0, ge=0, le=1, description="Valid JSON that is not a plan (one step object, no steps list).")
-    garbled_rate: float = Field(0.0, ge=0, le=1, description="JSON-shaped text that neither decodes nor repairs into a plan.")
-    runaway_rate: float = Field(0.0, ge=0, le=1, description="The plan, then text that runs on until the cap cuts it.")
+    empty_stop_rate: float = Field(default=0.0, ge=0, le=1, description="An empty answer that ends normally (finish_reason stop).")
+    no_json_rate: float = Field(default=0.0, ge=0, le=1, description="A whole answer in prose, with no JSON in it.")
+    no_json_tokens: float = Field(default=200.0, gt=0, description="Median completion tokens of a prose answer (cut at the cap).")
+    no_json_sigma: float = Field(default=0.5, ge=0, description="Log-normal spread of a prose answer's length.")
+    not_plan_rate: float = Field(default=0.0, ge=0, le=1, description="Valid JSON that is not a plan (one step object, no steps list).")
+    garbled_rate: float = Field(default=0.0, ge=0, le=1, description="JSON-shaped text that neither decodes nor repairs into a plan.")
+    runaway_rate: float = Field(default=0.0, ge=0, le=1, description="The plan, then text that runs on until the cap cuts it.")
     completion_token_scale: float = Field(
-        1.0, gt=0, description="Completion tokens reported per counted token of the simulated text (the model's "
+        default=1.0, gt=0, description="Completion tokens reported per counted token of the simulated text (the model's "
         "tokenizer and terseness against the stand-in's); the cap applies to the scaled count.")
 
     @model_validator(mode="after")
@@ -82,10 +82,10 @@ FAILURE_ROLL_RATES = ("empty_rate", "content_filter_rate", "leak_rate", "empty_s
 class Timing(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    ttft_ms: float = Field(500.0, ge=0, description="Time to first token.")
-    ttft_sigma: float = Field(0.2, ge=0, description="Log-normal spread of the time to first token.")
-    tokens_per_s: float = Field(50.0, gt=0)
-    tokens_per_s_sigma: float = Field(0.2, ge=0)
+    ttft_ms: float = Field(default=500.0, ge=0, description="Time to first token.")
+    ttft_sigma: float = Field(default=0.2, ge=0, description="Log-normal spread of the time to first token.")
+    tokens_per_s: float = Field(default=50.0, gt=0)
+    tokens_per_s_sigma: float = Field(default=0.2, ge=0)
 
 
 class VariantOverride(BaseModel):
@@ -107,7 +107,7 @@ class FitSource(BaseModel):
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     model: str = Field(description="The model whose plan records were fitted.")
     records: dict[str, int] = Field(description="Plan records fitted, per prompt variant.")
-    excluded: int = Field(0, ge=0, description="Plan records left out: transport_error or rate_limited (the call failed, not the model; timeouts are kept as likely_timeout).")
+    excluded: int = Field(default=0, ge=0, description="Plan records left out: transport_error or rate_limited (the call failed, not the model; timeouts are kept as likely_timeout).")
     max_tokens: int | None = Field(None, description="The output cap the records were recorded at.")
     fitted_on: str = Field(description="Date of the fit (UTC, YYYY-MM-DD).")
 
@@ -120,12 +120,12 @@ class SimProfile(BaseModel):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$", description="Lowercase letters, digits, dots and dashes.")
     model: str = Field(description="The model id it stands for (its budget is looked up by this id).")
     description: str = ""
-    planning: Planning = Field(default_factory=Planning)
-    shape: Shape = Field(default_factory=Shape)
-    timing: Timing = Field(default_factory=Timing)
+    planning: Planning = Field(default_factory=lambda: Planning())
+    shape: Shape = Field(default_factory=lambda: Shape())
+    timing: Timing = Field(default_factory=lambda: Timing())
     variants: dict[Literal["full_steps", "single_pick"], VariantOverride] = Field(
         default_factory=dict, description="Values that differ for one prompt variant.")
-    fitted_to: FitSource | None = Field(None, description="The real trace set a fitted profile comes from.")
+    fitted_to: FitSource | None = Field(default=None, description="The real trace set a fitted profile comes from.")
 
     @model_validator(mode="after")
     def _overrides_are_valid(self) -> SimProfile:

@@ -143,8 +143,8 @@ class SimEngine:
         whole = [r for r in rank_bm25(guide, intent) if r.id not in PLANNER_TOOL_IDS]
         if whole and whole[0].kind == "pipeline" and whole[0].score >= MIN_SCORE:
             if rng.random() >= p.pipeline_blindness * damp:
-                steps = [self._step(guide, whole, 0, intent, rng, damp, p)]
-                return steps, f"{whole[0].id} covers the whole request, so one pipeline run is enough."
+                why = f"{whole[0].id} covers the whole request, so one pipeline run is enough."
+                return [self._step(guide, whole, 0, intent, rng, damp, p)], why
             # Blind to the pipeline: spell out the packs it supersedes (named in the prompt), one step each.
             pipe = next(pl for pl in guide.pipelines if pl.id == whole[0].id)
             packs = list(pipe.metadata.supersedes)
@@ -283,7 +283,7 @@ def _odd_reply(s: Shape, u: float, visible: str, steps: list[dict], cap: int, rn
         return _prose(min(target, cap + 20) * per_token, rng)
     if kind == "not_plan":  # one step object where the plan should be
         first = steps[0] if steps else {"tool": "unknown", "args": {}, "why": "the request"}
-        return json.dumps({"tool": first["tool"], "args": first["args"], "rationale": _sentence(first["why"], 12, rng)})
+        return json.dumps({"tool": first["tool"], "args": first["args"], "rationale": _sentence(str(first["why"]), 12, rng)})
     if kind == "garbled":  # braces around prose: nothing decodes, and repair gives no plan
         return "{ " + _prose(40 * per_token, rng) + " }"
     return visible + "\n" + _prose((cap + 20) * per_token, rng)  # runaway: cut by the cap

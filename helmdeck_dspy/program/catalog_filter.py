@@ -16,7 +16,7 @@ from typing import Any
 
 from helmdeck_dspy.budgets import Budget
 from helmdeck_dspy.catalog.compact import Trim, compact_catalog, first_sentence
-from helmdeck_dspy.catalog.models import RoutingGuide
+from helmdeck_dspy.catalog.models import Pack, Pipeline, RoutingGuide
 from helmdeck_dspy.catalog.select import LOW_CONFIDENCE, marked, restrict_catalog
 from helmdeck_dspy.decoding.reasoning import strip_reasoning
 from helmdeck_dspy.program.calls import completion_from_response, log_completion
@@ -43,7 +43,8 @@ no code fences."""
 def filter_user_message(catalog: RoutingGuide, intent: str) -> str:
     """The filter call's user message, built from the full (uncompacted) catalog."""
     lines = [FILTER_TOOLS_HEADER]
-    for entry in (*catalog.packs, *catalog.pipelines):
+    entries: tuple[Pack | Pipeline, ...] = (*catalog.packs, *catalog.pipelines)
+    for entry in entries:
         summary = first_sentence(entry.description)
         lines.append(f"- {entry.entry_id} — {summary}" if summary else f"- {entry.entry_id}")
     lines += ["", FILTER_REQUEST_HEADER, intent.strip(), "", "Reply with the JSON object now."]

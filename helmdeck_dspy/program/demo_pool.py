@@ -68,7 +68,8 @@ def _with_lead(call: str, description: str) -> str:
 def signature_line(pack: Pack) -> str:
     """A tool in one line: ``name(arg: type, opt?: type) — first sentence of its description``."""
     schema = pack.parameters or {}
-    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    raw = schema.get("properties")
+    props: dict[str, Any] = raw if isinstance(raw, dict) else {}
     required = set(schema.get("required") or ())
     args = ", ".join(f"{name}{'' if name in required else '?'}: {spec.get('type', 'any') if isinstance(spec, dict) else 'any'}"
                      for name, spec in props.items())

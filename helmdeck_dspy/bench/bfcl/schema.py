@@ -99,7 +99,7 @@ def function_pack(fn: Any, index: int, path: str | Path, line: int | None) -> Pa
     params = fn.get("parameters", {"type": "dict", "properties": {}})
     original: dict[str, str] = {}
     schema = to_json_schema(params, where=f"function {name!r}: parameters", path=path, line=line, original_types=original)
-    metadata = PackMetadata(**{ORIGINAL_TYPES_KEY: original}) if original else PackMetadata()
+    metadata = PackMetadata.model_validate({ORIGINAL_TYPES_KEY: original}) if original else PackMetadata()
     return Pack(name=name, description=description, parameters=schema, metadata=metadata)
 
 

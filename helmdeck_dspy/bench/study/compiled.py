@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 
 
 def compile_request(spec: StudySpec, config: StudyConfig) -> CompileRequest:
-    """What compiling ``config``'s program asks for."""
+    """What compiling ``config``'s program asks for (``config`` is a compile arm: it names an optimizer)."""
+    assert config.optimizer is not None, f"config {config.name} compiles nothing"
     from helmdeck_dspy.compilation.request import CompileOptions, CompileRequest
     from helmdeck_dspy.compilation.settings import load_optimizer_settings
 

@@ -318,3 +318,31 @@ def test_a_planner_and_its_program_cannot_be_changed_once_built(tmp_path):
         ctx.sampling["temperature"] = 1.0  # and so is its sampling
     other = p.replace(options=p.options.model_copy(update={"caller": "other"}))
     assert other.options.caller == "other" and p.options.caller is None and other.program is p.program
+
+
+def test_assigning_to_the_planner_or_its_context_during_a_request_raises(tmp_path):
+    import dspy
+
+    from helmdeck_dspy.errors import FrozenPlannerError
+    from helmdeck_dspy.planning.request import context_of
+
+    p = planner(tmp_path, NEMOTRON, THREE)
+    ctx = context_of(p)
+    raised: list[BaseException] = []
+
+    class Assign(dspy.utils.callback.BaseCallback):
+        """Tries, at the start of the plan module, what a module must never do mid-request; records what
+        happened (DSPy swallows a callback's exceptions), and the test asserts afterwards."""
+
+        def on_module_start(self, call_id, instance, inputs):
+            for target, name in ((p, "catalog"), (p, "options"), (ctx, "budget"), (ctx, "strategy")):
+                try:
+                    setattr(target, name, None)
+                except (FrozenPlannerError, AttributeError) as exc:
+                    raised.append(exc)
+
+    with dspy.context(callbacks=[Assign()]):
+        result = p.plan(INTENT)
+    assert result.ok
+    assert raised and len(raised) % 4 == 0 and isinstance(raised[0], FrozenPlannerError)  # at each module start
+    assert p.catalog is not None and ctx.budget is not None

@@ -25,9 +25,10 @@ def cache_dir(tmp_path, monkeypatch):
     import dspy
 
     path = tmp_path / "cache"
+    kept = dspy.cache  # put back as it was, never a fresh default cache over the shared ~/.dspy_cache
     dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=False, disk_cache_dir=str(path))
     yield path
-    dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=True)
+    dspy.cache = kept
 
 
 @pytest.mark.parametrize("optimizer", ["bootstrap", "mipro", "gepa"])

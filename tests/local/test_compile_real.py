@@ -35,6 +35,8 @@ def _stop_servers(stop_local_servers):
 def test_a_bootstrap_compile_on_the_real_model_is_picked_up_by_for_model_and_replays_from_the_cache(tmp_path):
     import dspy
 
+    kept = dspy.cache  # put back as it was: building a fresh default cache opens the shared ~/.dspy_cache,
+    # whose sqlite another test process may hold (a "disk I/O error" under xdist)
     dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=False, disk_cache_dir=str(tmp_path / "cache"))
     root = tmp_path / "compiled"
     shutil.copytree(compiled_dir() / "tier_B", root / "tier_B")
@@ -60,4 +62,4 @@ def test_a_bootstrap_compile_on_the_real_model_is_picked_up_by_for_model_and_rep
         assert again.lm_calls == 0 and again.cached_calls == first.lm_calls
         assert again.program_sha256 == first.program_sha256
     finally:
-        dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=True)
+        dspy.cache = kept

@@ -157,7 +157,7 @@ class RedactingFilter(logging.Filter):
 
 _FILTER = RedactingFilter()
 
-LOGGERS = ("helmdeck_dspy", "helmdeck_dspy.program.catalog_filter", "helmdeck_dspy.tracking.mlflow")
+LOGGERS = ("helmdeck_dspy", "helmdeck_dspy.engines", "helmdeck_dspy.program.catalog_filter", "helmdeck_dspy.tracking.mlflow")
 """Project loggers that can quote an exception's text (a filter applies only where a record starts)."""
 
 

@@ -3,7 +3,9 @@
 - a decline that the budget row's decline threshold overrules (``planning.decision``; a call it
   overrules is dropped, with no call): :meth:`RequestPlan.call_ask`;
 - a declined first answer over a long list, asked once more over the top tools the ranker gives
-  (:meth:`RequestPlan.recheck`, ``PlannerOptions.recheck_top``), unless a threshold decided.
+  (:meth:`RequestPlan.recheck`, ``PlannerOptions.recheck_top``), unless a threshold decided;
+- a re-plan declined right after a failed call, asked once to correct it
+  (:meth:`RequestPlan.recover`, ``PlannerOptions.recover_after_error``).
 
 Both asks are built by the request plan (``planning.request``), through the answer strategy.
 """
@@ -25,7 +27,8 @@ def ask_again(plan: RequestPlan, first: Any, prior_steps: list[ExecutedStep] | N
     declined first answer over the top tools (not when a threshold decided)."""
     again, decision = _decide(plan, first)
     if again is None and "threshold" not in (decision or {}):
-        again = plan.recheck(first.parse if first is not None else None, prior_steps)
+        parse = first.parse if first is not None else None
+        again = plan.recheck(parse, prior_steps) or plan.recover(parse, first.content if first else None, prior_steps)
     return again, decision
 
 

@@ -147,3 +147,19 @@ def test_the_call_schema_names_each_shown_function_with_its_own_arguments():
     assert weather["required"] == ["city"] and weather["additionalProperties"] is False
     assert call_list_schema(read_tools_catalog([])) == {"type": "array", "maxItems": 0}
 
+
+
+def test_the_missing_route_notice_masks_a_credential_in_the_endpoint(caplog):
+    from helmdeck_dspy.engines.features import FeatureProbe
+    from helmdeck_dspy.io.redaction import protect_loggers, register_url_secrets
+
+    url = "http://user:s3cret-pass@127.0.0.1:9/v1"
+    register_url_secrets(url)  # as make_lm does for an api_base with credentials
+    protect_loggers()
+    probe = FeatureProbe()
+    with caplog.at_level("WARNING", logger="helmdeck_dspy.engines"):
+        probe.settle_absent("next-token probabilities", url, "no route", "skipped")
+        probe.settle_absent("next-token probabilities", url, "no route", "skipped")  # said once
+    said = [r.getMessage() for r in caplog.records if r.name == "helmdeck_dspy.engines"]
+    assert len(said) == 1 and "s3cret-pass" not in said[0] and "127.0.0.1:9" in said[0]
+    assert probe.absent("next-token probabilities", url) == "no route"

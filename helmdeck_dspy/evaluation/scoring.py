@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 from helmdeck_dspy.decoding.call_list import parse_call_list
 from helmdeck_dspy.decoding.parsing import ParseResult, parse_completion
 from helmdeck_dspy.evaluation.metric import PlanScore, score_plan
-from helmdeck_dspy.planning.arguments import PLACEHOLDERS_KEY
+from helmdeck_dspy.planning.arguments import GROUND_PATHS_KEY, PLACEHOLDERS_KEY, Grounding
 from helmdeck_dspy.planning.decision import declined_by_threshold, declined_parse
 from helmdeck_dspy.planning.guards import MAP_NAMES_KEY, GuardedStep
 from helmdeck_dspy.planning.result import guard_plan
@@ -56,10 +56,12 @@ class GuardedCompletion(NamedTuple):
 def recorded_reading(run: dict[str, Any] | None, intent: str | None = None) -> dict[str, Any]:
     """How a trace record's answer is read back, as its planner read it: as a JSON list of calls
     (``call_list``, the ``plain`` strategy), with near-miss names mapped (``map_names``), with
-    placeholder paths filled from the record's ``intent`` (``fill_from``) and its calls dropped when
-    a decline threshold dropped them (``declined``)."""
-    return {"call_list": answers_in_call_list(run), "map_names": bool((run or {}).get(MAP_NAMES_KEY)),
-            "fill_from": intent if (run or {}).get(PLACEHOLDERS_KEY) else None,
+    path arguments grounded in the record's ``intent`` as its planner grounded them (``ground``) and
+    its calls dropped when a decline threshold dropped them (``declined``)."""
+    run = run or {}
+    placeholders, tails = bool(run.get(PLACEHOLDERS_KEY)), bool(run.get(GROUND_PATHS_KEY))
+    ground = Grounding(intent, placeholders, tails) if intent is not None and (placeholders or tails) else None
+    return {"call_list": answers_in_call_list(run), "map_names": bool(run.get(MAP_NAMES_KEY)), "ground": ground,
             "declined": declined_by_threshold(run)}
 
 
@@ -77,7 +79,7 @@ def guard_completion(
     chains: Mapping[str, frozenset[str]] | None = None,
     map_names: bool = False,
     call_list: bool = False,
-    fill_from: str | None = None,
+    ground: Grounding | None = None,
     declined: bool = False,
 ) -> GuardedCompletion:
     """Decode a completion and guard its plan as the planner does for ``variant``.
@@ -97,7 +99,7 @@ def guard_completion(
             as a planner with the chain guard does (``planning.chains``).
         map_names: Map near-miss tool names to their catalog ids (``planning.guards.near_miss``).
         call_list: The answer was asked for as a JSON list of calls (the ``plain`` strategy).
-        fill_from: The request, when placeholder paths are filled from it (``planning.arguments``).
+        ground: What path arguments are grounded in, as the planner grounded them (``planning.arguments``).
         declined: A decline threshold dropped the answer's calls (``planning.decision``): no steps.
     """
     if call_list:
@@ -110,7 +112,7 @@ def guard_completion(
     if declined:
         return GuardedCompletion(declined_parse(parse), [])
     steps, _dropped, _more = guard_plan(parse.plan, variant, catalog_ids, pipeline_ids, schemas, chains, map_names,
-                                        fill_from)
+                                        ground)
     return GuardedCompletion(parse, steps)
 
 

@@ -20,7 +20,7 @@ from helmdeck_dspy.engines.lm_spec import trace_source
 from helmdeck_dspy.errors import ContextOverflowError, DeadlineExceeded, RecordWriteError
 from helmdeck_dspy.io.redaction import redact, scrub, secret_values
 from helmdeck_dspy.planning.again import ask_again
-from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY, PLACEHOLDERS_KEY
+from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY, GROUND_PATHS_KEY, PLACEHOLDERS_KEY
 from helmdeck_dspy.planning.chains import PIPELINE_CHAINS_KEY
 from helmdeck_dspy.planning.context import PlanContext
 from helmdeck_dspy.planning.decision import DECISION_KEY
@@ -116,7 +116,7 @@ def _result(
             catalog_ids=ctx.catalog.id_set, pipeline_ids=ctx.catalog.pipeline_ids, trim=trim,
             raw_completion=completion.content if completion is not None and parse.plan is None else None,
             usage=usage, schemas=ctx.arg_schemas, chains=ctx.chains, map_names=ctx.options.checks.map_names,
-            fill_placeholders=ctx.options.fill_placeholders,
+            ground=ctx.grounding(intent),
         )
         result.error = redact(result.error, secrets)
         result = scrub(result, secrets)  # model output that repeats a credential (an echoing proxy)
@@ -141,6 +141,7 @@ def recorded_run(ctx: PlanContext, spec: PromptSpec | None = None, rechecked: Pr
             **({PIPELINE_CHAINS_KEY: True} if ctx.chains else {}),
             **({MAP_NAMES_KEY: True} if options.checks.map_names else {}),
             **({PLACEHOLDERS_KEY: True} if options.fill_placeholders else {}),
+            **({GROUND_PATHS_KEY: True} if options.ground_paths else {}),
             **({"recheck_top": options.recheck_top} if options.recheck_top else {}),
             **({"constrained": stamp["wire"]} if "wire" in stamp else {}),
             **({"prompt": stamp} if stamp else {}),

@@ -15,6 +15,7 @@ from typing import Any
 from helmdeck_dspy.budgets import Budget
 from helmdeck_dspy.catalog.models import RoutingGuide
 from helmdeck_dspy.domain import Variant
+from helmdeck_dspy.planning.arguments import Grounding
 from helmdeck_dspy.planning.history import HistoryStore
 from helmdeck_dspy.planning.options import PlannerOptions
 from helmdeck_dspy.program.store import ProgramRef
@@ -50,6 +51,13 @@ class PlanContext:
     def chains(self) -> dict[str, frozenset[str]] | None:
         """The pipeline chains the guards collapse (:mod:`~helmdeck_dspy.planning.chains`), if checked."""
         return (self.catalog.pipeline_chains or None) if self.options.checks.pipeline_chains else None
+
+    def grounding(self, intent: str) -> Grounding | None:
+        """What a step's path arguments are grounded in for ``intent`` (None: not grounded)."""
+        options = self.options
+        if not (options.fill_placeholders or options.ground_paths):
+            return None
+        return Grounding(intent, placeholders=options.fill_placeholders, complete_tails=options.ground_paths)
 
     @property
     def arg_schemas(self) -> dict[str, dict[str, object]] | None:

@@ -28,7 +28,7 @@ from helmdeck_dspy.domain import (
     Complexity,
     complexity_for,
 )
-from helmdeck_dspy.planning.arguments import check_arguments, fill_placeholders
+from helmdeck_dspy.planning.arguments import Grounding, check_arguments, ground_args
 from helmdeck_dspy.signatures.types import PlanStep
 
 REASON_NO_TOOL = "step had no tool id"
@@ -87,12 +87,12 @@ def _reason(step: PlanStep, catalog_ids: Collection[str], pipeline_ids: Collecti
 
 def guard_steps(
     steps: list[PlanStep], catalog_ids: Collection[str], pipeline_ids: Collection[str],
-    schemas: Mapping[str, dict[str, Any]] | None = None, map_names: bool = False, fill_from: str | None = None,
+    schemas: Mapping[str, dict[str, Any]] | None = None, map_names: bool = False, ground: Grounding | None = None,
 ) -> list[GuardedStep]:
     """Renumber and validate ``steps`` against the full catalog's ids; with ``schemas`` (tool id →
     argument schema), check and coerce each kept step's args (:func:`check_arguments`); with
     ``map_names``, a near-miss name is mapped to its catalog id before anything is demoted; with
-    ``fill_from`` (the request), placeholder paths are filled from it (:func:`fill_placeholders`)."""
+    ``ground``, path arguments are grounded in the request (:func:`ground_args`)."""
     out = []
     for i, step in enumerate(steps, start=1):
         rationale = step.rationale.strip()
@@ -104,8 +104,8 @@ def guard_steps(
         if reason is None:
             tool = step.tool.strip()
             args, notes = check_arguments(step.args, schemas.get(tool)) if schemas else (step.args, [])
-            if fill_from is not None:
-                args, filled = fill_placeholders(args, fill_from)
+            if ground is not None:
+                args, filled = ground_args(args, ground)
                 notes = [*notes, *filled]
             out.append(GuardedStep(order=i, tool=tool, args=args, rationale=rationale, arg_notes=notes))
         else:

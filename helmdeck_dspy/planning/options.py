@@ -74,6 +74,9 @@ class PlannerOptions(BaseModel):
         recheck_top: Under the ``plain`` strategy, a first plan with no calls over more than this
             many tools is asked once more over the top this-many the ranker gives for the request
             (0: off). 10 by default: chosen on the end-to-end study's dev half (docs/results/e2e.md).
+        ground_paths: A path argument the request does not name is completed to the one path it
+            names that ends with it (``todo.md`` → ``files/todo.md``; ``planning.arguments.ground_args``).
+            Off by default until a study chooses it.
         recover_after_error: A re-plan that answers no call right after a failed call is asked once
             more, in the same conversation, to correct the call or say it cannot be done
             (``planning.request.RequestPlan.recover``). Off by default until a study chooses it.
@@ -113,6 +116,7 @@ class PlannerOptions(BaseModel):
         "experiments/test-split/qwen2.5-coder-0.5b", "experiments/test-split/qwen2.5-coder-1.5b"]})
     fill_placeholders: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/qwen2.5-coder-1.5b"]})
     recheck_top: int = Field(default=10, ge=0, json_schema_extra={"decided_by": ["experiments/e2e/qwen2.5-coder-1.5b"]})
+    ground_paths: bool = False
     recover_after_error: bool = False
     probe_decision: bool = False
     checks: PostChecks = Field(default_factory=PostChecks)

@@ -17,6 +17,7 @@ from helmdeck_dspy.decoding.causes import FailureCause
 from helmdeck_dspy.decoding.parsing import Outcome, ParseResult
 from helmdeck_dspy.domain import Complexity, Variant
 from helmdeck_dspy.planning.chains import collapse_chains
+from helmdeck_dspy.planning.arguments import Grounding
 from helmdeck_dspy.planning.guards import (
     GuardedStep,
     derive_complexity,
@@ -107,7 +108,7 @@ class PlanResult(BaseModel):
 def guard_plan(
     plan: PlanOutput, variant: str, catalog_ids: Collection[str], pipeline_ids: Collection[str],
     schemas: Mapping[str, dict[str, Any]] | None = None, chains: Mapping[str, frozenset[str]] | None = None,
-    map_names: bool = False, fill_from: str | None = None,
+    map_names: bool = False, ground: Grounding | None = None,
 ) -> tuple[list[GuardedStep], list[PlanStep], bool]:
     """The guard stage shared by the planner and the evaluator: with ``chains``, a pipeline's
     spelled-out packs become a run of it (:func:`~helmdeck_dspy.planning.chains.collapse_chains`);
@@ -119,7 +120,7 @@ def guard_plan(
     dropped: list[PlanStep] = []
     if variant == "single_pick" and len(steps) > 1:
         steps, dropped = steps[:1], steps[1:]
-    guarded = guard_steps(steps, catalog_ids, pipeline_ids, schemas, map_names, fill_from)
+    guarded = guard_steps(steps, catalog_ids, pipeline_ids, schemas, map_names, ground)
     more = variant == "single_pick" and (bool(plan.more_steps_likely) or bool(dropped))
     return guarded, dropped, more
 
@@ -139,10 +140,10 @@ def build_result(
     schemas: Mapping[str, dict[str, Any]] | None = None,
     chains: Mapping[str, frozenset[str]] | None = None,
     map_names: bool = False,
-    fill_placeholders: bool = False,
+    ground: Grounding | None = None,
 ) -> PlanResult:
     """Turn a parsed completion into a :class:`PlanResult` (guards, single-step rule, rendering);
-    ``fill_placeholders`` fills placeholder paths from ``intent``."""
+    ``ground`` grounds path arguments in the request (``planning.arguments``)."""
     compaction = trim if trim is not None and trim.dropped else None
     common: dict[str, Any] = dict(
         prompt_variant_used=variant, model=model, tier=tier, compaction=compaction,
@@ -151,7 +152,7 @@ def build_result(
     if parse.plan is None:
         return PlanResult(failure_cause=parse.cause, error=parse.error, raw_completion=raw_completion, **common)
     guarded, dropped, more = guard_plan(parse.plan, variant, catalog_ids, pipeline_ids, schemas, chains, map_names,
-                                      intent if fill_placeholders else None)
+                                      ground)
     return PlanResult(
         steps=guarded,
         complexity=derive_complexity(guarded),

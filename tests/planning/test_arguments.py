@@ -103,3 +103,22 @@ def test_the_planner_fills_placeholders_only_with_the_option_on(tmp_path):
                                    catalog_ids=guide.id_set, pipeline_ids=set(), **recorded_reading(rec.run, rec.intent))
         rescored[on] = guarded.steps[0].args["repo_path"]  # the record reads back as the planner read it
     assert got == rescored == {False: "path/to/repo", True: "repo"}
+
+
+def test_path_arguments_are_completed_to_the_one_path_the_request_names():
+    from helmdeck_dspy.planning.arguments import Grounding, ground_args
+
+    ground = Grounding("Add the line '- water plants' to the end of files/todo.md, keeping the other items.",
+                       complete_tails=True)
+    assert ground_args({"path": "todo.md", "edits": [{"oldText": "todo.md"}]}, ground) == (
+        {"path": "files/todo.md", "edits": [{"oldText": "todo.md"}]}, ["grounded path"])  # path arguments only
+    shown = Grounding("Show the contents of files/drafts/old.txt.", complete_tails=True)
+    assert ground_args({"path": "drafts/old.txt"}, shown)[0] == {"path": "files/drafts/old.txt"}
+    assert ground_args({"paths": ["./old.txt"]}, shown)[0] == {"paths": ["files/drafts/old.txt"]}
+    git = Grounding("Commit repo/scratch.txt to the git repository at repo.", complete_tails=True)
+    assert ground_args({"repo_path": "repo", "files": ["scratch.txt"]}, git) == (
+        {"repo_path": "repo", "files": ["scratch.txt"]}, [])  # named as it is; a repository-relative list untouched
+    two = Grounding("Copy a/notes.txt to b/notes.txt.", complete_tails=True)
+    assert ground_args({"source": "notes.txt"}, two) == ({"source": "notes.txt"}, [])  # two completions: left
+    off = Grounding("Show the contents of files/drafts/old.txt.")  # placeholders only (the default)
+    assert ground_args({"path": "drafts/old.txt"}, off) == ({"path": "drafts/old.txt"}, [])

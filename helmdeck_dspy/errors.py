@@ -164,6 +164,17 @@ class RankerUnavailableError(MissingExtraError):
     """A ranker whose optional dependencies are not installed."""
 
 
+class BenchDependencyError(MissingExtraError):
+    """A benchmark's pinned dependency, installed outside the project's environment (``make
+    bench-deps``), is missing or not the pinned version. The CLI exits 2: installing it fixes it."""
+
+    exit_code = 2
+
+
+class PlanFailedError(RunError):
+    """A plan a surface must answer with could not be made: the planner's model call failed."""
+
+
 class DeadlineExceeded(RunError, TimeoutError):
     """An attempt ran past its retry policy's ``timeout_s`` (the call is abandoned, not awaited).
 
@@ -254,6 +265,11 @@ class ToolsArgumentError(ArgumentError):
 
 class TokenFileError(DataFileError):
     """A bearer-token file for ``serve`` (a TOML ``[tokens]`` table, caller name = token) that is malformed."""
+
+
+class ConversationError(ArgumentError):
+    """Chat messages that are not one conversation: a tool result answering no call made before it,
+    or no user message at all."""
 
 
 class ServeRefusedError(InputError):

@@ -32,6 +32,9 @@ from helmdeck_dspy.serve.names import (
 @click.command("serve")
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
               help="stdio: the MCP client launches this command; http: streamable HTTP on --host/--port.")
+@click.option("--openai", "openai_wire", is_flag=True, default=False,
+              help="Serve OpenAI's chat completions (POST /v1/chat/completions, GET /v1/models) on --host/--port "
+                   "instead of MCP: an agent points its base URL here and its tool calls go through the planner.")
 @click.option("--host", default=DEFAULT_HOST, show_default=True,
               help="HTTP bind address. Anything but loopback requires bearer tokens.")
 @click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True,
@@ -58,18 +61,19 @@ from helmdeck_dspy.serve.names import (
 @click.option("--sessions-per-caller", type=click.IntRange(1, 10_000), default=DEFAULT_SESSIONS_PER_CALLER,
               show_default=True, help="HTTP: open sessions one caller may hold (tokenless clients share one count).")
 def serve_cmd(
-    transport: Literal["stdio", "http"], host: str, port: int, lm_spec: str | None, api_base: str | None,
+    transport: Literal["stdio", "http"], openai_wire: bool, host: str, port: int, lm_spec: str | None, api_base: str | None,
     catalog_path: str | None, budgets_path: str | None, history: bool, max_steps: int, tokens_file: Path | None,
     ranker: str,
     temperature: float | None, seed: int | None, timeout_s: float | None, retries: int | None, session_idle_s: float, sessions_per_caller: int,
 ) -> None:
     """Serve the planner over MCP: tools helmdeck.plan and helmdeck.route, resources
-    helmdeck://context-budgets, helmdeck://my-plans, helmdeck://routing-guide and helmdeck://models."""
+    helmdeck://context-budgets, helmdeck://my-plans, helmdeck://routing-guide and helmdeck://models.
+    With --openai, serve it as an OpenAI-compatible chat completions endpoint instead."""
     from helmdeck_dspy.serve.config import ServeConfig
     from helmdeck_dspy.serve.server import run
 
     config = ServeConfig(
-        transport=transport, host=host, port=port, lm_spec=lm_spec, api_base=api_base,
+        transport="openai" if openai_wire else transport, host=host, port=port, lm_spec=lm_spec, api_base=api_base,
         catalog_path=Path(catalog_path) if catalog_path else None,
         budgets_path=Path(budgets_path) if budgets_path else None,
         history=history, max_steps=max_steps, ranker=ranker, temperature=temperature, seed=seed, timeout_s=timeout_s,

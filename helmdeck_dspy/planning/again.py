@@ -5,7 +5,9 @@
 - a declined first answer over a long list, asked once more over the top tools the ranker gives
   (:meth:`RequestPlan.recheck`, ``PlannerOptions.recheck_top``), unless a threshold decided;
 - a re-plan declined right after a failed call, asked once to correct it
-  (:meth:`RequestPlan.recover`, ``PlannerOptions.recover_after_error``).
+  (:meth:`RequestPlan.recover`, ``PlannerOptions.recover_after_error``);
+- any declined answer, when the caller needs a call (``PlannerOptions.must_call``), asked once for
+  at least one call (:meth:`RequestPlan.call_ask`).
 
 Both asks are built by the request plan (``planning.request``), through the answer strategy.
 """
@@ -28,8 +30,15 @@ def ask_again(plan: RequestPlan, first: Any, prior_steps: list[ExecutedStep] | N
     again, decision = _decide(plan, first)
     if again is None and "threshold" not in (decision or {}):
         parse = first.parse if first is not None else None
-        again = plan.recheck(parse, prior_steps) or plan.recover(parse, first.content if first else None, prior_steps)
+        content = first.content if first is not None else None
+        again = plan.recheck(parse, prior_steps) or plan.recover(parse, content, prior_steps)
+        if again is None and plan.context.options.must_call and _declined(parse):
+            again = plan.call_ask(content)
     return again, decision
+
+
+def _declined(parse: Any) -> bool:
+    return parse is not None and parse.plan is not None and not parse.plan.steps
 
 
 def _decide(plan: RequestPlan, first: Any) -> tuple[PromptSpec | None, dict[str, Any] | None]:

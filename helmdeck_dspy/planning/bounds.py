@@ -14,9 +14,11 @@ least one byte), so the check costs nothing for ordinary requests.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from helmdeck_dspy.errors import InputTooLargeError, UsageValueError
+from helmdeck_dspy.signatures.types import ExecutedStep
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,13 @@ def check_output_cap(max_tokens: int | None, *, input_tokens: int, model: str) -
     if max_tokens is not None and input_tokens and max_tokens > input_tokens:
         raise UsageValueError(f"--max-tokens {max_tokens} exceeds the {input_tokens}-token context of {model}'s "
                               "budget row", argument="max_tokens")
+
+
+def steps_text(steps: list[ExecutedStep]) -> str | None:
+    """Steps already run as the planner's prompt carries them (tool, arguments, output), for a
+    request's size; None when there are none."""
+    return "\n".join(f"{s.order}. {s.tool} {json.dumps(s.args, ensure_ascii=False, separators=(',', ':'))} -> "
+                     f"{s.output}" for s in steps) or None
 
 
 def check_request(intent: str, context: str | None, *, input_tokens: int, model: str,

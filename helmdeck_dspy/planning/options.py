@@ -80,6 +80,9 @@ class PlannerOptions(BaseModel):
         recover_after_error: A re-plan that answers no call right after a failed call is asked once
             more, in the same conversation, to correct the call or say it cannot be done
             (``planning.request.RequestPlan.recover``). Off by default until a study chooses it.
+        must_call: A first answer with no call is asked once more for at least one call, decoded
+            under a schema of at least one call (an OpenAI client's ``tool_choice`` ``required`` or a
+            named function).
         probe_decision: After the first answer, ask the local llama.cpp server for the probability
             that it declines (``planning.decision``; recorded as ``run.decision``); off by default.
         checks: What is fitted to the catalog and checked after the model (:class:`PostChecks`).
@@ -118,6 +121,7 @@ class PlannerOptions(BaseModel):
     recheck_top: int = Field(default=10, ge=0, json_schema_extra={"decided_by": ["experiments/e2e/qwen2.5-coder-1.5b"]})
     ground_paths: bool = False
     recover_after_error: bool = False
+    must_call: bool = False
     probe_decision: bool = False
     checks: PostChecks = Field(default_factory=PostChecks)
     caller: str | None = None

@@ -22,7 +22,8 @@ class ServeConfig(BaseModel):
     """How ``helmdeck-dspy serve`` runs.
 
     Attributes:
-        transport: ``stdio`` (the client launches the server) or ``http`` (streamable HTTP).
+        transport: ``stdio`` (the client launches the server), ``http`` (streamable HTTP) or
+            ``openai`` (OpenAI's chat completions over HTTP: ``serve.openai_http``).
         host / port / path: Where the HTTP transport listens (port 0 picks a free one).
         lm_spec: The LM every plan call uses (``replay:PATH``, ``sim:PROFILE``, ``local:NAME``, a
             LiteLLM string); None calls each request's ``model`` live through LiteLLM.
@@ -44,7 +45,7 @@ class ServeConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    transport: Literal["stdio", "http"] = "stdio"
+    transport: Literal["stdio", "http", "openai"] = "stdio"
     host: str = DEFAULT_HOST
     port: int = Field(default=DEFAULT_PORT, ge=0, le=65535)
     path: str = HTTP_PATH

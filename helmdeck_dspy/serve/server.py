@@ -329,9 +329,17 @@ def run(config: ServeConfig, announce: Callable[[str], None]) -> None:
     sock = listen_socket(config.host, config.port)  # before loading: a taken port fails fast
     try:
         port = sock.getsockname()[1]
-        app = http_app(PlanService(config), tokens, host=config.host, port=port, path=config.path)
         who = f"bearer tokens for {len(tokens)} caller(s)" if tokens else "no tokens (loopback only)"
-        announce(f"helmdeck-dspy serve: MCP over streamable HTTP at {http_url(config.host, port, config.path)}, {who}")
+        if config.transport == "openai":
+            from helmdeck_dspy.serve.openai_http import openai_app
+
+            app = openai_app(PlanService(config), tokens)
+            announce(f"helmdeck-dspy serve: OpenAI-compatible chat completions at {http_url(config.host, port, '/v1')}"
+                     f", {who}")
+        else:
+            app = http_app(PlanService(config), tokens, host=config.host, port=port, path=config.path)
+            announce(f"helmdeck-dspy serve: MCP over streamable HTTP at {http_url(config.host, port, config.path)}, "
+                     f"{who}")
         uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False)).run(sockets=[sock])
     finally:
         sock.close()

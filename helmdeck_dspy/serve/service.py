@@ -17,7 +17,7 @@ from helmdeck_dspy.catalog.models import RoutingGuide, load_catalog
 from helmdeck_dspy.catalog.ranking import RANKERS
 from helmdeck_dspy.engines.lm_spec import make_lm, served_model_id
 from helmdeck_dspy.errors import ArgumentError, StepCapError
-from helmdeck_dspy.planning.bounds import check_request
+from helmdeck_dspy.planning.bounds import check_request, steps_text
 from helmdeck_dspy.planning.history import HistoryStore
 from helmdeck_dspy.planning.planner import Planner
 from helmdeck_dspy.planning.resilience.policy import resolve_resilience
@@ -27,6 +27,7 @@ from helmdeck_dspy.serve.catalogs import ToolCatalogs
 from helmdeck_dspy.serve.config import ServeConfig
 from helmdeck_dspy.serve.route import route
 from helmdeck_dspy.serve.wire import PlanRequest, RouteRequest, RouteWire
+from helmdeck_dspy.signatures.types import ExecutedStep
 
 PLANNER_CACHE_SIZE = 32
 """Planners kept (one per model id); the least recently used is dropped beyond this."""
@@ -137,22 +138,31 @@ class PlanService:
             ToolsArgumentError: ``tools`` cannot be read as a tool list.
             InputError: The model id cannot be called (no ``--lm`` and not a LiteLLM string).
         """
-        done = len(request.prior_steps)
+        return self.plan_steps(request.model, request.user_intent, caller, context=request.context_text(),
+                               prior=request.executed_steps(), tools=request.tools, max_tokens=request.max_tokens)
+
+    def plan_steps(self, model: str, intent: str, caller: str, *, context: str | None = None,
+                   prior: list[ExecutedStep] | None = None, tools: list[dict[str, Any]] | None = None,
+                   max_tokens: int | None = None, **options: Any) -> PlanOutcome:
+        """What :meth:`plan` does, for any surface: the MCP tool and the OpenAI endpoint (``serve.chat``).
+        ``max_tokens`` is capped by the served row's ``output_tokens``; ``options`` are this call's
+        other planner options (``must_call``)."""
+        prior = prior or []
+        done = len(prior)
         if done >= self.max_steps:
             raise StepCapError(f"step cap reached: {done} steps already ran for this intent and the server allows "
                                f"{self.max_steps} per loop (serve --max-steps)")
-        budget = self.budget_for(request.model)
-        context = request.context_text()
-        check_request(request.user_intent, context, input_tokens=budget.input_tokens, model=self._bound_name(request.model),
-                      prior=request.prior_steps_text())
-        shared = self.planner(request.model)
-        per_call = {"caller": caller, **({"max_tokens": request.max_tokens} if request.max_tokens is not None else {})}
+        budget = self.budget_for(model)
+        check_request(intent, context, input_tokens=budget.input_tokens, model=self._bound_name(model),
+                      prior=steps_text(prior))
+        shared = self.planner(model)
+        cap = min(max_tokens, budget.output_tokens) if max_tokens is not None else None  # never above the row's
+        per_call = {"caller": caller, **({"max_tokens": cap} if cap is not None else {}), **options}
         # this call's own planner: the client row within the server LM's bounds, the caller's tools
         # (else the server's catalog) and the caller's settings
-        planner = shared.replace(budget=budget, catalog=self.catalog_for(request.tools),
+        planner = shared.replace(budget=budget, catalog=self.catalog_for(tools),
                                  options=shared.options.model_copy(update=per_call))
-        result = planner.plan(request.user_intent, context=context,
-                              prior_steps=request.executed_steps() or None)
+        result = planner.plan(intent, context=context, prior_steps=prior or None)
         if result.ok and result.more_steps_likely and done + len(result.steps) >= self.max_steps:
             return PlanOutcome(result.model_copy(update={"more_steps_likely": False}), self.max_steps)
         return PlanOutcome(result)

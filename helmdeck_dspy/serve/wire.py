@@ -177,13 +177,6 @@ class PlanRequest(_IntentForModel):
     def executed_steps(self) -> list[ExecutedStep]:
         return [s.executed() for s in self.prior_steps]
 
-    def prior_steps_text(self) -> str | None:
-        """The prior steps as the planner's prompt carries them (tool, arguments, the output's
-        first characters), for the request's size; None when there are none."""
-        if not self.prior_steps:
-            return None
-        return "\n".join(f"{s.order}. {s.tool} {json.dumps(s.args, ensure_ascii=False, separators=(',', ':'))} -> "
-                         f"{s.output}" for s in self.executed_steps())
 
 
 class RouteRequest(_IntentForModel):

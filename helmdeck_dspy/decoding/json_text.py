@@ -144,15 +144,6 @@ def balanced_end(text: str, start: int) -> int:
     return -1
 
 
-_BRACKETS = re.compile(r"[{}\[\]]")
-
-
-def nesting_exceeds(text: str, limit: int) -> bool:
-    """Whether brackets nest more than ``limit`` deep anywhere in ``text``, counting brackets inside
-    strings too: json_repair decides for itself where a broken string ends, so this errs on the
-    side of its reading. Unbalanced closers are ignored."""
-    if text.count("{") + text.count("[") <= limit:
-        return False
     depth = 0
     for m in _BRACKETS.finditer(text):
         if m.group() in "{[":

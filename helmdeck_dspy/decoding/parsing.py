@@ -53,10 +53,10 @@ from helmdeck_dspy.decoding.json_text import (
     deeper_than,
     fenced_bodies,
     json_shaped,
-    nesting_exceeds,
     replace_surrogates,
     without_lone_surrogates,
 )
+from helmdeck_dspy.io.nesting import nesting_exceeds
 from helmdeck_dspy.decoding.reasoning import split_reasoning
 from helmdeck_dspy.decoding.tool_calls import coerce_tool_calls, plan_from_tool_calls
 from helmdeck_dspy.domain import MAX_JSON_DEPTH

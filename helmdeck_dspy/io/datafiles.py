@@ -13,15 +13,22 @@ from typing import Any
 
 from helmdeck_dspy.errors import DataFileError, InputTooLargeError
 from helmdeck_dspy.io.jsonl import json_error_text
+from helmdeck_dspy.io.nesting import nesting_exceeds
 
 BOM = "\ufeff"
 """The byte-order mark some editors put at the start of a UTF-8 file; readers here ignore it."""
 _AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
 
 
+MAX_TOML_DEPTH = 32
+"""The deepest a TOML input's arrays and inline tables may nest (a spec or table needs about 4)."""
+
+
 def parse_toml(text: str, path: str | Path, error: type[DataFileError] = DataFileError) -> dict[str, Any]:
     """Decode TOML ``text`` (a leading UTF-8 byte-order mark is ignored); a syntax error names the
-    line and column."""
+    line and column, and text nested deeper than :data:`MAX_TOML_DEPTH` is refused before it is parsed."""
+    if nesting_exceeds(text, MAX_TOML_DEPTH):
+        raise error(str(path), f"not read: its arrays and tables nest more than {MAX_TOML_DEPTH} levels deep")
     try:
         return tomllib.loads(text.removeprefix(BOM))
     except tomllib.TOMLDecodeError as exc:

@@ -7,7 +7,10 @@ text and as parsed JSON). :class:`BoundedLines` is the stdin the stdio server re
 - a line longer than the limit is read past in small blocks, never held; when its id can be read
   from its first kilobyte it is answered with that id (JSON-RPC -32600, naming the limit), else
   it becomes a short line that is not JSON; the caller is told on stderr either way;
-- a line that is not JSON is answered with a parse error (-32700, id null) and not passed on;
+- a line that is not JSON is answered with a parse error (-32700, id null) and not passed on, and
+  so is a line nested deeper than :data:`~helmdeck_dspy.domain.MAX_JSON_DEPTH` (checked before it
+  is parsed; -32600 with its id when the id can be read);
+- a request whose ``method`` is not a string is answered with -32600 and not passed on;
 - at the end of input the reader waits (up to ``drain_s``) until every request it passed on has
   been answered and the answers are written, so a client that writes a call and closes its end
   still gets the answer.
@@ -25,6 +28,9 @@ from typing import Any, BinaryIO
 
 import anyio
 import anyio.to_thread
+
+from helmdeck_dspy.domain import MAX_JSON_DEPTH
+from helmdeck_dspy.io.nesting import nesting_exceeds
 
 TOO_LONG = "line too long"
 """What a refused line becomes: not JSON, so the SDK reports it as an unreadable message."""
@@ -102,13 +108,22 @@ class BoundedLines:
                 await self.ledger.reply(_error(json.loads(found.group(1)), INVALID_REQUEST,
                                                f"message over the {self.limit}-byte limit of this server's stdin"))
                 continue
+            if nesting_exceeds(line, MAX_JSON_DEPTH):
+                found = _ID.search(line[:_HEAD].encode("utf-8", "replace"))
+                await self.ledger.reply(_error(json.loads(found.group(1)) if found else None, INVALID_REQUEST,
+                                               f"message nested more than {MAX_JSON_DEPTH} levels deep"))
+                continue
             try:
                 message = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 if line.strip():
                     await self.ledger.reply(_error(None, PARSE_ERROR, "Parse error: the line is not JSON"))
                 continue
-            if isinstance(message, dict) and "method" in message and "id" in message:
+            if isinstance(message, dict) and "id" in message and "method" in message:
+                if not isinstance(message["method"], str):
+                    request_id = message["id"] if isinstance(message["id"], (str, int)) else None
+                    await self.ledger.reply(_error(request_id, INVALID_REQUEST, "Invalid request: method is not a string"))
+                    continue
                 self.ledger.requested.add(Ledger.key(message["id"]))
             return line
 

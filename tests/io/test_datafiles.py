@@ -53,3 +53,19 @@ def test_read_json_errors_name_line_and_carry_the_prefix(tmp_path):
     assert err.value.line == 2 and "not UTF-8" in str(err.value)
     p.write_text('{"ok": [1, 2]}')
     assert read_json(p) == {"ok": [1, 2]}
+
+
+def test_a_toml_input_nested_too_deep_is_refused_in_one_line_before_parsing(tmp_path):
+    import pytest
+
+    from helmdeck_dspy.errors import DataFileError
+    from helmdeck_dspy.io.datafiles import MAX_TOML_DEPTH, read_toml
+
+    path = tmp_path / "deep.toml"
+    path.write_text("x = " + "[" * 500 + "]" * 500 + "\n", encoding="utf-8")
+    with pytest.raises(DataFileError) as found:
+        read_toml(path)
+    assert f"more than {MAX_TOML_DEPTH} levels" in str(found.value) and "\n" not in str(found.value)
+    ok = tmp_path / "ok.toml"
+    ok.write_text('[table]\nx = [[1, 2], [3]]\ny = { a = { b = [1] } }\n', encoding="utf-8")
+    assert read_toml(ok)["table"]["y"] == {"a": {"b": [1]}}

@@ -5,6 +5,7 @@ in the tokens is refused at start."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 
@@ -215,3 +216,23 @@ def test_without_tokens_the_least_recently_used_idle_session_makes_room(tmp_path
         assert code3 == 200
         assert _ping(client, running.url, s2) == 404
         assert _ping(client, running.url, s1) == 200 and _ping(client, running.url, s3) == 200
+
+
+def test_stdio_answers_a_nested_line_and_a_request_without_a_string_method_and_exits_promptly(tmp_path):
+    home = tmp_path / "home"
+    proc = subprocess.Popen([*cli_command(), "serve", "--lm", "sim:frontier-like"], env=clean_env(home),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    nested = b'{"jsonrpc": "2.0", "id": 7, "method": "ping", "params": ' + b"[" * 1000 + b"]" * 1000 + b"}\n"
+    bare = b"[" * 2000 + b"\n"  # no id to answer with
+    odd = b'{"jsonrpc": "2.0", "id": 8, "method": 12}\n'
+    init = (b'{"jsonrpc": "2.0", "id": 9, "method": "initialize", "params": {"protocolVersion": "2025-06-18", '
+            b'"capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}\n')
+    started = time.monotonic()
+    out, err = proc.communicate(nested + bare + odd + init, timeout=120)
+    took = time.monotonic() - started
+    answers = {json.loads(line).get("id"): json.loads(line) for line in out.splitlines() if line.strip()}
+    assert b"Traceback" not in err and proc.returncode == 0
+    assert answers[7]["error"]["code"] == -32600 and "nested" in answers[7]["error"]["message"]
+    assert answers[8]["error"]["code"] == -32600 and "method" in answers[8]["error"]["message"]
+    assert None in answers and "result" in answers[9]  # the bare line answered with id null; serving went on
+    assert took < 60, took  # nothing left pending to wait for at the end of input

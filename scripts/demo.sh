@@ -46,6 +46,9 @@ for intent in "$INTENT" "make a narrated presentation video about https://github
 done
 $CLI plan "$INTENT" --model anthropic/claude-sonnet-4-6 --lm sim:frontier-like --no-history
 
+section "The planner behind an OpenAI-compatible endpoint (serve --openai), asked by the openai SDK: SIMULATED model"
+.venv/bin/python scripts/demo_openai.py
+
 section "SIMULATED and published trace sets: replay evaluation -> $OUT/sim"
 $CLI eval eval/traces/nemotron-style.jsonl eval/traces/published-adr053.jsonl --out "$OUT/sim" --force --no-progress
 

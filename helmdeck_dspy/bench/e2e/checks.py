@@ -3,7 +3,9 @@
 A task passes when every check holds after the run. A check looks at the world (a file's text, a
 branch, the memory graph, a query over the database), at the run's tool results (read-only tasks:
 the asked-for data came back from a tool), or at nothing having changed (``unchanged``: the
-sandbox's digest before and after the run are equal).
+sandbox's digest before and after the run are equal). A task from a public benchmark
+(:mod:`~helmdeck_dspy.bench.e2e.public`) runs in that benchmark's world and may be checked by the
+benchmark's own script, run unchanged (``verify_py``, ``run_test``).
 """
 
 from __future__ import annotations
@@ -16,17 +18,19 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from helmdeck_dspy.bench.e2e.public import run_eval_script, run_verify
 from helmdeck_dspy.bench.e2e.sandbox import git, read_memory
 from helmdeck_dspy.errors import TaskFileError
 from helmdeck_dspy.io.jsonl import iter_jsonl
 
 CheckKind = Literal["file", "no_file", "dir", "branch", "current_branch", "head_message", "staged", "entity",
-                    "relation", "sql", "result", "unchanged"]
+                    "relation", "sql", "result", "unchanged", "result_match", "file_size", "verify_py", "run_test"]
 TaskKind = Literal["act", "read", "refrain"]
 _NEEDS: dict[str, tuple[str, ...]] = {
     "file": ("path", "text"), "no_file": ("path",), "dir": ("path",), "branch": ("name",),
     "current_branch": ("name",), "head_message": ("text",), "staged": ("path",), "entity": ("name",),
     "relation": ("name", "to", "text"), "sql": ("query", "rows"), "result": ("text",), "unchanged": (),
+    "result_match": ("text",), "file_size": ("path", "size"), "verify_py": ("path",), "run_test": ("path", "text"),
 }
 
 
@@ -42,7 +46,12 @@ class Check(BaseModel):
       (separators and case ignored);
     - ``sql``: ``query`` returns ``rows``;
     - ``result``: a tool result of the run (of ``tool``, when given) holds ``text``;
-    - ``unchanged``: nothing a tool could change has changed.
+      ``result_match``: one matches the regular expression ``text`` (case ignored, ``.`` matching
+      newlines too);
+    - ``unchanged``: nothing a tool could change has changed;
+    - ``file_size``: ``path`` is a file of ``size`` bytes;
+    - ``verify_py``: MCPMark's check script ``path`` (relative to the public data folder) passes on
+      the world; ``run_test``: MCPVerse's eval script ``path`` passes with ``text`` as its answer.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -56,6 +65,7 @@ class Check(BaseModel):
     tool: str | None = None
     query: str | None = None
     rows: list[list[Any]] | None = None
+    size: int | None = None
 
     @model_validator(mode="after")
     def _fields(self) -> Check:
@@ -76,6 +86,11 @@ class E2ETask(BaseModel):
                                        "refrain (nothing may change).")
     intent: str = Field(description="The request; {site} stands for the loopback site's base URL.")
     checks: list[Check] = Field(min_length=1)
+    world: str | None = Field(default=None, description="Where the task runs (None: the project's sandbox; "
+                              "mcpverse or mcpmark/<category>: a public benchmark's, bench/e2e/public.py).")
+    servers: tuple[str, ...] | None = Field(default=None, description="The servers it runs with (None: all six).")
+    half: Literal["dev", "test"] | None = Field(default=None, description="Its half, when its task file fixes "
+                                                "one (None: task_split's, by its id).")
 
     @property
     def category(self) -> str:
@@ -84,8 +99,8 @@ class E2ETask(BaseModel):
 
     @property
     def split(self) -> str:
-        """``dev`` or ``test`` (:func:`task_split`)."""
-        return task_split(self.id)
+        """``dev`` or ``test``: the half its task file fixes, else :func:`task_split`'s."""
+        return self.half or task_split(self.id)
 
     def intent_for(self, site: str) -> str:
         return self.intent.replace("{site}", site)
@@ -166,6 +181,16 @@ def check_one(check: Check, root: Path, results: list[tuple[str, str]], digest_b
         return rows == check.rows
     if kind == "result":
         return any((check.tool is None or tool == check.tool) and _has(text, check.text) for tool, text in results)
+    if kind == "result_match":
+        pattern = re.compile(str(check.text), re.I | re.S)
+        return any((check.tool is None or tool == check.tool) and pattern.search(text) for tool, text in results)
+    if kind == "file_size":
+        path = root / str(check.path)
+        return path.is_file() and path.stat().st_size == check.size
+    if kind == "verify_py":
+        return run_verify(str(check.path), root)
+    if kind == "run_test":
+        return run_eval_script(str(check.path), str(check.text), root)
     return digest_before == digest_after  # unchanged
 
 

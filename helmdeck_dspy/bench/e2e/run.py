@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from helmdeck_dspy.bench.e2e.checks import E2ETask, load_e2e_tasks, run_checks, task_split
-from helmdeck_dspy.bench.e2e.sandbox import Site, build_sandbox, server_sources, world_digest
+from helmdeck_dspy.bench.e2e.checks import E2ETask, load_e2e_tasks, run_checks
+from helmdeck_dspy.bench.e2e.public import build_world, world_servers
+from helmdeck_dspy.bench.e2e.sandbox import Site, world_digest
 from helmdeck_dspy.errors import ToolSourceError
 from helmdeck_dspy.io.jsonl import iter_jsonl
 
@@ -43,6 +44,8 @@ class TaskResult(BaseModel):
     task_id: str
     type: str
     kind: str
+    split: str | None = Field(default=None, description="The task's half (None in results recorded before tasks "
+                              "could fix theirs: task_split's).")
     arm: str
     model: str
     lm: str
@@ -81,7 +84,7 @@ def select_tasks(source: E2ESource, folder: Path, types: tuple[str, ...] = ()) -
     path = folder / source.tasks if source.tasks else bundled_dir() / "e2e" / "tasks.jsonl"
     tasks = [t for t in load_e2e_tasks(path)[0]
              if (not source.only or t.id in source.only or t.type in source.only)
-             and (source.split == "all" or task_split(t.id) == source.split) and (not types or t.type in types)]
+             and (source.split == "all" or t.split == source.split) and (not types or t.type in types)]
     random.Random(ORDER_SEED).shuffle(tasks)
     return tasks
 
@@ -98,22 +101,24 @@ def load_results(path: Path) -> dict[str, TaskResult]:
 
 def run_task(task: E2ETask, arm: str, make_agent: Callable[[Any], Any], *, setup: StudySetup, model: str, lm: str,
              max_steps: int, time_cap_s: float) -> TaskResult:
-    """Run ``task`` under ``arm`` in a new sandbox and check what the tools did.
+    """Run ``task`` under ``arm`` in a new sandbox (its world: :func:`~.public.build_world`) and
+    check what the tools did.
 
     Args:
         make_agent: Builds the arm's planner for the servers' catalog.
 
     Raises:
         ToolSourceError: A server could not start (the study cannot go on without it).
+        DataFileError: A public benchmark's task without that benchmark's data.
     """
     from helmdeck_dspy.planning.execution import run_loop
     from helmdeck_dspy.run import McpExecutor, ToolSessions, allow_all
 
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     with tempfile.TemporaryDirectory(prefix="helmdeck-e2e-") as tmp, Site() as site:
-        root = build_sandbox(Path(tmp) / "sandbox")
+        root = build_world(task.world, Path(tmp) / "sandbox")
         before = world_digest(root)
-        servers = server_sources(root, setup.npm_dir, setup.sqlite_command)
+        servers = world_servers(task.world, task.servers, root, setup.npm_dir, setup.sqlite_command)
         if servers.missing:
             raise ToolSourceError("e2e servers", "not installed: " + "; ".join(servers.missing))
         with ToolSessions(servers.sources, env=servers.env, cwd=str(root)) as tools:
@@ -124,7 +129,7 @@ def run_task(task: E2ETask, arm: str, make_agent: Callable[[Any], Any], *, setup
         results = [(s.tool, o.text) for s, o in zip(loop.executed, loop.outcomes) if not o.error]
         checks = run_checks(task, root, results, before, world_digest(root))
     return TaskResult(
-        task_id=task.id, type=task.type, kind=task.kind, arm=arm, model=model, lm=lm, success=all(checks),
+        task_id=task.id, type=task.type, kind=task.kind, split=task.split, arm=arm, model=model, lm=lm, success=all(checks),
         checks=checks, plan_calls=len(loop.plans), tool_errors=loop.tool_errors, stopped_because=loop.stopped_because,
         steps=[StepRecord(tool=s.tool, args=s.args, error=o.error, result=o.text[:KEPT_CHARS])
                for s, o in zip(loop.executed, loop.outcomes)],

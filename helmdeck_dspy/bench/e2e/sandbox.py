@@ -136,7 +136,7 @@ class ServerSetup(NamedTuple):
     missing: list[str]
 
 
-def server_sources(root: Path, npm_dir: Path, sqlite_command: Path) -> ServerSetup:
+def server_sources(root: Path, npm_dir: Path, sqlite_command: Path, *, repo: Path | None = None) -> ServerSetup:
     """The six servers' source specs for the sandbox at ``root`` (stdio, started in ``root``).
 
     Args:
@@ -144,12 +144,13 @@ def server_sources(root: Path, npm_dir: Path, sqlite_command: Path) -> ServerSet
         npm_dir: Where the npm servers are installed (``node_modules/.bin`` below it).
         sqlite_command: The ``mcp-server-sqlite`` script, installed in an environment of its own
             (it needs the MCP SDK 1.x).
+        repo: The git server's repository (None: the fixture's ``repo``).
     """
     missing: list[str] = []
     bin_dir = npm_dir / "node_modules" / ".bin"
     sources = [
         "time=mcp+stdio:" + shlex.join([sys.executable, "-m", "mcp_server_time"]),
-        "git=mcp+stdio:" + shlex.join([sys.executable, "-m", "mcp_server_git", "--repository", str(root / "repo")]),
+        "git=mcp+stdio:" + shlex.join([sys.executable, "-m", "mcp_server_git", "--repository", str(repo or root / "repo")]),
         "fetch=mcp+stdio:" + shlex.join([sys.executable, "-m", "mcp_server_fetch", "--allow-private-ips"]),
         "filesystem=mcp+stdio:" + shlex.join([str(bin_dir / "mcp-server-filesystem"), str(root)]),
         "memory=mcp+stdio:" + shlex.join([str(bin_dir / "mcp-server-memory")]),
@@ -171,19 +172,22 @@ def server_sources(root: Path, npm_dir: Path, sqlite_command: Path) -> ServerSet
 
 def world_digest(root: Path) -> str:
     """A hash of everything a tool could change: the files (the repository's working tree
-    included), the repository's refs, HEAD and index, the memory graph and the database."""
+    included), the repository's refs, HEAD and index, the memory graph and the database (of a
+    world that has them: a public benchmark's has files only)."""
     h = hashlib.sha256()
     for path in sorted(p for p in root.rglob("*") if p.is_file() and ".git" not in p.relative_to(root).parts):
         if path.name in ("data.db", "memory.jsonl") and path.parent == root:
             continue
         h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
     repo = root / "repo"
-    h.update(git(repo, "show-ref").encode() + git(repo, "rev-parse", "--abbrev-ref", "HEAD").encode())
-    h.update(git(repo, "status", "--porcelain").encode())
+    if (repo / ".git").is_dir():
+        h.update(git(repo, "show-ref").encode() + git(repo, "rev-parse", "--abbrev-ref", "HEAD").encode())
+        h.update(git(repo, "status", "--porcelain").encode())
     h.update(json.dumps(sorted(read_memory(root), key=json.dumps)).encode())
-    with sqlite3.connect(root / "data.db") as db:
-        h.update("\n".join(db.iterdump()).encode())
-    db.close()
+    if (root / "data.db").is_file():
+        with sqlite3.connect(root / "data.db") as db:
+            h.update("\n".join(db.iterdump()).encode())
+        db.close()
     return h.hexdigest()
 
 

@@ -270,7 +270,7 @@ def e2e_outcomes(path: Path) -> dict[str, Outcome]:
 
     return {t: Outcome(task_id=t, category=r.type, exact=r.success, tool_right=None, strict=None,
                        latency_ms=r.seconds * 1000, calls=len(r.steps),
-                       run=RunFacts(kind=r.kind, split=task_split(t), plan_calls=r.plan_calls,
+                       run=RunFacts(kind=r.kind, split=r.split or task_split(t), plan_calls=r.plan_calls,
                                     tool_errors=r.tool_errors, stopped_because=r.stopped_because))
             for t, r in load_results(path).items()}
 

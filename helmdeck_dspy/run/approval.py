@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+import unicodedata
 from collections.abc import Callable
 from typing import Any
 
@@ -51,14 +52,21 @@ def read_only(call: ToolCall) -> bool:
     return call.read_only
 
 
+def shown(text: str) -> str:
+    """``text`` as the terminal may show it: every control, formatting (bidirectional) or other
+    invisible character escaped, so no name or argument can redraw the question it is part of."""
+    return "".join(c.encode("unicode_escape").decode("ascii") if unicodedata.category(c).startswith("C") else c
+                   for c in text)
+
+
 def ask_on_terminal(call: ToolCall) -> bool:
     """Ask on the terminal (the question on stderr, the answer on stdin); deny when stdin is not a
     terminal or the answer is not yes."""
     if not sys.stdin or not sys.stdin.isatty():
         return False
     what = ", ".join(h for h in call.hints if h != READ_ONLY) or "not marked read-only"
-    args = json.dumps(call.args, ensure_ascii=False)
-    sys.stderr.write(f"run {call.tool} on {call.server} ({what}) with {args}? [y/N] ")
+    args = shown(json.dumps(call.args, ensure_ascii=False))
+    sys.stderr.write(f"run {shown(call.tool)} on {shown(call.server)} ({what}) with {args}? [y/N] ")
     sys.stderr.flush()
     try:
         answer = sys.stdin.readline()

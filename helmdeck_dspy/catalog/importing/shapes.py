@@ -17,6 +17,8 @@ arguments) and raises :class:`~helmdeck_dspy.errors.ToolListError` naming the to
 
 from __future__ import annotations
 
+import unicodedata
+
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -63,7 +65,7 @@ def _where(index: int, item: Any) -> str:
     name = item.get("name") if isinstance(item, dict) else None
     if isinstance(item, dict) and isinstance(item.get("function"), dict):
         name = item["function"].get("name", name)
-    return f"tools[{index}]" + (f" ({name[:60]})" if isinstance(name, str) and name else "")
+    return f"tools[{index}]" + (f" ({_escaped(name[:60])})" if isinstance(name, str) and name else "")
 
 
 def _kind(value: Any) -> str:
@@ -77,9 +79,19 @@ def _name(obj: dict[str, Any]) -> str:
         raise ValueError(f"name: expected a non-empty string, got {_kind(name)}")
     if len(name) > MAX_NAME_CHARS:
         raise ValueError(f"name: longer than {MAX_NAME_CHARS} characters")
+    hidden = [c for c in name if unicodedata.category(c).startswith("C")]
+    if hidden:  # a terminal escape or a bidirectional mark can make one tool's name display as another's
+        raise ValueError(f"name: {_escaped(name[:60])!r} holds control or formatting characters "
+                         f"({_escaped(hidden[0])})")
     if name != name.strip() or any(c.isspace() for c in name):
         raise ValueError(f"name: {name[:60]!r} holds white space")
     return name
+
+
+def _escaped(text: str) -> str:
+    """``text`` with every control or formatting character written as its escape."""
+    return "".join(c.encode("unicode_escape").decode("ascii") if unicodedata.category(c).startswith("C") else c
+                   for c in text)
 
 
 def _text(obj: dict[str, Any], key: str) -> str:

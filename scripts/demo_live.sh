@@ -22,7 +22,9 @@ fi
 $PY -m pip install --disable-pip-version-check -e '.[dev,local]' >> .venv/local-install.log 2>&1 \
   || { tail -n 30 .venv/local-install.log; echo "install failed: see .venv/local-install.log"; exit 1; }
 $CLI models install qwen2.5-coder-0.5b
+$CLI models install qwen2.5-coder-1.5b
 $CLI models list
+bash scripts/install_mcp_servers.sh  # the six real servers the agent's tasks run on
 
 section "Its budget row"
 $CLI budgets lookup "$MODEL"
@@ -47,3 +49,9 @@ $CLI plan "What time is it in Tokyo right now?" --model "$MODEL" --lm "$LM" --no
 section "The single_pick loop, live: plan one step, 'run' it, plan the next with the steps done"
 $PY scripts/demo_loop.py --model "$MODEL" --lm "$LM" \
   "scrape https://example.org/launch, summarise it, then write a blog post about it"
+
+section "An agent finishing tasks: the planner's loop over six real MCP servers, Qwen2.5 Coder 1.5B, live"
+# Three end-to-end tasks of eval/e2e/tasks.jsonl, each in a fresh sandbox: every call the loop made,
+# what came back, and whether the study's checks held afterwards.
+$PY scripts/demo_agent.py --model local/qwen2.5-coder-1.5b-instruct --lm local:qwen2.5-coder-1.5b \
+  git-08 filesystem-12 multi-server-06

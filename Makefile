@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 CLI    := $(VENV)/bin/helmdeck-dspy
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo demo-live test measure bench-live heldout clean-venv
+.PHONY: demo demo-live test measure bench-live heldout bench-deps clean-venv
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || { echo "creating $(VENV) (first run: installs dspy, mlflow, datasets; a few minutes)"; $(PYTHON) -m venv $(VENV); }
@@ -46,6 +46,19 @@ heldout: $(STAMP)
 bench-live: $(STAMP)
 	@echo "running in the background; follow experiments/bench-live.log"
 	@nohup $(CLI) bench plan --no-progress experiments/studies.toml >> experiments/bench-live.log 2>&1 &
+
+# The pinned BFCL package (bfcl-eval, and the mpmath its math API imports) for the executed
+# multi-turn benchmark (helmdeck_dspy.bench.multi_turn), installed outside .venv without its declared
+# dependencies, which conflict with it (numpy==1.26.4, model runtimes): bench-deps.txt pins both by hash.
+BENCH_DEPS := .bench-deps/bfcl-eval/.installed-stamp
+
+$(BENCH_DEPS): bench-deps.txt $(STAMP)
+	@rm -rf .bench-deps/bfcl-eval
+	@$(PY) -m pip install --disable-pip-version-check -q --no-deps --require-hashes --target .bench-deps/bfcl-eval \
+	   -r bench-deps.txt
+	@touch $(BENCH_DEPS)
+
+bench-deps: $(BENCH_DEPS)
 
 clean-venv:
 	rm -rf $(VENV)

@@ -16,7 +16,7 @@ from tests.conftest import PROJECT_ROOT
 
 # What a checkout has that is not source: left out of the copy the wheel is built from.
 NOT_SOURCE = {".git", ".venv", "build", "dist", ".mcp-servers", ".hypothesis", ".pytest_cache", "mlruns", ".helmdeck",
-              "__pycache__"}
+              "__pycache__", ".bench-deps"}
 # Where each mapped folder of the checkout sits inside the wheel (pyproject's package-dir).
 WHEEL_DIRS = {"helmdeck_dspy/bundled/": "eval/", "helmdeck_dspy/compiled/": "compiled/",
               "helmdeck_dspy/signatures/": "signatures/", "helmdeck_dspy/": "helmdeck_dspy/"}

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from helmdeck_dspy.bench.progress import Bars
 from helmdeck_dspy.bench.study.spec import SPEC_NAME, OldSpellingError, StudySpec, check_spec_name
-from helmdeck_dspy.errors import DataFileError, validation_message
+from helmdeck_dspy.errors import BenchDependencyError, DataFileError, validation_message
 from helmdeck_dspy.io.datafiles import parse_toml, read_text
 
 
@@ -145,7 +145,8 @@ def run_plan(plan: StudyPlan, *, dry_run: bool = False, matching: tuple[str, ...
     ``matching``: only the steps whose spec or script path holds one of these texts).
 
     Returns:
-        Each step with what it had left before this run.
+        Each step with what it had left before this run; a step whose pinned benchmark package is not
+        installed (``make bench-deps``) is skipped with a message, and left out.
     """
     from helmdeck_dspy.bench.study.flow import run_study
 
@@ -154,7 +155,11 @@ def run_plan(plan: StudyPlan, *, dry_run: bool = False, matching: tuple[str, ...
     for i, step in enumerate(plan.step, 1):
         if matching and not any(text in str(step.spec or step.script) for text in matching):
             continue
-        left = pending(step)
+        try:
+            left = pending(step)
+        except BenchDependencyError as exc:  # a pinned benchmark package not installed: this step only waits
+            tell(f"[{i}/{len(plan.step)}] {step.label}: skipped: {exc}")
+            continue
         done.append((step, left))
         tell(f"[{i}/{len(plan.step)}] {step.label}: {left} left" + ("" if left or dry_run else ", nothing to do"))
         if dry_run or not left:

@@ -117,7 +117,7 @@ def run_study(
             report.compiled.append(config.name)
         if compiles:  # a program compiled again makes its row's answers stale
             todo = pending_pairs(spec, load_cases(spec), chosen)
-        tell(f"study: {len(todo)} {'task runs' if spec.e2e else 'calls'} to make ({spec.lm})")
+        tell(f"study: {len(todo)} {'task runs' if spec.loops else 'calls'} to make ({spec.lm})")
         with show.stage("calls", len(todo)) as step:
             report.made = run_arms(spec, only=chosen, progress=lambda _config, _question: step(1))
         tell("made " + ", ".join(f"{k} {v}" for k, v in report.made.items()))

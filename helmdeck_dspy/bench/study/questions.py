@@ -1,6 +1,6 @@
 """A study's cases: BFCL categories from its data folders, or its gold tasks over its catalog,
 ``limit`` of each category after the first ``start``, in round-robin order across categories; or
-its end-to-end tasks (:func:`load_cases`)."""
+its end-to-end tasks, or BFCL's multi-turn questions (:func:`load_cases`)."""
 
 from __future__ import annotations
 
@@ -33,11 +33,16 @@ def _task_questions(spec: StudySpec, *, split: bool = True) -> list[BfclQuestion
 
 
 def load_cases(spec: StudySpec) -> list[Case]:
-    """What the spec's rows answer, in run order: its end-to-end tasks, else its questions."""
+    """What the spec's rows answer, in run order: its end-to-end tasks, its multi-turn questions (in
+    file order), else its questions."""
     if spec.e2e is not None:
         from helmdeck_dspy.bench.e2e.run import select_tasks
 
         return list(select_tasks(spec.e2e, spec.folder, spec.categories))
+    if spec.multi_turn is not None:
+        from helmdeck_dspy.bench.multi_turn.load import select_questions
+
+        return list(select_questions(spec.multi_turn.split, spec.multi_turn.only))
     return list(load_questions(spec).questions)
 
 

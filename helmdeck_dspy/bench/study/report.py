@@ -116,7 +116,7 @@ def measured(spec: StudySpec) -> str:
 
 def rows_lines(spec: StudySpec, rows: list[StudyRow]) -> list[str]:
     """The rows as the spec's kind of table (:func:`run_lines` for end-to-end tasks, else :func:`table_lines`)."""
-    return run_lines(rows) if spec.e2e else table_lines(rows)
+    return run_lines(rows) if spec.loops else table_lines(rows)
 
 
 def _about(spec: StudySpec) -> str:
@@ -126,6 +126,13 @@ def _about(spec: StudySpec) -> str:
         return (f"the end-to-end tasks ({spec.e2e.tasks or 'bundled'}, split {spec.e2e.split}, {kinds}), each run in a "
                 f"fresh sandbox over the real MCP servers (at most {spec.e2e.max_steps} steps, "
                 f"{spec.e2e.time_cap_s:g} s) and done when every check holds")
+    if spec.multi_turn is not None:
+        from helmdeck_dspy.bench.multi_turn import CATEGORY, PACKAGE, VERSION
+
+        m = spec.multi_turn
+        return (f"BFCL v4 {CATEGORY} ({PACKAGE}=={VERSION}, split {m.split}{', only ' + ', '.join(m.only) if m.only else ''}), "
+                f"each question's turns run in order over the package's API classes (at most {m.max_steps} calls and "
+                f"{m.time_cap_s:g} s a turn) and done when the package's multi-turn checker passes it")
     return f"categories {', '.join(spec.categories)}, the first {spec.limit} questions of each"
 
 
@@ -150,7 +157,8 @@ def compile_lines(spec: StudySpec) -> list[str]:
 def render_markdown(spec: StudySpec, rows: list[StudyRow]) -> str:
     """The table page: what ran, the configs, then the table (written beside the spec)."""
     out = [
-        f"# {'End-to-end' if spec.e2e else 'Gold-task' if spec.tasks else 'BFCL'} study: {spec.model}",
+        f"# {'End-to-end' if spec.e2e else 'BFCL multi-turn' if spec.multi_turn else 'Gold-task' if spec.tasks else 'BFCL'}"
+        f" study: {spec.model}",
         "",
         f"LM `{spec.lm}`, temperature {spec.temperature:g}, seed {spec.seed}; {_about(spec)}. Every row is paired against "
         f"`{spec.baseline}`" + (" (or the row its paired_with names)" if any(c.paired_with for c in spec.config) else "")
@@ -163,7 +171,7 @@ def render_markdown(spec: StudySpec, rows: list[StudyRow]) -> str:
         "",
         *rows_lines(spec, rows),
         *calls_lines(rows),
-        *(plan_call_lines(spec.folder) if spec.e2e else []),
+        *(plan_call_lines(spec.folder) if spec.loops else []),
         *compile_lines(spec),
         "",
     ]
@@ -222,7 +230,7 @@ def write_study(spec: StudySpec, rows: list[StudyRow]) -> list[Path]:
     payload: dict[str, Any] = {"model": spec.model, "lm": spec.lm, "baseline": spec.baseline,
                                "rows": [r.model_dump(mode="json") for r in rows], "budget_rows": recorded_rows(folder)}
     atomic_write_text(js, json.dumps(payload, indent=1) + "\n")
-    written = [md, js, plot_rows(rows, folder / "exact.png", "done" if spec.e2e else "exact", spec.baseline)]
+    written = [md, js, plot_rows(rows, folder / "exact.png", "done" if spec.loops else "exact", spec.baseline)]
     if any(r.plan_score is not None for r in rows):  # gold tasks: the metric the compiler optimises
         written.append(plot_rows(rows, folder / "plan_score.png", "plan_score", spec.baseline))
     return written

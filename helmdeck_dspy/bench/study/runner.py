@@ -1,6 +1,6 @@
 """Answering a study: every (case, config) pair without a record, block by block, each config's
-exchanges (an end-to-end study: its checked runs) appended to ``<config>.jsonl`` beside the spec
-(see :mod:`~helmdeck_dspy.bench.study.spec`)."""
+exchanges (an end-to-end or multi-turn study: its checked runs) appended to ``<config>.jsonl``
+beside the spec (see :mod:`~helmdeck_dspy.bench.study.spec`)."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def pending_pairs(spec: StudySpec, cases: Sequence[Case], only: set[str] | None 
     configs = [c for c in spec.config if (only is None or c.name in only) and c.answers_from is None and runnable(c)]
     from helmdeck_dspy.bench.study.compiled import program_sha
 
-    if spec.e2e is not None:
+    if spec.loops:
         from helmdeck_dspy.bench.e2e.run import finished
 
         done = {c.name: finished(spec.trace_path(c)) for c in configs}
@@ -103,7 +103,8 @@ def run_arms(
         seeded = spec.lm.startswith((LOCAL_PREFIX, *SEEDED_ENDPOINTS))  # a seed only where the endpoint takes one
         lm = make_lm(spec.lm, api_base=spec.api_base, cache=False, num_retries=0, timeout=spec.timeout_s,
                      sampling={"temperature": spec.temperature, **({"seed": spec.seed} if seeded else {})})
-    answer = _run_e2e(spec, lm) if spec.e2e is not None else _ask(spec, lm, cases, configs)
+    answer = (_run_e2e(spec, lm) if spec.e2e is not None else _run_multi_turn(spec, lm) if spec.multi_turn is not None
+              else _ask(spec, lm, cases, configs))
     for case, c in pending:
         if progress is not None:
             progress(c.name, case)
@@ -164,9 +165,6 @@ def _run_e2e(spec: StudySpec, lm: Any) -> Answer:
     ``traces/<config>.jsonl``; its variant the budget row's unless the config names one)."""
     from helmdeck_dspy.bench.e2e.arms import AloneAgent
     from helmdeck_dspy.bench.e2e.run import StudySetup, run_task
-    from helmdeck_dspy.planning.planner import Planner
-    from helmdeck_dspy.planning.request import sampling_for
-    from helmdeck_dspy.traces.record import append_line
 
     assert spec.e2e is not None
     source = spec.e2e
@@ -174,21 +172,59 @@ def _run_e2e(spec: StudySpec, lm: Any) -> Answer:
     table = spec.budget_table()
 
     def answer(task: Any, c: StudyConfig) -> None:
-        model, budgets = _budgets(spec, table, c)
-        budget = budgets.lookup(model)
-        traces = spec.folder / "traces" / f"{c.name}.jsonl"
-        traces.parent.mkdir(parents=True, exist_ok=True)
-
-        def agent(catalog: Any) -> Any:
-            if c.plain:
-                return AloneAgent(lm, catalog, budget, sampling_for(budget, str(getattr(lm, "model", "")),
-                                                                    lm_kwargs=getattr(lm, "kwargs", None)))
-            return Planner.for_model(model, lm=lm, catalog=catalog, budgets=budgets, record_path=str(traces),
-                                     variant=c.variant if "variant" in c.model_fields_set else None, cache=False,
-                                     **_planner_choices(spec, c))
-
+        model, agent = _loop_agent(spec, lm, table, c, AloneAgent)
         result = run_task(task, c.name, agent, setup=setup, model=model, lm=spec.lm, max_steps=source.max_steps,
                           time_cap_s=source.time_cap_s)
-        append_line(json.dumps(result.model_dump(mode="json"), ensure_ascii=False), spec.trace_path(c))
+        _append(spec, c, result)
 
     return answer
+
+
+def _run_multi_turn(spec: StudySpec, lm: Any) -> Answer:
+    """Runs one BFCL multi-turn question under a config, its turns in order over fresh instances of its
+    classes, and appends the checked result to the config's file (as :func:`_run_e2e` does)."""
+    from helmdeck_dspy.bench.multi_turn.alone import TurnAlone
+    from helmdeck_dspy.bench.multi_turn.run import run_question
+
+    assert spec.multi_turn is not None
+    source = spec.multi_turn
+    table = spec.budget_table()
+
+    def answer(question: Any, c: StudyConfig) -> None:
+        model, agent = _loop_agent(spec, lm, table, c, TurnAlone)
+        result = run_question(question, c.name, agent, model=model, lm=spec.lm, max_steps=source.max_steps,
+                              time_cap_s=source.time_cap_s)
+        _append(spec, c, result)
+
+    return answer
+
+
+def _loop_agent(spec: StudySpec, lm: Any, table: BudgetTable, c: StudyConfig, alone: Any) -> tuple[str, Any]:
+    """The model a loop row plans for, and what builds its agent for a catalog: the model alone's
+    (``alone``, a class like :class:`~helmdeck_dspy.bench.e2e.arms.AloneAgent`) or the planner (its
+    plan calls recorded under ``traces/<config>.jsonl``; its variant the budget row's unless the
+    config names one)."""
+    from helmdeck_dspy.planning.planner import Planner
+    from helmdeck_dspy.planning.request import sampling_for
+
+    model, budgets = _budgets(spec, table, c)
+    budget = budgets.lookup(model)
+    traces = spec.folder / "traces" / f"{c.name}.jsonl"
+    traces.parent.mkdir(parents=True, exist_ok=True)
+
+    def agent(catalog: Any) -> Any:
+        if c.plain:
+            return alone(lm, catalog, budget, sampling_for(budget, str(getattr(lm, "model", "")),
+                                                           lm_kwargs=getattr(lm, "kwargs", None)))
+        return Planner.for_model(model, lm=lm, catalog=catalog, budgets=budgets, record_path=str(traces),
+                                 variant=c.variant if "variant" in c.model_fields_set else None, cache=False,
+                                 **_planner_choices(spec, c))
+
+    return model, agent
+
+
+def _append(spec: StudySpec, c: StudyConfig, result: Any) -> None:
+    """A loop row's checked result, appended to its file as the case finishes."""
+    from helmdeck_dspy.traces.record import append_line
+
+    append_line(json.dumps(result.model_dump(mode="json"), ensure_ascii=False), spec.trace_path(c))

@@ -3,10 +3,11 @@
 A spec names the LM, the model id whose budget applies, where the questions come from (BFCL data
 folders, gold tasks over a catalog: the project's splits, the MCP gold sets, or the end-to-end
 tasks of ``[e2e]``, each run in a sandbox over real MCP servers and checked by what the tools
-did: :mod:`~helmdeck_dspy.bench.e2e.run`), the categories
-and questions per category, the sampling, and a list of ``[[config]]`` rows, the arms: ``plain``
-(the model alone, :mod:`~helmdeck_dspy.bench.bfcl.baseline`), a planner with its options (answer
-strategy, argument coercion, the program, demos, the pooled catalog, other planner ``options``), or a program an optimizer
+did: :mod:`~helmdeck_dspy.bench.e2e.run`, or BFCL's multi_turn_base executed, ``[multi_turn]``:
+:mod:`~helmdeck_dspy.bench.multi_turn`), the categories and questions per category, the sampling,
+and a list of ``[[config]]`` rows, the arms: ``plain`` (the model alone,
+:mod:`~helmdeck_dspy.bench.bfcl.baseline`), a planner with its options (answer strategy, argument
+coercion, the program, demos, the pooled catalog, other planner ``options``), or a program an optimizer
 compiles for the model first (``optimizer``: the held-out comparison's arms). Each row is paired
 against the spec's ``baseline`` row, or the row its ``paired_with`` names. Relative paths in a spec
 are read from the spec's folder. A spelling the spec format no longer takes (:data:`OLD_SPELLINGS`)
@@ -28,10 +29,11 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from helmdeck_dspy.bench.e2e import MAX_STEPS, TIME_CAP_S
+from helmdeck_dspy.bench.multi_turn import MultiTurnSource
+from helmdeck_dspy.bench.study.presets import BEFORE_ISSUE_22, before_issue_22  # noqa: F401 - re-exported
 from helmdeck_dspy.domain import RETIRED_STRATEGIES
 from helmdeck_dspy.errors import DataFileError, validation_message
 from helmdeck_dspy.io.datafiles import parse_toml, read_text
-from helmdeck_dspy.planning.options import PostChecks
 from helmdeck_dspy.program.store import PROGRAM_CHOICES
 
 if TYPE_CHECKING:
@@ -48,19 +50,6 @@ with the one to write instead: the file name before the held-out comparison join
 and a row's switch before answer strategies were named."""
 
 Optimizer = Literal["bootstrap", "mipro", "gepa"]
-
-
-BEFORE_ISSUE_22 = "before-issue-22"
-"""The comparison row that reproduces the planner before issue 22 (:func:`before_issue_22`)."""
-
-
-def before_issue_22() -> dict[str, Any]:
-    """Planner options that reproduce the planner before issue 22: helmdeck's instructions and
-    demos whatever the catalog, no argument checks, no pipeline-chain guard, no near-miss names,
-    no placeholder filling and no recheck (the benchmarks' comparison row; the product never
-    runs it)."""
-    return {"checks": PostChecks(fit_catalog=False, coerce_args=False, pipeline_chains=False, map_names=False),
-            "fill_placeholders": False, "recheck_top": 0}
 
 
 class StudySpecError(DataFileError):
@@ -220,6 +209,7 @@ class StudySpec(BaseModel):
     catalog: str | None = Field(default=None, description="The catalog file the gold tasks are planned over.")
     split: str | None = Field(default=None, description="Gold tasks: only this split (None: every task).")
     e2e: E2ESource | None = Field(default=None, description="Instead of questions: the end-to-end tasks.")
+    multi_turn: MultiTurnSource | None = Field(default=None, description="Instead of questions: BFCL's multi_turn_base.")
     categories: tuple[str, ...] = Field(default=(), description="The categories asked (end-to-end tasks: the task "
                                         "types; empty: every type).")
     limit: int | None = Field(default=None, ge=1, description="Questions per category (the first N after ``start``; "
@@ -248,6 +238,11 @@ class StudySpec(BaseModel):
     @property
     def folder(self) -> Path:
         return self.path.parent
+
+    @property
+    def loops(self) -> bool:
+        """Each row runs its cases in the loop, one checked result line per case ([e2e], [multi_turn])."""
+        return self.e2e is not None or self.multi_turn is not None
 
     def answering(self, config: StudyConfig) -> StudyConfig:
         """The row whose recorded answers ``config`` scores: its ``answers_from`` row, else itself."""
@@ -292,14 +287,15 @@ class StudySpec(BaseModel):
 
     @model_validator(mode="after")
     def _one_source(self) -> StudySpec:
-        sources = bool(self.data) + bool(self.tasks) + (self.e2e is not None)
+        sources = bool(self.data) + bool(self.tasks) + (self.e2e is not None) + (self.multi_turn is not None)
         if sources != 1 or bool(self.tasks) != bool(self.catalog):
-            raise ValueError("give BFCL data folders (data), gold tasks with their catalog (tasks and catalog), or the "
-                             "end-to-end tasks ([e2e])")
-        if self.e2e is None and not self.categories:
+            raise ValueError("give BFCL data folders (data), gold tasks with their catalog (tasks and catalog), the "
+                             "end-to-end tasks ([e2e]) or BFCL's multi-turn questions ([multi_turn])")
+        if not self.loops and not self.categories:
             raise ValueError("categories: name at least one")
-        if self.e2e is not None and (self.limit is not None or self.start):
-            raise ValueError("limit and start count questions: [e2e] takes split and only")
+        if self.loops and (self.limit is not None or self.start or (self.multi_turn and self.categories)):
+            raise ValueError("limit and start count questions (and [multi_turn] has one category): [e2e] and "
+                             "[multi_turn] take split and only")
         return self
 
 
@@ -334,11 +330,12 @@ def load_study_spec(path: str | Path) -> StudySpec:
         if c.budget:
             _check_budget_change(spec, c, str(path))
         source = spec.answering(c)
-        if spec.e2e is not None and (c.answers_from or c.pool or c.catalog):
-            raise StudySpecError(str(path), f"config {c.name}: every row runs the end-to-end tasks itself, over the "
-                                 "servers' own catalog: answers_from, pool and catalog do not apply")
-        if spec.e2e is None and c.split is not None:
-            raise StudySpecError(str(path), f"config {c.name}: split picks a half of the end-to-end tasks ([e2e])")
+        if spec.loops and (c.answers_from or c.pool or c.catalog):
+            raise StudySpecError(str(path), f"config {c.name}: every row runs its cases itself, over their own "
+                                 "functions: answers_from, pool and catalog do not apply")
+        if not spec.loops and c.split is not None:
+            raise StudySpecError(str(path), f"config {c.name}: split picks a half of the end-to-end tasks ([e2e]) "
+                                 "or of the multi-turn questions ([multi_turn])")
         plain_reread = source.plain and _model_alone_request(c.strategy)  # the model alone's answers, as the strategy reads them
         if c.answers_from is not None and (source is c or source.answers_from or (source.plain and not plain_reread)):
             raise StudySpecError(str(path), f"config {c.name}: answers_from {c.answers_from!r} is not a planner config "

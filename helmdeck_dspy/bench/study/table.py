@@ -13,7 +13,8 @@ calls, so its interval is indicative.
 
 An end-to-end study's rows are scored by its tasks' checks instead: ``exact`` is a task done (every
 check held after the run), with the run's figures (calls, plan calls, tool errors and recoveries,
-why it stopped) and rows per task type, kind and split.
+why it stopped) and rows per task type, kind and split. A multi-turn study's (``[multi_turn]``) the
+same way, ``exact`` being a question the BFCL package's checker passed (one row per config).
 """
 
 from __future__ import annotations
@@ -275,9 +276,22 @@ def e2e_outcomes(path: Path) -> dict[str, Outcome]:
             for t, r in load_results(path).items()}
 
 
+def multi_turn_outcomes(path: Path) -> dict[str, Outcome]:
+    """A multi-turn row's results file scored by the package's checker (the last result of a question wins)."""
+    from helmdeck_dspy.bench.multi_turn.run import load_results
+
+    return {t: Outcome(task_id=t, category=r.category, exact=r.success, tool_right=None, strict=None,
+                       latency_ms=r.seconds * 1000, calls=r.calls,
+                       run=RunFacts(kind="multi_turn", split=r.split, plan_calls=r.plan_calls, tool_errors=r.tool_errors,
+                                    stopped_because=r.stopped_because))
+            for t, r in load_results(path).items()}
+
+
 def _scopes(spec: StudySpec, by_config: dict[str, dict[str, Outcome]]) -> list[tuple[str, Any]]:
     """The rows each config gets beyond ``all``: one per category; an end-to-end study's also per
-    task kind and split (``kind:act``, ``split:test``)."""
+    task kind and split (``kind:act``, ``split:test``); none for a multi-turn study (one category)."""
+    if spec.multi_turn is not None:
+        return []
     outs = [o for rows in by_config.values() for o in rows.values()]
     categories = spec.categories or tuple(sorted({o.category for o in outs}))
     scopes: list[tuple[str, Any]] = [(c, lambda o, c=c: o.category == c) for c in categories]
@@ -292,6 +306,8 @@ def outcomes_by_config(spec: StudySpec) -> dict[str, dict[str, Outcome]]:
     """Every config's outcomes by case id."""
     if spec.e2e is not None:
         return {c.name: e2e_outcomes(spec.trace_path(c)) for c in spec.config}
+    if spec.multi_turn is not None:
+        return {c.name: multi_turn_outcomes(spec.trace_path(c)) for c in spec.config}
     data = load_questions(spec)
     questions = {q.id: q for q in data.questions}
     pooled = data.pool()[0]

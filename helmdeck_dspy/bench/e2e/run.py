@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import random
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -99,10 +100,49 @@ def load_results(path: Path) -> dict[str, TaskResult]:
     return {r.task_id: r for r in (TaskResult.model_validate(v) for _, v in iter_jsonl(path))} if path.exists() else {}
 
 
+class World(NamedTuple):
+    """A task's fresh sandbox while an arm acts in it: its folder, servers, site and digest before."""
+
+    root: Path
+    servers: Any
+    site: Any
+    before: str
+
+
+@contextmanager
+def task_world(task: E2ETask, setup: StudySetup) -> Iterator[World]:
+    """A new sandbox for ``task`` (its world: :func:`~.public.build_world`), with its servers' setup
+    and the loopback site; removed when the block ends.
+
+    Raises:
+        ToolSourceError: A server is not installed (the study cannot go on without it).
+        DataFileError: A public benchmark's task without that benchmark's data.
+    """
+    with tempfile.TemporaryDirectory(prefix="helmdeck-e2e-") as tmp, Site() as site:
+        root = build_world(task.world, Path(tmp) / "sandbox")
+        before = world_digest(root)
+        servers = world_servers(task.world, task.servers, root, setup.npm_dir, setup.sqlite_command)
+        if servers.missing:
+            raise ToolSourceError("e2e servers", "not installed: " + "; ".join(servers.missing))
+        yield World(root, servers, site, before)
+
+
+def checked(task: E2ETask, world: World, arm: str, model: str, lm: str, started: str,
+            calls: list[tuple[str, dict[str, Any], bool, str]], **how: Any) -> TaskResult:
+    """The result of ``task`` under ``arm``: what the tools did (``calls``: tool, arguments, failed,
+    whole result), checked in ``world``."""
+    results = [(tool, text) for tool, _, error, text in calls if not error]
+    steps = [StepRecord(tool=tool, args=args, error=error, result=text[:KEPT_CHARS]) for tool, args, error, text in calls]
+    checks = run_checks(task, world.root, results, world.before, world_digest(world.root))
+    return TaskResult(task_id=task.id, type=task.type, kind=task.kind, split=task.split, arm=arm, model=model, lm=lm,
+                      success=all(checks), checks=checks, steps=steps, tool_errors=sum(s.error for s in steps),
+                      started_at=started, **how)
+
+
 def run_task(task: E2ETask, arm: str, make_agent: Callable[[Any], Any], *, setup: StudySetup, model: str, lm: str,
              max_steps: int, time_cap_s: float) -> TaskResult:
-    """Run ``task`` under ``arm`` in a new sandbox (its world: :func:`~.public.build_world`) and
-    check what the tools did.
+    """Run ``task`` under ``arm``'s loop (:func:`~helmdeck_dspy.planning.execution.run_loop`) in a
+    new sandbox and check what the tools did.
 
     Args:
         make_agent: Builds the arm's planner for the servers' catalog.
@@ -115,22 +155,30 @@ def run_task(task: E2ETask, arm: str, make_agent: Callable[[Any], Any], *, setup
     from helmdeck_dspy.run import McpExecutor, ToolSessions, allow_all
 
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    with tempfile.TemporaryDirectory(prefix="helmdeck-e2e-") as tmp, Site() as site:
-        root = build_world(task.world, Path(tmp) / "sandbox")
-        before = world_digest(root)
-        servers = world_servers(task.world, task.servers, root, setup.npm_dir, setup.sqlite_command)
-        if servers.missing:
-            raise ToolSourceError("e2e servers", "not installed: " + "; ".join(servers.missing))
-        with ToolSessions(servers.sources, env=servers.env, cwd=str(root)) as tools:
+    with task_world(task, setup) as world:
+        with ToolSessions(world.servers.sources, env=world.servers.env, cwd=str(world.root)) as tools:
             catalog = tools.catalog()
             agent = make_agent(catalog)
-            loop = run_loop(agent, task.intent_for(site.url), McpExecutor(tools, catalog, approve=allow_all),
+            loop = run_loop(agent, task.intent_for(world.site.url), McpExecutor(tools, catalog, approve=allow_all),
                             max_steps=max_steps, time_cap_s=time_cap_s)
-        results = [(s.tool, o.text) for s, o in zip(loop.executed, loop.outcomes) if not o.error]
-        checks = run_checks(task, root, results, before, world_digest(root))
-    return TaskResult(
-        task_id=task.id, type=task.type, kind=task.kind, split=task.split, arm=arm, model=model, lm=lm, success=all(checks),
-        checks=checks, plan_calls=len(loop.plans), tool_errors=loop.tool_errors, stopped_because=loop.stopped_because,
-        steps=[StepRecord(tool=s.tool, args=s.args, error=o.error, result=o.text[:KEPT_CHARS])
-               for s, o in zip(loop.executed, loop.outcomes)],
-        error=loop.error, seconds=loop.seconds, turns=getattr(agent, "turns", []), started_at=started)
+        calls = [(s.tool, s.args, o.error, o.text) for s, o in zip(loop.executed, loop.outcomes)]
+        return checked(task, world, arm, model, lm, started, calls, plan_calls=len(loop.plans),
+                       stopped_because=loop.stopped_because, error=loop.error, seconds=loop.seconds,
+                       turns=getattr(agent, "turns", []))
+
+
+def run_framework_task(task: E2ETask, arm: str, *, base_url: str, setup: StudySetup, model: str, lm: str,
+                       max_steps: int, time_cap_s: float) -> TaskResult:
+    """Run ``task`` with the OpenAI Agents SDK's own loop, its model at ``base_url``
+    (:mod:`~helmdeck_dspy.bench.e2e.framework`), in a new sandbox, and check what the tools did."""
+    from helmdeck_dspy.bench.e2e.framework import run_framework
+
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    with task_world(task, setup) as world:
+        run = run_framework(task.intent_for(world.site.url), world.servers.sources, world.servers.env,
+                            str(world.root), base_url=base_url, model=model, max_turns=max_steps,
+                            time_cap_s=time_cap_s)
+        calls = [(s.tool, s.args, s.error, s.text) for s in run.steps]
+        return checked(task, world, arm, model, lm, started, calls, plan_calls=run.turns,
+                       stopped_because=run.stopped_because, seconds=run.seconds,
+                       turns=[{"content": run.final[:KEPT_CHARS]}] if run.final else [])

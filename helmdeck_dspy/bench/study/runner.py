@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 from helmdeck_dspy.bench.bfcl.baseline import record_plain
 from helmdeck_dspy.bench.study.questions import load_cases
-from helmdeck_dspy.bench.study.spec import BEFORE_ISSUE_22, Case, StudyConfig, StudySpec, before_issue_22
+from helmdeck_dspy.bench.study.spec import (
+    BEFORE_ISSUE_22,
+    Case,
+    StudyConfig,
+    StudySpec,
+    StudySpecError,
+    before_issue_22,
+)
 
 if TYPE_CHECKING:
     from helmdeck_dspy.budgets import BudgetTable
@@ -164,20 +171,61 @@ def _run_e2e(spec: StudySpec, lm: Any) -> Answer:
     the config's file: the model alone's loop, or the planner's (its plan calls recorded under
     ``traces/<config>.jsonl``; its variant the budget row's unless the config names one)."""
     from helmdeck_dspy.bench.e2e.arms import AloneAgent
-    from helmdeck_dspy.bench.e2e.run import StudySetup, run_task
+    from helmdeck_dspy.bench.e2e.run import StudySetup, run_framework_task, run_task
 
     assert spec.e2e is not None
     source = spec.e2e
     setup = StudySetup(npm_dir=source.npm_dir.absolute(), sqlite_command=source.sqlite_command.absolute())
     table = spec.budget_table()
 
+    endpoints: dict[str, str] = {}
+
     def answer(task: Any, c: StudyConfig) -> None:
-        model, agent = _loop_agent(spec, lm, table, c, AloneAgent)
-        result = run_task(task, c.name, agent, setup=setup, model=model, lm=spec.lm, max_steps=source.max_steps,
-                          time_cap_s=source.time_cap_s)
+        if c.framework is not None:
+            if c.framework not in endpoints:
+                endpoints[c.framework] = _framework_url(spec, lm, c.framework)
+            result = run_framework_task(task, c.name, base_url=endpoints[c.framework], setup=setup, model=spec.model,
+                                        lm=spec.lm, max_steps=source.max_steps, time_cap_s=source.time_cap_s)
+        else:
+            model, agent = _loop_agent(spec, lm, table, c, AloneAgent)
+            result = run_task(task, c.name, agent, setup=setup, model=model, lm=spec.lm, max_steps=source.max_steps,
+                              time_cap_s=source.time_cap_s)
         _append(spec, c, result)
 
     return answer
+
+
+def _framework_url(spec: StudySpec, lm: Any, how: str) -> str:
+    """Where a framework row's agent sends its model calls: the study LM's own OpenAI-compatible
+    server (``raw``), or ``serve --openai`` in front of it, started in this process on a free
+    loopback port for the rest of the run (``endpoint``)."""
+    from helmdeck_dspy.engines.streaming import endpoint_of
+
+    raw = endpoint_of(lm)
+    if raw is None:
+        raise StudySpecError(str(spec.folder), "a framework row needs an LM with an OpenAI-compatible server (local:NAME)")
+    if how == "raw":
+        return raw
+    import threading
+    import time
+
+    import uvicorn
+
+    from helmdeck_dspy.serve.auth import CallerTokens
+    from helmdeck_dspy.serve.config import ServeConfig
+    from helmdeck_dspy.serve.openai_http import openai_app
+    from helmdeck_dspy.serve.server import listen_socket
+    from helmdeck_dspy.serve.service import PlanService
+
+    service = PlanService(ServeConfig(transport="openai", lm_spec=spec.lm, history=False, retries=0,
+                                      timeout_s=spec.timeout_s,
+                                      budgets_path=None if spec.budgets is None else spec.folder / spec.budgets))
+    sock = listen_socket("127.0.0.1", 0)
+    server = uvicorn.Server(uvicorn.Config(openai_app(service, CallerTokens()), log_level="warning", access_log=False))
+    threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True).start()
+    while not server.started:
+        time.sleep(0.05)
+    return f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
 
 
 def _run_multi_turn(spec: StudySpec, lm: Any) -> Answer:

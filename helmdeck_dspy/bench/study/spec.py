@@ -114,6 +114,8 @@ class StudyConfig(BaseModel):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="Row name; also the trace file's stem.")
     description: str = ""
     plain: bool = Field(default=False, description="The model alone with the plain prompt (no planner).")
+    framework: Literal["raw", "endpoint"] | None = Field(default=None, description="[e2e]: the OpenAI Agents SDK's loop, "
+                                                          "its model straight (raw) or through serve --openai (endpoint).")
     strategy: str | None = Field(
         default=None, description="Planner: the answer strategy (None: the budget row's, else the endpoint's). A plain "
         "row with answers_from naming the model alone's row re-reads those answers as the strategy would.")

@@ -197,8 +197,14 @@ def _run_e2e(spec: StudySpec, lm: Any) -> Answer:
 
 def _framework_url(spec: StudySpec, lm: Any, how: str) -> str:
     """Where a framework row's agent sends its model calls: the study LM's own OpenAI-compatible
-    server (``raw``), or ``serve --openai`` in front of it, started in this process on a free
-    loopback port for the rest of the run (``endpoint``)."""
+    server (``raw``), or ``helmdeck-dspy serve --openai`` in front of that same server, started on a
+    free loopback port for the rest of the run and stopped when the process ends (``endpoint``)."""
+    import atexit
+    import re
+    import subprocess
+    import sys
+    import threading
+
     from helmdeck_dspy.engines.streaming import endpoint_of
 
     raw = endpoint_of(lm)
@@ -206,26 +212,18 @@ def _framework_url(spec: StudySpec, lm: Any, how: str) -> str:
         raise StudySpecError(str(spec.folder), "a framework row needs an LM with an OpenAI-compatible server (local:NAME)")
     if how == "raw":
         return raw
-    import threading
-    import time
-
-    import uvicorn
-
-    from helmdeck_dspy.serve.auth import CallerTokens
-    from helmdeck_dspy.serve.config import ServeConfig
-    from helmdeck_dspy.serve.openai_http import openai_app
-    from helmdeck_dspy.serve.server import listen_socket
-    from helmdeck_dspy.serve.service import PlanService
-
-    service = PlanService(ServeConfig(transport="openai", lm_spec=spec.lm, history=False, retries=0,
-                                      timeout_s=spec.timeout_s,
-                                      budgets_path=None if spec.budgets is None else spec.folder / spec.budgets))
-    sock = listen_socket("127.0.0.1", 0)
-    server = uvicorn.Server(uvicorn.Config(openai_app(service, CallerTokens()), log_level="warning", access_log=False))
-    threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True).start()
-    while not server.started:
-        time.sleep(0.05)
-    return f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    cli = str(Path(sys.executable).with_name("helmdeck-dspy"))
+    args = [cli, "serve", "--openai", "--port", "0", "--lm", str(lm.model), "--api-base", raw, "--no-history",
+            "--timeout", str(spec.timeout_s), *(["--budgets", str(spec.folder / spec.budgets)] if spec.budgets else [])]
+    server = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
+    atexit.register(server.terminate)
+    line = server.stderr.readline() if server.stderr is not None else ""
+    found = re.search(r"(http://\S+/v1)", line)
+    if found is None:
+        server.terminate()
+        raise StudySpecError(str(spec.folder), f"serve --openai did not start: {line.strip() or 'no output'}")
+    threading.Thread(target=lambda: [None for _ in server.stderr or ()], daemon=True).start()  # never a full pipe
+    return found.group(1)
 
 
 def _run_multi_turn(spec: StudySpec, lm: Any) -> Answer:

@@ -142,14 +142,3 @@ def balanced_end(text: str, start: int) -> int:
             if depth == 0:
                 return m.end()
     return -1
-
-
-    depth = 0
-    for m in _BRACKETS.finditer(text):
-        if m.group() in "{[":
-            depth += 1
-            if depth > limit:
-                return True
-        elif depth:
-            depth -= 1
-    return False

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from helmdeck_dspy.errors import HelmdeckError, InputError, InputTooLargeError, RunError
+from helmdeck_dspy.io.jsonl import json_deeper_than
 from helmdeck_dspy.io.redaction import known_secrets, redact
 from helmdeck_dspy.serve.auth import ANONYMOUS_HTTP_CALLER, CallerTokens
 from helmdeck_dspy.serve.chat import ChatRequest, complete_chat
@@ -45,20 +46,6 @@ def _status_of(exc: BaseException) -> tuple[int, str, str | None]:
     if isinstance(exc, RunError):
         return 502, "api_error", None
     return 500, "api_error", None
-
-
-def _depth(value: Any, limit: int) -> bool:
-    """Whether ``value`` nests deeper than ``limit`` (walked without recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            return True
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
-    return False
 
 
 def _chunks(answer: dict[str, Any]) -> list[str]:
@@ -109,7 +96,7 @@ def openai_app(service: Any, tokens: CallerTokens) -> Any:
             raw = json.loads(body)
         except (ValueError, RecursionError):
             return refuse(400, "the body is not JSON")
-        if _depth(raw, MAX_JSON_DEPTH):
+        if json_deeper_than(raw, MAX_JSON_DEPTH):
             return refuse(400, f"the body nests deeper than {MAX_JSON_DEPTH} levels")
         try:
             chat = ChatRequest.model_validate(raw)

@@ -55,6 +55,10 @@ class AloneAgent:
         else:
             self.messages.append({"role": "user", "content": results_message([s.model_dump() for s in prior[self.seen:]])})
         self.seen = len(prior)
+        return self.answer()
+
+    def answer(self) -> PlanResult:
+        """Ask the conversation so far and decode the answer as a list of calls, sent as written."""
         base = dict(prompt_variant_used="single_pick", model=self.budget.model, tier=self.budget.tier)
         try:
             completion = ask_messages(self.lm, self.messages, max_tokens=self.budget.output_tokens,

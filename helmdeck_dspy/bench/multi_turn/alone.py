@@ -9,11 +9,7 @@ questions, answers and results) stays in the conversation.
 
 from __future__ import annotations
 
-from helmdeck_dspy.bench.bfcl.baseline import ask_messages
 from helmdeck_dspy.bench.e2e.arms import AloneAgent
-from helmdeck_dspy.decoding.call_list import decode_calls
-from helmdeck_dspy.decoding.reasoning import split_reasoning
-from helmdeck_dspy.planning.guards import GuardedStep
 from helmdeck_dspy.planning.result import PlanResult
 from helmdeck_dspy.program.plain_prompt import ASK, plain_request, results_message
 from helmdeck_dspy.signatures.types import ExecutedStep
@@ -43,27 +39,4 @@ class TurnAlone(AloneAgent):
         else:
             self.messages.append({"role": "user", "content": results_message([s.model_dump() for s in prior[self.seen:]])})
         self.seen = len(prior)
-        return self._answer()
-
-    def _answer(self) -> PlanResult:
-        """Ask the conversation so far and decode the answer (as ``AloneAgent.plan`` does)."""
-        base = dict(prompt_variant_used="single_pick", model=self.budget.model, tier=self.budget.tier)
-        try:
-            completion = ask_messages(self.lm, self.messages, max_tokens=self.budget.output_tokens, sampling=self.sampling)
-        except Exception as exc:  # noqa: BLE001 - a failed call ends the turn as the planner's would
-            self.turns.append({"error": f"{type(exc).__name__}: {exc}"[:300]})
-            return PlanResult(failure_cause="transport_error", error=str(exc)[:300], **base)
-        content = completion.content or ""
-        self.messages.append({"role": "assistant", "content": content})
-        self.turns.append({"content": content, "finish_reason": completion.finish_reason,
-                           "prompt_tokens": completion.prompt_tokens, "latency_ms": round(completion.latency_ms)})
-        usage = {"prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens,
-                 "latency_ms": round(completion.latency_ms)}
-        if completion.finish_reason == "length":
-            return PlanResult(failure_cause="length_truncated", finish_reason="length", usage=usage, **base)
-        calls, outcome = decode_calls(split_reasoning(content).visible.strip())
-        if calls is None:
-            return PlanResult(failure_cause="no_json", finish_reason=completion.finish_reason, usage=usage, **base)
-        steps = [GuardedStep(order=i, tool=name, args=args) for i, (name, args) in enumerate(calls, 1)]
-        return PlanResult(steps=steps, more_steps_likely=True, parse_outcome=outcome,
-                          finish_reason=completion.finish_reason, usage=usage, **base)
+        return self.answer()

@@ -44,6 +44,14 @@ MAX_CONTEXT_FILE_BYTES = 4 * 1024 * 1024
 MAX_STDIO_LINE_BYTES = 4 * 1024 * 1024
 """Longest JSON-RPC message ``serve`` takes over stdio (HTTP refuses bigger bodies with 413)."""
 
+MAX_MODEL_ID_CHARS = 200
+"""The longest model id a caller or a command line may name (the longest in the budget table is under 80)."""
+MODEL_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._:/@+\-]*"
+"""What a model id may hold (letters, digits and ``._:/@+-``; no spaces or control characters),
+checked before any lookup, so no id is stored, printed or logged otherwise."""
+MAX_RECORD_N = 100_000
+"""The most requests per variant ``traces record`` and ``traces simulate`` take (``--n``)."""
+
 FIT_CHECK_TOLERANCE = 0.25
 """`traces fit --check`: how far a simulated p50 (completion tokens, latency) may be from the real
 one, as a share of it."""

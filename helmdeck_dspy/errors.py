@@ -342,3 +342,13 @@ class FrozenPlannerError(RunError, AttributeError):
 class FrozenProgramError(RunError, AttributeError):
     """An assignment to a plan program after it was loaded for planning: programs are shared by
     concurrent requests, so per-request settings travel with the call instead."""
+
+
+class SourceSpecError(ToolSourceError, UsageValueError):
+    """A tool source as written that names nothing to read (``catalog import SOURCES``, ``run
+    --tools``): an unknown kind, an empty command, a URL that is not http(s), a file that is not
+    there. A usage error (exit 2), where a server that fails is a :class:`ToolSourceError` (exit 1)."""
+
+
+class UnsafeBindError(ServeRefusedError, UsageValueError):
+    """``serve`` asked to listen beyond loopback with no bearer tokens: a usage error (exit 2)."""

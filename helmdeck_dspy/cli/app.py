@@ -64,22 +64,33 @@ def main(argv: list[str] | None = None) -> None:
     except click.UsageError as exc:
         # One line, not click's usage block: the message and where to look for the right form.
         hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
-        click.echo(f"Error: {exc.format_message()}{hint}", err=True)
+        click.echo(f"Error: {safe_line(exc.format_message())}{hint}", err=True)
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"Error: {safe_line(exc.format_message())}", err=True)
         sys.exit(exc.exit_code)
     except HelmdeckError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {safe_line(str(exc))}", err=True)
         sys.exit(exc.exit_code)
     except BrokenPipeError:
         sys.exit(1)
     except OSError as exc:
-        click.echo(f"error: {os_error_line(exc)}", err=True)
+        click.echo(f"error: {safe_line(os_error_line(exc))}", err=True)
         sys.exit(1)
     except UnicodeDecodeError as exc:
         click.echo(f"error: input is not UTF-8 text ({exc.reason} at byte {exc.start})", err=True)
         sys.exit(1)
+
+
+def safe_line(text: str) -> str:
+    """An error as one line that quotes no credential: every secret this process knows masked (an
+    LM's key, a URL's password or token), every URL through
+    :func:`~helmdeck_dspy.io.redaction.redact_url`, and line breaks (a choice list, a value that
+    held one) folded into spaces. (The credential-shaped patterns of ``redact`` are for what
+    servers answer, where they already apply: here they would mask prose like "bearer tokens".)"""
+    from helmdeck_dspy.io.redaction import known_secrets, redact, redact_url
+
+    return " ".join(redact_url(redact(text, known_secrets(), patterns=False) or "").split())
 
 
 def os_error_line(exc: OSError) -> str:

@@ -10,6 +10,7 @@ import click
 from helmdeck_dspy.cli.options import (
     FiniteFloat,
     budgets_option,
+    check_source_options,
     emit_json,
     env_option,
     force_option,
@@ -19,6 +20,7 @@ from helmdeck_dspy.cli.options import (
     pairs,
     rank_source_option,
     ranker_option,
+    tool_sources,
 )
 from helmdeck_dspy.domain import MAX_TIMEOUT_S
 
@@ -68,7 +70,7 @@ CATALOG_FORMATS = {".json": "json"}
 
 
 @catalog.command("import")
-@click.argument("sources", nargs=-1, required=True)
+@click.argument("sources", nargs=-1, required=True, callback=tool_sources)
 @click.option("--out", "-o", "out", required=True, type=click.Path(dir_okay=False),
               help="The catalog file to write (a routing guide every --catalog option reads).")
 @click.option("--prefix", is_flag=True, help="Prefix every tool name with its source's label (git__git_log), "
@@ -96,9 +98,10 @@ def catalog_import(
     from helmdeck_dspy.io.atomic import atomic_write_text
     from helmdeck_dspy.io.outputs import check_output
 
+    header_values, env_values = pairs(headers, ":", "--header"), pairs(env, "=", "--env")
+    check_source_options(sources, headers, env)
     check_output(out, formats=CATALOG_FORMATS, force=force)  # before any server starts
-    imported = import_catalog(sources, prefix=prefix, headers=pairs(headers, ":", "--header"),
-                              env=pairs(env, "=", "--env"), timeout_s=timeout_s)
+    imported = import_catalog(sources, prefix=prefix, headers=header_values, env=env_values, timeout_s=timeout_s)
     guide = imported.catalog
     atomic_write_text(out, json.dumps(guide.to_wire(), indent=2, ensure_ascii=False) + "\n")
     if as_json:

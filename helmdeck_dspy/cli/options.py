@@ -16,6 +16,18 @@ from typing import Any, TypeVar
 
 import click
 
+from helmdeck_dspy.cli.values import (  # noqa: F401 - re-exported: the commands import them from here
+    check_source_options,
+    endpoint_url,
+    lm_spec_value,
+    model_id,
+    not_empty,
+    pairs,
+    program_choice,
+    shown,
+    task_split,
+    tool_sources,
+)
 from helmdeck_dspy.domain import DEFAULT_RANK_SOURCE, DEFAULT_RANKER, MAX_TIMEOUT_S, TIERS, VARIANTS
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -31,21 +43,22 @@ BOTH = "both"
 
 
 def lm_option(help: str = LM_HELP) -> Callable[[F], F]:
-    """``--lm SPEC`` (into ``lm_spec``): a LiteLLM model string, ``replay:PATH`` or ``sim:PROFILE``.
+    """``--lm SPEC`` (into ``lm_spec``): a LiteLLM model string, ``replay:PATH``, ``sim:PROFILE`` or
+    ``local:NAME``, checked when parsed (:func:`lm_spec_value`).
 
     Args:
         help: What the LM is for in this command.
     """
-    return click.option("--lm", "lm_spec", default=None, callback=model_id, help=help)
+    return click.option("--lm", "lm_spec", default=None, callback=lm_spec_value, help=help)
 
 
 def api_base_option(help: str = API_BASE_HELP) -> Callable[[F], F]:
-    """``--api-base URL``: the base URL of an OpenAI-compatible endpoint.
+    """``--api-base URL``: the base URL of an OpenAI-compatible endpoint (http or https, with a host).
 
     Args:
         help: The help text (which endpoints, which other option it goes with).
     """
-    return click.option("--api-base", default=None, help=help)
+    return click.option("--api-base", default=None, callback=endpoint_url, metavar="URL", help=help)
 
 
 def max_tokens_option(help: str = MAX_TOKENS_HELP) -> Callable[[F], F]:
@@ -65,25 +78,6 @@ class FiniteFloat(click.FloatRange):
         if not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number.", param, ctx)
         return super().convert(number, param, ctx)
-
-
-def model_id(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    """A ``--model`` (or ``--lm``, or several ids) callback: each id trimmed; an empty one is a usage
-    error (exit 2)."""
-    if value is None:
-        return None
-    if isinstance(value, tuple):
-        return tuple(model_id(ctx, param, v) for v in value)
-    if not value.strip():
-        raise click.BadParameter("must not be empty", ctx=ctx, param=param)
-    return value.strip()
-
-
-def not_empty(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """A callback for free text (an intent): kept as given, but blank is a usage error (exit 2)."""
-    if value is not None and not value.strip():
-        raise click.BadParameter("must not be empty", ctx=ctx, param=param)
-    return value
 
 
 class StrategyChoice(click.ParamType):
@@ -186,7 +180,7 @@ def force_option(what: str = "the output") -> Callable[[F], F]:
 
 
 budgets_option = click.option(
-    "--budgets", "budgets_path", type=click.Path(dir_okay=False), default=None,
+    "--budgets", "budgets_path", type=click.Path(dir_okay=False, exists=True), default=None,
     help="Budget table to read (default: the bundled compiled/budgets.toml).",
 )
 
@@ -226,8 +220,9 @@ on_error_option = click.option(
     help="An invalid record stops the run (fail) or is reported as file:line and skipped.",
 )
 
+
 tasks_split_option = click.option(
-    "--tasks", "split", default="dev", show_default=True,
+    "--tasks", "split", default="dev", show_default=True, callback=task_split,
     help="Gold task split (train, dev, test, all) or a JSONL path.",
 )
 
@@ -260,7 +255,7 @@ def plan_sampling(command: Any) -> Any:
 
 
 program_option = click.option(
-    "--program", "program", default=None, metavar="auto|tier|tier:T|bare|FILE",
+    "--program", "program", default=None, metavar="auto|tier|tier:T|bare|FILE", callback=program_choice,
     help="The program to plan with: the model's own compiled program when one exists, else the tier's (auto, "
          "default); the tier program (tier; tier:C for tier C's); the instructions alone, no demos (bare); or a "
          "program file.",
@@ -271,18 +266,6 @@ header_option = click.option("--header", "headers", multiple=True, metavar="'K: 
                               help="An HTTP header for the mcp+http: sources (repeatable).")
 env_option = click.option("--env", "env", multiple=True, metavar="K=V",
                           help="An environment variable for the mcp+stdio: servers (repeatable).")
-
-
-def pairs(values: tuple[str, ...], sep: str, option: str) -> dict[str, str]:
-    """``K: V`` headers or ``K=V`` variables as a dict; a value without the separator is a usage error."""
-    out: dict[str, str] = {}
-    for value in values:
-        key, found, rest = value.partition(sep)
-        if not found or not key.strip() or any(c.isspace() for c in key.strip()):
-            example = "'Authorization: Bearer TOKEN'" if sep == ":" else "NAME=VALUE"
-            raise click.BadParameter(f"{value!r}: expected {example}", param_hint=option)
-        out[key.strip()] = rest.strip() if sep == ":" else rest
-    return out
 
 
 # ----------------------------------------------------------------------------- output

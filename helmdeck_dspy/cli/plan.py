@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 @lm_option()
 @api_base_option("API base URL for an OpenAI-compatible endpoint (vLLM, llama.cpp...).")
 @catalog_option
-@click.option("--context-file", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+@click.option("--context-file", type=click.Path(dir_okay=False, allow_dash=True, exists=True), default=None,
               help="Pasted material for the request: UTF-8 text, - for stdin, at most 4 MiB.")
 @click.option("--record", "record_path", type=click.Path(), default=None,
               help="Append the call as a trace record to this .jsonl file (checked before the call).")
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 @click.option("--no-filter", is_flag=True, help="Skip the two-pass LLM filter.")
 @click.option("--history/--no-history", default=True, show_default=True, help="Write a plan_history audit row.")
 @click.option("--history-prior", is_flag=True, help="Use plan history as a ranking prior in catalog selection.")
-@click.option("--fallback", "fallbacks", multiple=True, metavar="MODEL",
+@click.option("--fallback", "fallbacks", multiple=True, metavar="MODEL", callback=model_id,
               help="Model to try when the previous one times out, errors or is rate limited (repeatable, in order).")
 @click.option("--on-length", type=click.Choice(["none", "single_pick", "raise_cap", "single_pick_then_cap"]),
               default=None, help="What to do when the answer hits the token limit (default: none, or the --resilience file's).")

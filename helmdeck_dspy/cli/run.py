@@ -11,6 +11,7 @@ from helmdeck_dspy.cli.options import (
     FiniteFloat,
     api_base_option,
     budgets_option,
+    check_source_options,
     emit_json,
     force_option,
     header_option,
@@ -25,6 +26,7 @@ from helmdeck_dspy.cli.options import (
     strategy_option,
     timeout_option,
     to_stderr,
+    tool_sources,
     variant_option,
 )
 from helmdeck_dspy.domain import MAX_TIMEOUT_S
@@ -39,7 +41,7 @@ SHOWN_CHARS = 300
 
 @click.command("run")
 @click.argument("intent", callback=not_empty)
-@click.option("--tools", "sources", multiple=True, required=True, metavar="SOURCE",
+@click.option("--tools", "sources", multiple=True, required=True, metavar="SOURCE", callback=tool_sources,
               help="An MCP server to plan over and run tools on: mcp+stdio:'COMMAND ARGS' or mcp+http:URL, "
                    "optionally LABEL=SOURCE (repeatable).")
 @click.option("--model", "-m", callback=model_id, required=True, help="Model id to plan for (decides budget, tier and variant).")
@@ -88,11 +90,12 @@ def run_cmd(
     from helmdeck_dspy.run.sessions import ToolSessions
     from helmdeck_dspy.run.trace import run_intent
 
+    header_values, env_values = pairs(headers, ":", "--header"), pairs(env, "=", "--env")
+    check_source_options(sources, headers, env)
     if trace_path is not None:
         check_output(trace_path, formats=TRACE_FORMATS, force=force, option="--trace")
     config = resolve_resilience(None, timeout_s=timeout_s, retries=None, fallbacks=(), on_length=None)
-    with ToolSessions(sources, headers=pairs(headers, ":", "--header"), env=pairs(env, "=", "--env"),
-                      timeout_s=start_timeout_s) as sessions:
+    with ToolSessions(sources, headers=header_values, env=env_values, timeout_s=start_timeout_s) as sessions:
         catalog = sessions.catalog()
         planner = Planner.for_model(model, lm=lm_spec, catalog=catalog, budgets=budgets_path, api_base=api_base,
                                     variant=variant, answer_strategy=strategy, temperature=temperature, seed=seed,

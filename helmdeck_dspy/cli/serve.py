@@ -13,6 +13,7 @@ from helmdeck_dspy.cli.options import (
     budgets_option,
     catalog_option,
     lm_option,
+    not_empty,
     plan_sampling,
     ranker_option,
     retries_option,
@@ -35,7 +36,7 @@ from helmdeck_dspy.serve.names import (
 @click.option("--openai", "openai_wire", is_flag=True, default=False,
               help="Serve OpenAI's chat completions (POST /v1/chat/completions, GET /v1/models) on --host/--port "
                    "instead of MCP: an agent points its base URL here and its tool calls go through the planner.")
-@click.option("--host", default=DEFAULT_HOST, show_default=True,
+@click.option("--host", default=DEFAULT_HOST, show_default=True, callback=not_empty,
               help="HTTP bind address. Anything but loopback requires bearer tokens.")
 @click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True,
               help="HTTP port (0: a free one, announced on stderr).")
@@ -72,6 +73,7 @@ def serve_cmd(
     from helmdeck_dspy.serve.config import ServeConfig
     from helmdeck_dspy.serve.server import run
 
+    _check_transport(transport, openai_wire)
     config = ServeConfig(
         transport="openai" if openai_wire else transport, host=host, port=port, lm_spec=lm_spec, api_base=api_base,
         catalog_path=Path(catalog_path) if catalog_path else None,
@@ -84,3 +86,24 @@ def serve_cmd(
         run(config, to_stderr)
     except KeyboardInterrupt:
         pass
+
+
+HTTP_ONLY = (("host", "--host"), ("port", "--port"), ("tokens_file", "--tokens-file"),
+             ("session_idle_s", "--session-idle"), ("sessions_per_caller", "--sessions-per-caller"))
+"""The options that only an HTTP server (``--transport http`` or ``--openai``) has a use for."""
+
+
+def _check_transport(transport: str, openai_wire: bool) -> None:
+    """Refuse options the chosen transport would ignore (a usage error, exit 2): ``--openai`` with
+    ``--transport stdio`` given, and an HTTP option given for a stdio server."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
+    given = {name for name in ("transport", *(n for n, _ in HTTP_ONLY))
+             if ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None)}
+    if openai_wire and transport == "stdio" and "transport" in given:
+        raise click.BadParameter("stdio cannot carry --openai: it serves HTTP on --host/--port", param_hint="--transport")
+    unused = [option for name, option in HTTP_ONLY if name in given]
+    if transport == "stdio" and not openai_wire and unused:
+        raise click.UsageError(f"{', '.join(unused)}: only an HTTP server uses {'it' if len(unused) == 1 else 'them'}"
+                               " (--transport http or --openai); over stdio the MCP client starts this command")

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import click
 
-from helmdeck_dspy.cli.options import TerminalBars, emit_json, json_option, progress_option, to_stderr, usage_errors
+from helmdeck_dspy.cli.options import (
+    TerminalBars,
+    api_base_option,
+    emit_json,
+    json_option,
+    progress_option,
+    to_stderr,
+    usage_errors,
+)
 
 
 @click.command("study")
@@ -18,10 +26,12 @@ from helmdeck_dspy.cli.options import TerminalBars, emit_json, json_option, prog
                    "own program) with its test scores in the manifest.")
 @click.option("--compiled-root", type=click.Path(file_okay=False), default=None,
               help="Where --ship writes (default: the bundled compiled/).")
+@api_base_option("The endpoint's URL with its credentials, for a spec that holds it without them (bench e2e writes "
+                 "the URL's user info masked); default: the spec's api_base.")
 @progress_option
 @json_option("Print table.json's rows.")
 def study_cmd(spec_path: str, only: str | None, score_only: bool, dry_run: bool, ship_to: bool,
-              compiled_root: str | None, progress: bool | None, as_json: bool) -> None:
+              compiled_root: str | None, api_base: str | None, progress: bool | None, as_json: bool) -> None:
     """Run the study SPEC (a study.toml): compile each compile arm's program that is
     missing, answer every question (or run every end-to-end task) under each config that has no
     record of it yet, then write table.md, table.json and exact.png beside SPEC.
@@ -34,8 +44,19 @@ def study_cmd(spec_path: str, only: str | None, score_only: bool, dry_run: bool,
     from helmdeck_dspy.bench.study.report import measured, rows_lines
     from helmdeck_dspy.bench.study.spec import load_study_spec
 
+    from helmdeck_dspy.io.redaction import MASK
+
+    if compiled_root is not None and not ship_to:
+        raise click.BadParameter("is where --ship writes; it does nothing without --ship", param_hint="--compiled-root")
+    chosen = {n.strip() for n in only.split(",") if n.strip()} if only is not None else None
+    if chosen is not None and not chosen:
+        raise click.BadParameter("names no config", param_hint="--only")
     spec = load_study_spec(spec_path)
-    chosen = {n.strip() for n in only.split(",") if n.strip()} if only else None
+    if api_base is not None:
+        spec = spec.model_copy(update={"api_base": api_base})
+    elif spec.api_base and MASK in spec.api_base and not (score_only or dry_run):
+        raise click.UsageError(f"{spec_path}: its api_base has its credentials masked ({spec.api_base}); give the "
+                               "endpoint with them: --api-base URL")
     with usage_errors():
         check_configs(spec, chosen)
     if dry_run:

@@ -28,7 +28,7 @@ from helmdeck_dspy.cli.options import (
     retries_option,
     seed_option,
     tasks_split_option,
-    temperature_option,
+    plan_sampling,
     timeout_option,
     to_stderr,
     variant_option,
@@ -37,6 +37,7 @@ from helmdeck_dspy.domain import (
     FIT_CHECK_REPEATS,
     FIT_CHECK_TOLERANCE,
     IMPORT_FORMATS,
+    MAX_RECORD_N,
     VARIANTS,
 )
 
@@ -91,7 +92,8 @@ def traces_convert(src: str, dst: str, on_error: str, force: bool) -> None:
                    "(the profiles fitted to real trace sets are used by name).")
 @variant_option(default=BOTH, both=True)
 @tasks_split_option
-@click.option("--n", "n", type=click.IntRange(1), default=None, help="Tasks per profile and variant (cycled if more than the split).")
+@click.option("--n", "n", type=click.IntRange(1, MAX_RECORD_N), default=None,
+              help="Tasks per profile and variant (cycled if more than the split).")
 @max_tokens_option()
 @click.option("--model", callback=model_id, default=None, help="Budget lookup id (default: the profile's model).")
 @seed_option
@@ -123,12 +125,12 @@ def traces_simulate(
 @api_base_option()
 @variant_option(default=BOTH, both=True)
 @tasks_split_option
-@click.option("--n", "n", type=click.IntRange(1), default=None, help="Tasks per variant (cycled if more than the split).")
+@click.option("--n", "n", type=click.IntRange(1, MAX_RECORD_N), default=None,
+              help="Tasks per variant (cycled if more than the split).")
 @max_tokens_option()
 @strategy_option
-@temperature_option
+@plan_sampling
 @program_option
-@click.option("--seed", type=int, default=None, help="Sampling seed sent with every call and kept on every record.")
 @click.option("--concurrency", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Requests in flight at once (for endpoints that serve several); records keep task order.")
 @timeout_option
@@ -149,31 +151,35 @@ def traces_record(
     """Plan gold tasks with a real (or replayed, or simulated) model and record every exchange.
 
     A live model is never answered from a cache here: every record is a call made in this run.
-    When OUT is already complete (a finished run wrote it), nothing is sent: the command says so
-    and exits 0 (--force records again and replaces it).
+    When OUT is already complete (a finished run wrote it with these settings), nothing is sent:
+    the command says so and exits 0; a finished OUT of other settings is refused, naming them
+    (--force records again and replaces it). A run in which a request failed exits 1 saying how
+    many, writes no OUT and keeps OUT.partial.jsonl: the same command asks only those again.
     """
-    from helmdeck_dspy.budgets import load_budget_table
+    from helmdeck_dspy.budgets import budget_for, load_budget_table
     from helmdeck_dspy.io.outputs import JSONL_FORMATS, check_output
+    from helmdeck_dspy.planning.bounds import check_output_cap
     from helmdeck_dspy.planning.options import PlannerOptions
     from helmdeck_dspy.planning.resilience.policy import resolve_resilience
-    from helmdeck_dspy.recording.trace_sets import finished_records, partial_path, record
+    from helmdeck_dspy.recording.trace_sets import check_finished, finished_records, partial_path, record
 
-    done = None if force else finished_records(out)
-    if done:
+    table = load_budget_table(budgets_path) if budgets_path is not None else None
+    budget = budget_for(model, table if table is not None else load_budget_table())
+    check_output_cap(max_tokens, input_tokens=budget.input_tokens, model=budget.model)
+    retry = resolve_resilience(timeout_s=timeout_s, retries=retries).retry
+    options = PlannerOptions(max_tokens=max_tokens, api_base=api_base, retry=retry, answer_strategy=strategy,
+                             program=program, budgets=table)
+    tasks = _tasks_for(split)
+    variants = _variants(variant)
+    if not force and finished_records(out):  # a finished recording: the same settings have nothing to send
+        done = check_finished(model, lm_spec, tasks, out, options=options, variants=variants, n=n,
+                              temperature=temperature, seed=seed)
         click.echo(f"{out} is complete: {done} plan records from a finished run; nothing sent "
                    "(--force records them again)")
         return
     check_output(out, formats=JSONL_FORMATS, force=force)  # anything else already there is kept
     check_output(partial_path(out), formats=JSONL_FORMATS, append=True, option="--out (its partial file)")
-    retry = resolve_resilience(timeout_s=timeout_s, retries=retries).retry
-
-    tasks = _tasks_for(split)
-    variants = _variants(variant)
     with progress_bar(len(variants) * (n or len(tasks)), "record", show=progress) as bar, _keep_partial(out):
-        options = PlannerOptions(
-            max_tokens=max_tokens, api_base=api_base, retry=retry, answer_strategy=strategy, program=program,
-            budgets=load_budget_table(budgets_path) if budgets_path is not None else None,
-        )
         written = record(model, lm_spec, tasks, out, options=options, variants=variants, n=n, progress=bar.update,
                          temperature=temperature, seed=seed, concurrency=concurrency, resume=resume is not False,
                          notify=to_stderr)
@@ -211,14 +217,13 @@ def traces_fit(
     import re
 
     from helmdeck_dspy.engines.profile import load_profile, profiles_dir
-    from helmdeck_dspy.errors import InputError
     from helmdeck_dspy.fitting.check import check_profile
     from helmdeck_dspy.fitting.fit import fit_profile
     from helmdeck_dspy.fitting.render import write_profile
     from helmdeck_dspy.io.outputs import TOML_FORMATS, check_output
 
     if not re.fullmatch(r"[a-z0-9][a-z0-9.-]*", name):
-        raise InputError(f"--name {name!r}: use lowercase letters, digits, dots and dashes")
+        raise click.BadParameter(f"{name!r}: use lowercase letters, digits, dots and dashes", param_hint="--name")
     target = check_output(out or profiles_dir() / f"{name}.toml", formats=TOML_FORMATS, force=force).path
     result = fit_profile(trace_file, name=name, model=model, base=load_profile(base) if base else None,
                          description=description, seed=seed)

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from helmdeck_dspy.budgets import BudgetTable
 from helmdeck_dspy.compilation.settings import OptimizerSettings
 from helmdeck_dspy.domain import TIERS, VARIANTS
-from helmdeck_dspy.errors import InputError
+from helmdeck_dspy.errors import UsageValueError
 from helmdeck_dspy.tasks import PlanTask
 
 Optimizer = Literal["fit", "bootstrap", "mipro", "gepa"]
@@ -23,11 +23,12 @@ OPTIMIZERS: tuple[Optimizer, ...] = ("fit", "bootstrap", "mipro", "gepa")
 
 
 def check_optimizer(optimizer: str, lm: str | None) -> None:
-    """Raise :class:`InputError` for an unknown optimizer, or one other than ``fit`` without an LM."""
+    """Raise :class:`UsageValueError` (exit 2) for an unknown optimizer, or one other than ``fit``
+    without an LM."""
     if optimizer not in OPTIMIZERS:
-        raise InputError(f"unknown optimizer {optimizer!r}; expected one of {OPTIMIZERS}")
+        raise UsageValueError(f"unknown optimizer {optimizer!r}; expected one of {OPTIMIZERS}", "--optimizer")
     if optimizer != "fit" and not lm:
-        raise InputError(f"optimizer {optimizer} needs an LM (--lm: a model, replay:PATH or sim:PROFILE)")
+        raise UsageValueError(f"optimizer {optimizer} needs an LM (--lm: a model, replay:PATH or sim:PROFILE)", "--lm")
 
 
 class CompileOptions(BaseModel):
@@ -79,17 +80,17 @@ class CompileRequest(BaseModel):
                                         "(default: the bundled one).")
 
     def check(self) -> None:
-        """Raise :class:`InputError` for an unknown tier, variant or optimizer, a missing LM, or
-        history traces or a decline slot without a demo pool, or a decline gate without the slot."""
+        """Raise :class:`UsageValueError` (exit 2) for an unknown tier, variant or optimizer, a missing
+        LM, or history traces or a decline slot without a demo pool, or a decline gate without the slot."""
         model = self.options.model
         if self.tier is None and not model:
-            raise InputError("give a tier or a model to compile for")
+            raise UsageValueError("give a tier or a model to compile for")
         if (self.tier not in TIERS and not (model and self.tier is None)) or self.variant not in VARIANTS:
-            raise InputError(f"unknown tier/variant {self.tier}/{self.variant}")
+            raise UsageValueError(f"unknown tier/variant {self.tier}/{self.variant}")
         check_optimizer(self.options.optimizer, self.options.lm)
         if self.options.history_traces and not self.options.knn_demos:
-            raise InputError("history traces join the demo pool: give --knn-demos K as well")
+            raise UsageValueError("history traces join the demo pool: give --knn-demos K as well")
         if self.options.decline_slot and not self.options.knn_demos:
-            raise InputError("the decline slot is one of the pool's demos: give --knn-demos K as well")
+            raise UsageValueError("the decline slot is one of the pool's demos: give --knn-demos K as well")
         if self.options.decline_gate and not self.options.decline_slot:
-            raise InputError("the decline gate opens the decline slot: give --decline-slot as well")
+            raise UsageValueError("the decline gate opens the decline slot: give --decline-slot as well")

@@ -77,6 +77,39 @@ def run_settings(spec: str | None) -> dict[str, Any] | None:
     return None
 
 
+def check_lm_spec(spec: str) -> None:
+    """Raise unless ``spec`` names an LM :func:`make_lm` can build, without building it (nothing is
+    loaded, started or called): a replay file that exists, a simulator profile that exists (bundled
+    by name, or a ``.toml`` path), a known local model, or a ``provider/model`` string.
+
+    Raises:
+        LMSpecError: The spec names no replay file, profile or ``provider/model``.
+        UnknownModelError: ``local:NAME`` names no local model.
+    """
+    kind = lm_kind(spec)
+    if kind == "replay":
+        path = Path(spec.removeprefix("replay:"))
+        if not path.is_file():
+            raise LMSpecError(f"replay file not found: {path}")
+        return
+    if kind == "sim":
+        from helmdeck_dspy.engines.profile import list_profiles, profiles_dir
+
+        name = spec.removeprefix("sim:")
+        path = Path(name) if Path(name).suffix == ".toml" else profiles_dir() / f"{name}.toml"
+        if not path.is_file():
+            known = list_profiles() + list_profiles(fitted=True)
+            raise LMSpecError(f"no simulator profile {name!r}; bundled: {', '.join(known)}, or a .toml file")
+        return
+    if spec.startswith(LOCAL_PREFIX):
+        from helmdeck_dspy.local.registry import get_model
+
+        get_model(spec.removeprefix(LOCAL_PREFIX))
+        return
+    if "/" not in spec:
+        raise LMSpecError(f"not a LiteLLM model string (provider/model): {spec!r}; or use replay:PATH / sim:PROFILE")
+
+
 def make_lm(
     spec: str,
     *,
@@ -107,13 +140,12 @@ def make_lm(
     """
     import dspy  # heavy: kept off the import path of lm_kind / trace_source users
 
+    check_lm_spec(spec)
     kind = lm_kind(spec)
     if kind == "replay":
         from helmdeck_dspy.engines.replay import ReplayEngine  # imports dspy
 
         path = Path(spec.removeprefix("replay:"))
-        if not path.is_file():
-            raise LMSpecError(f"replay file not found: {path}")
         # No cache: a cached answer would not consume the next record.
         return dspy.LM(f"replay/{path.name}", engine=ReplayEngine(path), cache=False)
     if kind == "sim":
@@ -128,8 +160,6 @@ def make_lm(
     n_ctx = None
     if spec.startswith(LOCAL_PREFIX):  # a managed local server, then the ordinary live path
         spec, api_base, api_key, n_ctx = local_lm_args(spec.removeprefix(LOCAL_PREFIX))
-    if "/" not in spec:
-        raise LMSpecError(f"not a LiteLLM model string (provider/model): {spec!r}; or use replay:PATH / sim:PROFILE")
     register_secret(api_key)
     register_url_secrets(api_base)  # a password in the URL's user info, secret query values
     register_env_secrets()  # keys LiteLLM reads from the environment are masked the same way

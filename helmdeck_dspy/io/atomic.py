@@ -9,14 +9,16 @@ its rename leaves something :func:`stale_siblings` can tell apart from a live wr
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO
 
-from helmdeck_dspy.errors import OutputLockedError
+from helmdeck_dspy.errors import OutputLockedError, OutputRefusedError
 
 TEMP_MARK = ".tmp-"
 STAGING_MARK = ".staging-"
@@ -127,8 +129,6 @@ def locked(path: str | Path, *, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
     except ImportError:  # pragma: no cover - not POSIX
         yield
         return
-    import time
-
     deadline = time.monotonic() + wait_s
     while True:
         fd = os.open(path, os.O_RDONLY)
@@ -148,34 +148,91 @@ def locked(path: str | Path, *, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
             os.close(fd)  # closing the descriptor releases the lock
 
 
+LOCK_KEY = "helmdeck_lock_of"
+"""The key of the one JSON line a lock file holds (``{"helmdeck_lock_of": NAME, "pid": N}``)."""
+
+
+def lock_header(name: str, pid: int) -> str:
+    """The line a run writes into the lock of the output called ``name``: how a lock the recorder
+    made is told apart from a file of the user's at that path."""
+    return json.dumps({LOCK_KEY: name, "pid": pid})
+
+
+def _is_own_lock(fd: int, name: str) -> bool | None:
+    """Whether the file open as ``fd`` holds the lock line of ``name`` (None: it is empty)."""
+    first = os.pread(fd, 4096, 0).split(b"\n", 1)[0].strip()
+    if not first:
+        return None
+    try:
+        value = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and value.get(LOCK_KEY) == name
+
+
 @contextmanager
 def exclusive_output(target: str | Path) -> Iterator[Path]:
     """Hold ``TARGET.lock`` (beside ``target``) while the block writes ``target``: a second writer
-    is refused at once, never queued, so two runs never interleave their records. The lock file is
-    removed when the block ends. The target's folder is made when missing. Where ``fcntl`` does
-    not exist (Windows) the block runs unlocked.
+    is refused at once, never queued, so two runs never interleave their records. The target's
+    folder is made when missing. Where ``fcntl`` does not exist (Windows) the block runs unlocked.
+
+    The lock file is the recorder's own, as ``OUT.partial.jsonl`` is: it holds one line naming the
+    output (:func:`lock_header`). A lock a killed run left (its line, nobody holding it) is taken
+    over; anything else at that path (a file of the user's, a symlink, a folder) is neither used nor
+    deleted, and the run is refused. The lock file is removed when the block ends.
 
     Raises:
         OutputLockedError: Another process holds the lock (exit 2, naming the lock file).
+        OutputRefusedError: Something that is not the recorder's lock is at the lock's path (exit 2).
     """
-    lock = Path(target).with_name(f"{Path(target).name}.lock")
+    name = Path(target).name
+    lock = Path(target).with_name(f"{name}.lock")
     lock.parent.mkdir(parents=True, exist_ok=True)
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX
         yield lock
         return
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    not_ours = OutputRefusedError(f"{lock}: not written by a recording of {name} (it is not the recorder's lock); "
+                                  "move it away or choose another --out", argument="--out")
+    for attempt in range(3):
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_EXCL | nofollow, 0o644)
+            created = True
+        except FileExistsError:
+            try:
+                fd = os.open(lock, os.O_RDWR | nofollow)
+            except FileNotFoundError:
+                continue  # its run has just removed it: try again
+            except OSError:  # a symlink, a folder, a file this user cannot open
+                raise not_ours from None
+            created = False
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            os.close(fd)
             raise OutputLockedError(f"{target} is being written by another run (it holds {lock}); wait for it to "
                                     "finish, or write to another file", argument="--out") from None
+        own = True if created else _is_own_lock(fd, name)
+        if own is None and attempt < 2:  # a run that created it a moment ago writes its line next
+            os.close(fd)
+            time.sleep(0.2)
+            continue
+        if not own:
+            os.close(fd)
+            raise not_ours
+        break
+    else:  # pragma: no cover - the lock came and went three times over
+        raise OutputLockedError(f"{target} is being written by another run ({lock} keeps changing)", argument="--out")
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (lock_header(name, os.getpid()) + "\n").encode(), 0)
         try:
             yield lock
         finally:
             with suppress(OSError):
-                lock.unlink()
+                if os.fstat(fd).st_ino == os.stat(lock, follow_symlinks=False).st_ino:  # still ours
+                    lock.unlink()
     finally:
         os.close(fd)

@@ -26,11 +26,36 @@ _PATTERNS = (
     re.compile(r"(?i)\b(authorization|x-api-key|api[_-]?key)(\"?\s*[:=]\s*\"?)[^\s\"',}&]+"),
     re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-]{8,}"),
     re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"),
-    # a URL's user info (``scheme://user:password@``, or ``user:password@host`` as some clients print it)
-    re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]*://|(?<![\w/:@.\-]))[^\s/@:\"']+:[^\s/@\"']+@(?=[\w\[])"),
+    # ``user:password@host`` as some clients print a URL without its scheme (a URL with one is
+    # :func:`redact_url`'s)
+    re.compile(r"(?<![\w/:@.\-])[^\s/@:\"']+:[^\s/@\"']+@(?=[\w\[])"),
     # secret values in a URL's query (``?token=...``, ``&access_key=...``)
     re.compile(r"(?i)([?&](?:[a-z_\-]*(?:token|secret|password|passwd|key|sig|signature))=)[^\s&#\"']+"),
 )
+
+_URL = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^\s/?#\"'<>]*)([^\s\"'<>]*)")
+"""A URL with a scheme: the scheme, the authority (user info and host) and the rest."""
+
+
+def redact_url(text: str) -> str:
+    """``text`` with every URL in it shown safely: the user info masked whatever it holds (a user
+    and a password, or a token given as the user name: ``http://[REDACTED]@host/``) and the values
+    of secret query parameters (``?token=``, ``&api_key=``) masked; the scheme, host, port and path
+    kept. Text without a URL comes back unchanged.
+
+    This is the one way a URL is printed, recorded or written (an ``--api-base``, an MCP source, a
+    study spec, a server's error line): :func:`redact` applies it to every URL it meets.
+    """
+    if not text or "://" not in text:
+        return text
+    return _URL.sub(_safe_url, text)
+
+
+def _safe_url(match: re.Match[str]) -> str:
+    scheme, authority, rest = match.groups()
+    if "@" in authority:
+        authority = f"{MASK}@{authority.rsplit('@', 1)[1]}"
+    return scheme + authority + _PATTERNS[5].sub(lambda m: f"{m.group(1)}{MASK}", rest)
 
 
 _PLACEHOLDER = "\x00helmdeck-secret\x00"
@@ -44,7 +69,7 @@ def _pattern_sub(match: re.Match[str]) -> str:
     if match.re is _PATTERNS[1]:
         return f"{match.group(1)}{match.group(2)}{MASK}"
     if match.re is _PATTERNS[4]:
-        return f"{match.group(1)}{MASK}@"
+        return f"{MASK}@"
     if match.re is _PATTERNS[5]:
         return f"{match.group(1)}{MASK}"
     return MASK if not text.lower().startswith(("sk-", "pk-", "rk-")) else f"{text[:3]}{MASK}"
@@ -60,6 +85,7 @@ def redact(text: str | None, secrets: Iterable[str | None] = (), *, patterns: bo
             text = _SCHEME_OF.sub(MASK, text.replace(secret, _PLACEHOLDER)).replace(_PLACEHOLDER, MASK)
     if not patterns:
         return text
+    text = redact_url(text)
     for pattern in _PATTERNS:
         text = pattern.sub(_pattern_sub, text)
     return text
@@ -106,7 +132,8 @@ def register_secret(value: str | None) -> None:
 
 
 def register_url_secrets(url: str | None) -> None:
-    """Remember the credentials a URL carries (the password of its user info, secret query values),
+    """Remember the credentials a URL carries (the password of its user info, or its user name when
+    there is no password: a token; secret query values),
     so every text that quotes the URL, or only the credential, is masked."""
     if not url:
         return
@@ -114,12 +141,14 @@ def register_url_secrets(url: str | None) -> None:
 
     try:
         parts = urlsplit(url)
-        password = parts.password
+        user, password = parts.username, parts.password
         query = parse_qsl(parts.query)
     except ValueError:
         return
     if password:
         _KNOWN.add(password)  # any length: a short password is still a password
+    elif user:
+        register_secret(user)  # a token given as the user name (``http://TOKEN@host``)
     for name, value in query:
         if _PATTERNS[5].search(f"?{name}={value}"):
             register_secret(value)

@@ -11,7 +11,8 @@ killed half-way keeps every exchange recorded so far in a readable trace file (a
 line torn, which readers report and skip); a finished run removes it. The partial file opens with
 a header line naming the output (:func:`~helmdeck_dspy.traces.record.partial_header`; trace
 readers skip it): a file at that path without it is the user's, and the run refuses to start
-rather than read or delete it.
+rather than read or delete it (``OUT.lock`` likewise: :func:`~helmdeck_dspy.io.atomic.exclusive_output`).
+A run with a failed request writes no ``out``; a finished ``out`` is checked by :func:`check_finished`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import warnings
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from helmdeck_dspy.budgets import load_budget_table
 from helmdeck_dspy.domain import VARIANTS
@@ -67,22 +68,39 @@ def _key(source: str, model: str, variant: str | None, task_id: str | None, inte
     return json.dumps(parts, sort_keys=True)
 
 
-def _record_key(rec: TraceRecord) -> str:
+def _record_key(rec: TraceRecord, *, cap: bool = True) -> str:
+    """The request a record belongs to. Without ``cap`` the output cap is left out: a request's
+    other calls (the LLM filter's) have caps of their own, and belong to the request whose key
+    matches on everything else."""
     prompt = (rec.run or {}).get("prompt")
     strategy = prompt.get("strategy") if isinstance(prompt, dict) else None
-    return _key(rec.source, rec.model, rec.prompt_variant, rec.task_id, rec.intent, rec.max_tokens,
+    return _key(rec.source, rec.model, rec.prompt_variant, rec.task_id, rec.intent, rec.max_tokens if cap else None,
                 rec.temperature, rec.seed, rec.run, strategy)
+
+
+def _loose(key: str) -> str:
+    """A request key without its output cap (what :func:`_record_key` gives a filter call)."""
+    parts = json.loads(key)
+    parts[5] = None
+    return json.dumps(parts, sort_keys=True)
+
+
+def _belongs(rec: TraceRecord, keys: set[str], loose: set[str]) -> bool:
+    """Whether ``rec`` is a call of one of the requests ``keys`` (``loose``: the same keys without caps)."""
+    return _record_key(rec) in keys if rec.call == "plan" else _record_key(rec, cap=False) in loose
 
 
 def _resumable(scratch: Path) -> tuple[list[TraceRecord], set[str]]:
     """The records of an interrupted run worth keeping, and their request keys.
 
-    A request counts as done when one of its plan records holds a completion; records of
-    requests that only failed at the transport level are dropped, so the re-run asks again.
+    A request counts as done when one of its plan records holds a completion; every record of a
+    done request is kept (its failed attempts, its filter calls); records of requests that only
+    failed at the transport level are dropped, so the re-run asks again.
     """
     records = list(read_jsonl_traces(scratch, on_error="skip"))  # a torn last line is the killed write
     done = {_record_key(r) for r in records if r.call == "plan" and r.error is None}
-    return [r for r in records if _record_key(r) in done], done
+    loose = {_loose(k) for k in done}
+    return [r for r in records if _belongs(r, done, loose)], done
 
 
 def _run(
@@ -103,40 +121,37 @@ def _run(
     the run's recording fields (``record_path``, ``record_source``, ``record_run``) set.
 
     The run holds ``OUT.lock`` throughout, so a second run onto the same ``out`` is refused rather
-    than interleaved; a run in which every request sent failed keeps its partial file and raises,
-    so it is neither reported as success nor taken for a finished recording.
+    than interleaved; a run in which any request sent failed (no answer after its retries) keeps
+    its partial file, writes no ``out`` and raises saying how many failed, so it is neither
+    reported as success nor taken for a finished recording: running it again asks only those.
 
     Raises:
         OutputLockedError: Another run is writing ``out``.
-        RecordingFailedError: Requests were sent and none was answered.
+        OutputRefusedError: A file that is not the recorder's is at ``OUT.lock`` or ``OUT.partial.jsonl``.
+        RecordingFailedError: Requests were sent and some were not answered.
     """
     with exclusive_output(out):
         return _run_locked(runs, tasks, out, options=options, variants=variants, n=n, progress=progress,
                            concurrency=concurrency, resume=resume, notify=notify)
 
 
-def _run_locked(
-    runs: list[Run], tasks: list[PlanTask], out: str | Path, *, options: PlannerOptions, variants: Iterable[str],
-    n: int | None, progress: Callable[[int], None] | None, concurrency: int, resume: bool,
-    notify: Callable[[str], None] | None,
-) -> int:
+class _Request(NamedTuple):
+    """One request of a recording: the planner that makes it, what it asks, and its key."""
+
+    planner: Any
+    intent: str
+    task_id: str
+    context: str | None
+    key: str
+
+
+def _requests(runs: list[Run], tasks: list[PlanTask], *, options: PlannerOptions, variants: Iterable[str],
+              n: int | None, scratch: Path | None) -> list[_Request]:
+    """Every (run, variant, task) request of a recording in its order, each with its key; nothing is sent."""
     from helmdeck_dspy.planning.planner import Planner  # imports dspy
 
     chosen = list(itertools.islice(itertools.cycle(tasks), n)) if n else list(tasks)
-    scratch = partial_path(out)
-    kept: list[TraceRecord] = []
-    done: set[str] = set()
-    if scratch.exists() and not is_own_partial(scratch, out):
-        raise OutputRefusedError(f"{scratch}: not written by a recording of {Path(out).name} (its first line is not "
-                                 "the recorder's header); move it away or choose another --out")
-    if scratch.exists() and resume:
-        kept, done = _resumable(scratch)
-        if notify is not None:
-            notify(f"resuming from {scratch}: {len(done)} request(s) already recorded are not sent again")
-    write_jsonl_traces(kept, scratch, header=partial_header(Path(out).name))
-    jobs: list[tuple[Any, str, str, str | None]] = []  # (planner, intent, task id, context)
-    order: dict[str, int] = {}
-    skipped = 0
+    out: list[_Request] = []
     for lm, model, source, run in runs:
         for variant in variants:
             with warnings.catch_warnings():
@@ -151,17 +166,38 @@ def _run_locked(
                 intent = task.intent if i < len(tasks) else f"{task.intent} (again, #{i // len(tasks)})"
                 key = _key(source, planner.budget.model, planner.variant, task.id, intent, cap, temperature, seed,
                            recorded_run(ctx), strategy)
-                order.setdefault(key, len(order))
-                if key in done:
-                    skipped += 1
-                else:
-                    jobs.append((planner, intent, task.id, task.context))
+                out.append(_Request(planner, intent, task.id, task.context, key))
+    return out
+
+
+def _run_locked(
+    runs: list[Run], tasks: list[PlanTask], out: str | Path, *, options: PlannerOptions, variants: Iterable[str],
+    n: int | None, progress: Callable[[int], None] | None, concurrency: int, resume: bool,
+    notify: Callable[[str], None] | None,
+) -> int:
+    scratch = partial_path(out)
+    kept: list[TraceRecord] = []
+    done: set[str] = set()
+    if scratch.exists() and not is_own_partial(scratch, out):
+        raise OutputRefusedError(f"{scratch}: not written by a recording of {Path(out).name} (its first line is not "
+                                 "the recorder's header); move it away or choose another --out")
+    if scratch.exists() and resume:
+        kept, done = _resumable(scratch)
+        if notify is not None:
+            notify(f"resuming from {scratch}: {len(done)} request(s) already recorded are not sent again")
+    write_jsonl_traces(kept, scratch, header=partial_header(Path(out).name))
+    requests = _requests(runs, tasks, options=options, variants=variants, n=n, scratch=scratch)
+    order: dict[str, int] = {}
+    for request in requests:
+        order.setdefault(request.key, len(order))
+        order.setdefault(_loose(request.key), order[request.key])
+    jobs = [r for r in requests if r.key not in done]
+    skipped = len(requests) - len(jobs)
     if progress is not None and skipped:
         progress(skipped)
 
-    def plan(job: tuple[Any, str, str, str | None]) -> None:
-        planner, intent, task_id, context = job
-        planner.plan(intent, context=context, task_id=task_id)
+    def plan(job: _Request) -> None:
+        job.planner.plan(job.intent, context=job.context, task_id=job.task_id)
         if progress is not None:
             progress(1)
 
@@ -173,12 +209,16 @@ def _run_locked(
             for future in [pool.submit(plan, job) for job in jobs]:
                 future.result()
     records = list(read_jsonl_traces(scratch)) if scratch.exists() else []
-    answered = [r for r in records if r.call == "plan" and r.error is None]
-    if jobs and not answered:
+    answered = {_record_key(r) for r in records if r.call == "plan" and r.error is None}
+    failed = [job for job in jobs if job.key not in answered]
+    if failed:
         errors = sorted({(r.error or "")[:200] for r in records if r.call == "plan" and r.error})
-        raise RecordingFailedError(f"every request failed ({len(jobs)} sent); {scratch} is kept and the run is not "
-                                   f"complete: {'; '.join(errors[:3]) or 'no answer'}")
-    records.sort(key=lambda r: order.get(_record_key(r), len(order)))  # stable: a request's calls stay in order
+        raise RecordingFailedError(
+            f"{len(failed)} of {len(jobs)} requests failed; the run is not complete: {scratch} keeps what was "
+            f"recorded, and running the same command again asks only the {len(failed)} again: "
+            f"{'; '.join(errors[:3]) or 'no answer'}")
+    # stable: a request's calls stay in order, its filter call with it
+    records.sort(key=lambda r: order.get(_record_key(r, cap=r.call == "plan"), len(order)))
     for i, rec in enumerate(records):
         rec.id = f"{rec.source.split(':', 1)[-1]}-{i:05d}"
     write_jsonl_traces(records, out)
@@ -271,10 +311,90 @@ def record(
     recording fields (``record_path``, ``record_source``, ``record_run``) are this run's own.
     """
     options = options or PlannerOptions()
+    return _run(
+        _live_runs(model, lm_spec, options, temperature, seed), tasks, out, options=options, variants=variants, n=n,
+        progress=progress, concurrency=concurrency, resume=resume, notify=notify,
+    )
+
+
+def _live_runs(model: str, lm_spec: str | None, options: PlannerOptions, temperature: float | None,
+               seed: int | None) -> list[Run]:
+    """The one run :func:`record` makes: ``lm_spec`` (default: ``model`` live) with its sampling."""
     spec = lm_spec or model
     sampling = {k: v for k, v in (("temperature", temperature), ("seed", seed)) if v is not None}
     lm = make_lm(spec, api_base=options.api_base, cache=False, sampling=sampling, timeout=options.retry.timeout_s)
-    return _run(
-        [(lm, model, trace_source(spec), run_settings(spec))], tasks, out, options=options, variants=variants, n=n,
-        progress=progress, concurrency=concurrency, resume=resume, notify=notify,
-    )
+    return [(lm, model, trace_source(spec), run_settings(spec))]
+
+
+_SETTINGS = ((0, "--lm"), (1, "--model"), (2, "--variant"), (5, "--max-tokens"), (6, "--temperature"), (7, "--seed"),
+             (9, "--strategy"), (8, "--program or the LM's settings"))
+"""Where a request key holds each setting a user can change, and the option that changes it."""
+
+
+def check_finished(
+    model: str,
+    lm_spec: str | None,
+    tasks: list[PlanTask],
+    out: str | Path,
+    *,
+    options: PlannerOptions | None = None,
+    variants: Iterable[str] = VARIANTS,
+    n: int | None = None,
+    temperature: float | None = None,
+    seed: int | None = None,
+) -> int:
+    """For a finished recording at ``out`` (:func:`finished_records`): the number of its plan
+    records when :func:`record` with these arguments would ask exactly the requests it holds (a
+    re-run with nothing to send). Nothing is sent either way.
+
+    Raises:
+        OutputRefusedError: The file holds the requests of other settings; the message names each
+            setting that differs (``--n``, ``--variant``, ``--model``, ``--temperature`` ...) with
+            what the file holds and what this run asks (exit 2: ``--force`` records again).
+    """
+    options = options or PlannerOptions()
+    held = [r for r in read_jsonl_traces(out, on_error="skip") if r.call == "plan"]
+    have = {_record_key(r) for r in held}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = {r.key for r in _requests(_live_runs(model, lm_spec, options, temperature, seed), tasks,
+                                         options=options, variants=variants, n=n, scratch=None)}
+    if want == have:
+        return len(held)
+    raise OutputRefusedError(f"{out} is a finished recording of other settings ({'; '.join(_differences(have, want))})"
+                             "; pass --force to record again, or choose another --out", argument="--out")
+
+
+def _differences(have: set[str], want: set[str]) -> list[str]:
+    """What tells the requests of a finished file (``have``) from those a run asks (``want``), one
+    phrase per setting: ``--variant: it holds full_steps, this run asks single_pick``."""
+    held = [json.loads(k) for k in have]
+    asked = [json.loads(k) for k in want]
+
+    def shown(values: set[str]) -> str:
+        loaded = [json.loads(v) for v in values]
+        text = ", ".join(sorted("none" if v is None else v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+                                for v in loaded))
+        return text if len(text) <= 80 else text[:77] + "..."
+
+    out: list[str] = []
+    for index, option in _SETTINGS:
+        a = {json.dumps(k[index], sort_keys=True) for k in held}
+        b = {json.dumps(k[index], sort_keys=True) for k in asked}
+        if a == b:
+            continue
+        if index == 8:  # the program and a local model's settings: named by what differs in them
+            if out:
+                continue  # another setting (a variant's own program) explains it
+            keys = sorted({key for k in held + asked for key in (k[8] or {})
+                           if {json.dumps((h[8] or {}).get(key), sort_keys=True) for h in held}
+                           != {json.dumps((w[8] or {}).get(key), sort_keys=True) for w in asked}})
+            out.append(f"{option}: it holds another {' and '.join(keys) or 'one'}")
+            continue
+        out.append(f"{option}: it holds {shown(a)}, this run asks {shown(b)}")
+    tasks_held, tasks_asked = {(k[3], k[4]) for k in held}, {(k[3], k[4]) for k in asked}
+    if len(tasks_held) != len(tasks_asked):
+        out.append(f"--n: it holds {len(tasks_held)} task(s), this run asks {len(tasks_asked)}")
+    elif tasks_held != tasks_asked:
+        out.append("--tasks: it holds other tasks")
+    return out or [f"it holds {len(have)} request(s), this run asks {len(want)}"]

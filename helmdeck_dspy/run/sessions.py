@@ -36,7 +36,7 @@ from helmdeck_dspy.catalog.importing.merge import merge_sources
 from helmdeck_dspy.catalog.importing.shapes import read_tool_list
 from helmdeck_dspy.catalog.importing.sources import SourceSpec, SourceTools, default_label, parse_source
 from helmdeck_dspy.catalog.models import RoutingGuide
-from helmdeck_dspy.errors import MissingExtraError, ToolListError, ToolServerError, ToolSourceError
+from helmdeck_dspy.errors import MissingExtraError, SourceSpecError, ToolListError, ToolServerError, ToolSourceError
 from helmdeck_dspy.planning.execution import StepOutcome
 
 CALL_TIMEOUT_S = 60.0
@@ -95,7 +95,7 @@ class ToolSessions:
         self.specs = [parse_source(text, env) for text in sources]
         for spec in self.specs:
             if spec.kind == "file":
-                raise ToolSourceError(spec.text, "a tool list file cannot run tools; give the server "
+                raise SourceSpecError(spec.text, "a tool list file cannot run tools; give the server "
                                                  "(mcp+stdio:COMMAND or mcp+http:URL)")
         self.headers = headers
         self.cwd = cwd
@@ -163,7 +163,7 @@ class ToolSessions:
             raise ToolSourceError(spec.text, f"listed a tool that cannot be read: {exc}") from None
         label = spec.label or default_label(spec, name)
         if label in self._servers:
-            raise ToolSourceError(spec.text, f"a second source labelled {label!r}; give one LABEL=SOURCE")
+            raise SourceSpecError(spec.text, f"a second source labelled {label!r}; give one LABEL=SOURCE")
         server.label = label
         self._servers[label] = server
         self.sources.append(SourceTools(spec=spec, label=label, tools=tool_list))

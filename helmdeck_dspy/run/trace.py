@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from helmdeck_dspy.io.redaction import redact_url
 from helmdeck_dspy.planning.execution import LoopResult, StepOutcome, run_loop
 from helmdeck_dspy.planning.result import PlanResult
 from helmdeck_dspy.run.executor import McpExecutor
@@ -22,7 +23,7 @@ class ServerSummary(BaseModel):
     """One server of a run: its label, the source it was started from, and its tools."""
 
     label: str
-    source: str
+    source: str = Field(description="The source as given, its URL's credentials masked (io.redaction.redact_url).")
     tools: list[str]
 
 
@@ -70,7 +71,7 @@ def run_intent(
     else:
         loop = run_loop(planner, intent, executor, max_steps=max_steps, context=context, time_cap_s=time_cap_s,
                         on_plan=on_plan, on_step=on_step)
-    servers = [ServerSummary(label=s.label, source=s.spec.text, tools=[t.name for t in s.tools.tools])
+    servers = [ServerSummary(label=s.label, source=redact_url(s.spec.text), tools=[t.name for t in s.tools.tools])
                for s in executor.sessions.sources]
     return RunTrace(intent=intent, model=planner.budget.model, lm=planner.options.lm_spec, variant=planner.variant,
                     dry_run=dry_run, started_at=started, servers=servers, loop=loop)

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from helmdeck_dspy.errors import ServeRefusedError, TokenFileError
+from helmdeck_dspy.errors import ServeRefusedError, TokenFileError, UnsafeBindError
 from helmdeck_dspy.io.datafiles import parse_toml, read_text
 from helmdeck_dspy.io.redaction import register_secret
 
@@ -176,10 +176,10 @@ def check_bind(host: str, tokens: CallerTokens) -> None:
     """Refuse an HTTP bind beyond loopback when no token would be required.
 
     Raises:
-        ServeRefusedError: ``host`` is not loopback and no tokens are configured.
+        UnsafeBindError: ``host`` is not loopback and no tokens are configured (a usage error, exit 2).
     """
     if not tokens and not is_loopback(host):
-        raise ServeRefusedError(
+        raise UnsafeBindError(
             f"refusing to serve on {host} without bearer tokens: set ${TOKENS_ENV} (name=token) or "
             f"--tokens-file, or bind 127.0.0.1"
         )

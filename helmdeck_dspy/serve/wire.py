@@ -19,7 +19,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
-from helmdeck_dspy.domain import Complexity, Variant
+from helmdeck_dspy.domain import MAX_MODEL_ID_CHARS, MODEL_ID_PATTERN, Complexity, Variant
 from helmdeck_dspy.engines.lm_spec import lm_kind
 from helmdeck_dspy.errors import ArgumentError, validation_message
 from helmdeck_dspy.local.endpoint import SPEC_PREFIX as LOCAL_PREFIX
@@ -69,10 +69,9 @@ def tools_digest(tools: list[dict[str, Any]]) -> str:
     return hashlib.sha256(tools_json(tools).encode("utf-8")).hexdigest()
 
 
-MAX_MODEL_ID_CHARS = 200
-"""The longest ``model`` a caller may name (the longest id in the budget table is under 80)."""
-MODEL_ID_CHARS = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+\-]*")
-"""What a ``model`` may hold: checked before any lookup, so no caller's id is stored or logged otherwise."""
+MODEL_ID_CHARS = re.compile(MODEL_ID_PATTERN)
+"""What a ``model`` may hold (:data:`~helmdeck_dspy.domain.MODEL_ID_PATTERN`, as on the command line):
+checked before any lookup, so no caller's id is stored or logged otherwise."""
 
 
 class _IntentForModel(BaseModel):

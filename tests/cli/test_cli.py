@@ -212,10 +212,10 @@ def test_plan_record_then_replay(tmp_path):
     assert len(d["steps"]) == 3
 
 
-def test_plan_missing_replay_file_is_exit_1(tmp_path, capsys):
+def test_plan_missing_replay_file_is_a_usage_error(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["plan", "x", "-m", "anthropic/claude-sonnet-4-6", "--lm", f"replay:{tmp_path / 'nope.jsonl'}"])
-    assert exit_info.value.code == 1
+    assert exit_info.value.code == 2  # a name on the command line that names nothing (issue 52, item 7)
     assert "replay file not found" in capsys.readouterr().err
 
 

@@ -259,7 +259,7 @@ def test_cli_compile_text_output_and_lm_errors(tmp_path, capsys):
     assert r.exit_code == 0 and "tier B full_steps" in r.output and "LM calls 0" in r.output
     with pytest.raises(SystemExit) as info:
         main(["compile", "--tier", "B", "--variant", "full_steps", "--optimizer", "bootstrap", "--out", str(tmp_path)])
-    assert info.value.code == 1
+    assert info.value.code == 2  # a usage error (issue 52, item 7)
     assert "needs an LM" in capsys.readouterr().err
 
 

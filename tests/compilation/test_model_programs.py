@@ -14,7 +14,7 @@ from helmdeck_dspy.budgets import budget_for
 from helmdeck_dspy.cli.app import cli
 from tests.compile_helpers import compile_one
 from helmdeck_dspy.errors import CompiledProgramError, InputError
-from helmdeck_dspy.io.resources import compiled_dir
+from helmdeck_dspy.io.resources import compiled_dir, default_budgets_path
 from helmdeck_dspy.planning.planner import Planner
 from helmdeck_dspy.program.store import (
     manifest_path,
@@ -135,7 +135,7 @@ def test_compile_model_cli_writes_the_program_and_says_what_it_will_cost(tmp_pat
 @pytest.mark.parametrize(("args", "says"), [
     (["--model", MODEL, "--variant", "full_steps", "--optimizer", "bootstrap"], "--model needs --lm"),
     (["--model", MODEL, "--tier", "C", "--lm", "sim:mid-tier"], "not with --tier or --all"),
-    (["--tier", "C", "--variant", "full_steps", "--budgets", "eval/budgets.toml"], "--budgets gives a --model's"),
+    (["--tier", "C", "--variant", "full_steps", "--budgets", str(default_budgets_path())], "--budgets gives a --model's"),
 ])
 def test_compile_model_usage_errors(tmp_path, args, says):
     result = CliRunner().invoke(cli, ["compile", *args, "--out", str(tmp_path)])

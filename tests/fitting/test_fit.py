@@ -269,7 +269,7 @@ def test_cli_fit_bad_name_is_one_line(trace_file, tmp_path, capsys):
 
     with pytest.raises(SystemExit) as info:
         main(["traces", "fit", str(trace_file), "--name", "Bad Name", "--out", str(tmp_path / "p.toml")])
-    assert info.value.code == 1
+    assert info.value.code == 2  # a usage error (issue 52, item 7)
     assert "--name" in capsys.readouterr().err
 
 

@@ -101,7 +101,10 @@ def test_bundled_profiles_are_never_written(cli):
     assert bundled.read_bytes() == before
 
 
-def test_a_finished_record_is_complete_and_calls_nothing(cli):
+def test_a_finished_record_calls_nothing(cli):
+    """A finished trace file of other settings (here: another model's) is neither sent for nor
+    replaced: the run is refused naming the difference (the same settings say "complete": see
+    test_record_once.py)."""
     from tests.fault_server import FaultServer, ok
 
     out = cli.cwd / "rec.jsonl"
@@ -111,7 +114,7 @@ def test_a_finished_record_is_complete_and_calls_nothing(cli):
         run = cli("traces", "record", "-m", "openai/rec-model", "--lm", "openai/rec-model", "--api-base", server.url,
                   "--n", "1", "--out", "rec.jsonl", env={"OPENAI_API_KEY": "sk-test-0123456789abcdef"})
         sent = len(server.requests)
-    assert run.code == 0 and "is complete" in run.out and "nothing sent" in run.out, run.err
+    assert_one_line(run, 2, "finished recording of other settings", "--model", "--force")
     assert sent == 0 and out.read_bytes() == before
 
 

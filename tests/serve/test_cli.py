@@ -27,8 +27,10 @@ def test_help_imports_neither_the_sdk_nor_the_planner(args):
 def test_a_missing_replay_file_is_one_error_line(tmp_path, capsys):
     with pytest.raises(SystemExit) as info:
         main(["serve", "--lm", f"replay:{tmp_path / 'nope.jsonl'}", "--no-history"])
-    assert info.value.code == 1
-    assert capsys.readouterr().err.strip().splitlines() == [f"error: replay file not found: {tmp_path / 'nope.jsonl'}"]
+    assert info.value.code == 2  # a usage error (issue 52, item 7)
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"Error: Invalid value for '--lm': replay file not found: {tmp_path / 'nope.jsonl'} "
+        "(see 'helmdeck-dspy serve --help')"]
 
 
 def test_a_malformed_token_file_is_refused_before_binding(tmp_path, capsys):

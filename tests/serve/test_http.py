@@ -118,6 +118,6 @@ def test_cli_refuses_a_non_loopback_bind_without_tokens(host, capsys, monkeypatc
     monkeypatch.delenv("HELMDECK_DSPY_TOKENS_FILE", raising=False)
     with pytest.raises(SystemExit) as exit_info:
         main(["serve", "--transport", "http", "--host", host, "--port", "0"])
-    assert exit_info.value.code == 1
+    assert exit_info.value.code == 2  # a usage error (issue 52, item 7)
     err = capsys.readouterr().err
     assert err.startswith(f"error: refusing to serve on {host} without bearer tokens")

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from helmdeck_dspy.catalog.importing.mcp_fetch import DEFAULT_TIMEOUT_S
 from helmdeck_dspy.catalog.importing.merge import SEPARATOR, catalog_from_tools, merge_sources
 from helmdeck_dspy.catalog.importing.shapes import ImportedTool, ToolList, read_tool_list
 from helmdeck_dspy.catalog.importing.sources import SourceSpec, SourceTools, parse_source, read_source
 from helmdeck_dspy.catalog.models import RoutingGuide
+from helmdeck_dspy.io.redaction import redact_url
 
 
 class SourceSummary(BaseModel):
@@ -25,7 +26,7 @@ class SourceSummary(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    source: str
+    source: str = Field(description="The source as given, its URL's credentials masked (io.redaction.redact_url).")
     kind: str
     label: str
     shape: str | None
@@ -68,7 +69,7 @@ def import_catalog(
     specs = [parse_source(text, env) for text in sources]  # every spec checked before any server starts
     read = [read_source(spec, headers=headers, timeout_s=timeout_s) for spec in specs]
     catalog = merge_sources(read, prefix=prefix)
-    summary = tuple(SourceSummary(source=s.spec.text, kind=s.spec.kind, label=s.label, shape=s.tools.shape,
+    summary = tuple(SourceSummary(source=redact_url(s.spec.text), kind=s.spec.kind, label=s.label, shape=s.tools.shape,
                                   tools=len(s.tools.tools)) for s in read)
     return ImportedCatalog(catalog=catalog, sources=summary)
 

@@ -175,18 +175,29 @@ async def _fetch_target(target: ServerTarget, witness: Witness) -> ServerTools:
         return ServerTools(info.name if info is not None else "", await list_pages(client))
 
 
+def target_secrets(target: ServerTarget) -> list[str]:
+    """What a server was given that it may echo: the values of its ``--env`` variables and of the
+    ``--header`` headers (a bearer token alone as well)."""
+    values = [*(target.env or {}).values(), *(target.headers or {}).values()]
+    return [*values, *(v.split(None, 1)[1] for v in values if len(v.split(None, 1)) == 2)]
+
+
 def failure_line(exc: BaseException, target: ServerTarget, witness: Witness, logs: _LogCapture,
                  timeout_s: float) -> str:
     """One line for what stopped a session with ``target``: a typed cause, the HTTP status it
-    answered with, or the exception, with the server's last stderr (or SDK log) line."""
+    answered with, or the exception, with the server's last stderr (or SDK log) line. Nothing the
+    server was given to keep secret is repeated (:func:`target_secrets`, a URL's credentials)."""
+    from helmdeck_dspy.io.redaction import redact
+
     leaf = _leaves(exc)[0]
     if isinstance(leaf, ToolSourceError):
-        return leaf.detail
+        return redact(leaf.detail, target_secrets(target)) or leaf.detail
     if witness.http_errors:
         return _http_status_text(witness.http_errors[0])
     said = witness.stderr_line() or _last_line("\n".join(logs.messages[:1]))
     line = _describe(leaf, target, timeout_s)
-    return line + (f"; it said: {said}" if said and said not in line else "")
+    line += f"; it said: {said}" if said and said not in line else ""
+    return redact(line, target_secrets(target)) or line
 
 
 def _http_status_text(code: int) -> str:

@@ -20,13 +20,15 @@ import re
 import shlex
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from helmdeck_dspy.catalog.importing.mcp_fetch import DEFAULT_TIMEOUT_S, ServerTarget, list_server_tools
 from helmdeck_dspy.catalog.importing.shapes import ToolList, read_tool_list
-from helmdeck_dspy.errors import ToolFileError, ToolListError, ToolSourceError
+from helmdeck_dspy.errors import SourceSpecError, ToolFileError, ToolListError, ToolSourceError
 from helmdeck_dspy.io.datafiles import read_json
+from helmdeck_dspy.io.redaction import register_url_secrets
 
 SourceKind = Literal["stdio", "http", "file"]
 STDIO_PREFIX = "mcp+stdio:"
@@ -73,8 +75,13 @@ def _is_file(text: str) -> bool:
 def parse_source(text: str, env: dict[str, str] | None = None) -> SourceSpec:
     """Parse a source as written on the command line.
 
+    The credentials an ``mcp+http:`` URL carries are registered as secrets (every error line,
+    log record and trace masks them) and the source is shown through
+    :func:`~helmdeck_dspy.io.redaction.redact_url` wherever it is printed or written.
+
     Raises:
-        ToolSourceError: An empty command, a URL that is not http(s), or an unreadable path.
+        SourceSpecError: An empty command, an unknown kind, a URL that is not http(s), or a path
+            that is not a file (a usage error).
     """
     label, body = "", text.strip()
     if not _is_file(body) and (m := _LABEL.match(body)):
@@ -83,9 +90,9 @@ def parse_source(text: str, env: dict[str, str] | None = None) -> SourceSpec:
         try:
             words = shlex.split(body[len(STDIO_PREFIX):])
         except ValueError as exc:
-            raise ToolSourceError(text, f"cannot split the command line: {exc}") from None
+            raise SourceSpecError(text, f"cannot split the command line: {exc}") from None
         if not words:
-            raise ToolSourceError(text, "expected a command after mcp+stdio:")
+            raise SourceSpecError(text, "expected a command after mcp+stdio:")
         return SourceSpec(text=text, kind="stdio", label=label, command=words[0], args=tuple(words[1:]),
                           env=dict(env or {}))
     for prefix in HTTP_PREFIXES:
@@ -94,12 +101,13 @@ def parse_source(text: str, env: dict[str, str] | None = None) -> SourceSpec:
             if url.startswith("//"):  # mcp+http://host/mcp: the scheme is the source kind's
                 url = prefix[len("mcp+"):] + url
             if not re.match(r"^https?://[^/\s]+", url):
-                raise ToolSourceError(text, "expected an http:// or https:// URL after mcp+http:")
+                raise SourceSpecError(text, "expected an http:// or https:// URL after mcp+http:")
+            register_url_secrets(url)
             return SourceSpec(text=text, kind="http", label=label, url=url)
     if body.startswith("mcp+"):
-        raise ToolSourceError(text, "unknown source kind; expected mcp+stdio:COMMAND, mcp+http:URL or a JSON file")
+        raise SourceSpecError(text, "unknown source kind; expected mcp+stdio:COMMAND, mcp+http:URL or a JSON file")
     if not _is_file(body):
-        raise ToolSourceError(text, "no such file (a source is mcp+stdio:COMMAND, mcp+http:URL or a JSON file)")
+        raise SourceSpecError(text, "no such file (a source is mcp+stdio:COMMAND, mcp+http:URL or a JSON file)")
     return SourceSpec(text=text, kind="file", label=label, path=body)
 
 
@@ -133,8 +141,11 @@ def default_label(spec: SourceSpec, server_name: str = "") -> str:
     if spec.kind == "file":
         return label_words(Path(spec.path).stem) or "tools"
     if spec.kind == "http":
-        host = re.sub(r"^https?://", "", spec.url).split("/", 1)[0].split(":", 1)[0]
-        return label_words(host.replace(".", "-")) or "server"
+        try:
+            host = urlsplit(spec.url).hostname or ""
+        except ValueError:
+            host = ""
+        return label_words(host.replace(".", "-")) or "server"  # never the user info: it may be a token
     return "server"
 
 

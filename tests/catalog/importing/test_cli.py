@@ -1,5 +1,6 @@
 """``helmdeck-dspy catalog import``: the file it writes is a catalog ``plan --catalog`` reads; it
-never replaces a file without --force; every bad source is one error line and exit 1."""
+never replaces a file without --force; every bad source is one error line: exit 2 for a source that
+names nothing (a usage error), 1 for a server or file that fails."""
 
 from __future__ import annotations
 
@@ -67,17 +68,17 @@ def test_json_output_and_a_server_merged_with_a_file(tool_file, tmp_path, capsys
 
 
 BAD = [
-    (["mcp+stdio:no-such-server-command-4711"], "command not found: no-such-server-command-4711"),
-    ([f"mcp+stdio:{sys.executable} -c 'import sys; sys.exit(3)'"], "closed the connection before listing its tools"),
-    (["{tmp}/none.json"], "no such file"),
-    (["{tmp}/bad.json"], "expected an MCP tools/list result"),
-    (["{tmp}/weather.json", "{tmp}/weather.json"], "two tools would be named 'weather__get_weather'"),
-    (["mcp+ws:ws://127.0.0.1/mcp"], "unknown source kind"),
+    (["mcp+stdio:no-such-server-command-4711"], "command not found: no-such-server-command-4711", 1),
+    ([f"mcp+stdio:{sys.executable} -c 'import sys; sys.exit(3)'"], "closed the connection before listing its tools", 1),
+    (["{tmp}/none.json"], "no such file", 2),  # a source that names nothing is a usage error (issue 52, item 7)
+    (["{tmp}/bad.json"], "expected an MCP tools/list result", 1),
+    (["{tmp}/weather.json", "{tmp}/weather.json"], "two tools would be named 'weather__get_weather'", 1),
+    (["mcp+ws:ws://127.0.0.1/mcp"], "unknown source kind", 2),
 ]
 
 
-@pytest.mark.parametrize(("sources", "says"), BAD, ids=[s for _, s in BAD])
-def test_bad_sources_are_one_line_and_exit_1(sources, says, tool_file, tmp_path, capsys):
+@pytest.mark.parametrize(("sources", "says", "exit_code"), BAD, ids=[s for _, s, _ in BAD])
+def test_bad_sources_are_one_line(sources, says, exit_code, tool_file, tmp_path, capsys):
     if any(s.startswith("mcp+stdio:") for s in sources):
         pytest.importorskip("mcp", reason=NO_SDK)
     (tmp_path / "bad.json").write_text('{"functions": []}', encoding="utf-8")
@@ -85,7 +86,7 @@ def test_bad_sources_are_one_line_and_exit_1(sources, says, tool_file, tmp_path,
     argv = ["catalog", "import", *(s.replace("{tmp}", str(tmp_path)) for s in sources), "--out", str(out),
             "--timeout", "30"]
     code, _, err = run_cli(argv, capsys)
-    check_error(code, err, 1, (says,))
+    check_error(code, err, exit_code, (says,))
     assert not out.exists()
 
 

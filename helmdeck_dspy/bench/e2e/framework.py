@@ -66,7 +66,7 @@ def _steps(items: list[Any]) -> list[FrameworkStep]:
     for item in items:
         raw = getattr(item, "raw_item", None)
         if item.type == "tool_call_item" and raw is not None:
-            call_id = getattr(raw, "call_id", None) or getattr(raw, "id", "")
+            call_id = str(getattr(raw, "call_id", None) or getattr(raw, "id", ""))
             try:
                 args = json.loads(getattr(raw, "arguments", "") or "{}")
             except ValueError:
@@ -74,7 +74,7 @@ def _steps(items: list[Any]) -> list[FrameworkStep]:
             calls[call_id] = (getattr(raw, "name", ""), args if isinstance(args, dict) else {})
             order.append(call_id)
         elif item.type == "tool_call_output_item":
-            call_id = raw.get("call_id") if isinstance(raw, dict) else getattr(raw, "call_id", "")
+            call_id = str(raw.get("call_id") if isinstance(raw, dict) else getattr(raw, "call_id", ""))
             outputs[call_id] = str(item.output)
     return [FrameworkStep(calls[c][0], calls[c][1], outputs.get(c, ""),
                           outputs.get(c, "").strip().lower().startswith(ERROR_PREFIXES)) for c in order]

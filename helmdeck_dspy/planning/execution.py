@@ -10,7 +10,9 @@ planner again, with every executed step and its (truncated) result, when:
 - the planner is single_pick and expects more steps.
 
 It stops when the model expects no more steps, when a step was refused by the approval policy,
-when the planner asks again for a call that already failed with the same arguments (``stuck``),
+when the planner asks again for a call that already failed with the same arguments and no call has
+succeeded since (``stuck``: nothing changed that could make it pass; after a success, say a
+``git_add`` before the ``git_commit`` that failed, it is sent once more),
 at the step cap or at the time cap. A tool server that dies ends the run with its one-line cause.
 """
 
@@ -69,7 +71,7 @@ class LoopResult(BaseModel):
         outcomes: Each executed step's whole outcome (same order as ``executed``).
         stopped_because: ``done``, ``max_steps``, ``failed`` (a plan call failed), ``no_steps``
             (the first plan had none), ``denied`` (a call was refused), ``time_cap`` or
-            ``stuck`` (a call that failed was planned again, unchanged), ``server_error``
+            ``stuck`` (a call that failed was planned again, unchanged, with no success since), ``server_error``
             (``error`` says which server and why); ``dry_run`` when nothing was
             meant to run.
         error: The one-line cause of a ``server_error``.
@@ -99,6 +101,16 @@ class Replanner(Protocol):
     ) -> PlanResult:
         """Plan ``intent`` given the steps already executed."""
         ...
+
+
+def _failed_since_last_success(executed: list[ExecutedStep], step: GuardedStep) -> bool:
+    """Whether ``step`` (its tool and arguments) failed after the last call that succeeded."""
+    for done in reversed(executed):
+        if not done.error:
+            return False
+        if done.tool == step.tool and done.args == step.args:
+            return True
+    return False
 
 
 def needs_earlier(step: GuardedStep) -> bool:
@@ -168,8 +180,8 @@ def run_loop(
                 return stop("max_steps")
             if out_of_time():
                 return stop("time_cap")
-            if any(done.error and done.tool == step.tool and done.args == step.args for done in out.executed):
-                return stop("stuck")  # it failed once with these very arguments; it would again
+            if _failed_since_last_success(out.executed, step):
+                return stop("stuck")  # it failed with these very arguments and nothing has changed since
             if index > 0 and needs_earlier(step):
                 replan = True  # the planner fills this step in from the results it now has
                 break

@@ -100,3 +100,18 @@ def test_a_failed_call_planned_again_unchanged_stops_the_run(tmp_path):
     p = planner(tmp_path, SONNET, again, again, again)
     out = p.run_loop("x", lambda s: StepOutcome(text="invalid url", error=True))
     assert out.stopped_because == "stuck" and len(out.executed) == 1 and len(out.plans) == 2
+
+
+def test_a_failed_call_is_sent_once_more_after_a_success_changed_the_world(tmp_path):
+    commit, add = (STORE, {"note": "c"}), (SCRAPE, {"url": "a"})
+    p = planner(tmp_path, SONNET, full(commit), full(add, commit))  # after the error: stage, then commit again
+    staged: list[str] = []
+
+    def execute(step):
+        if step.tool == SCRAPE:
+            staged.append("a")
+            return StepOutcome(text="staged")
+        return StepOutcome(text="committed") if staged else StepOutcome(text="nothing to commit", error=True)
+
+    out = p.run_loop("x", execute)
+    assert [(s.tool, s.error) for s in out.executed] == [(STORE, True), (SCRAPE, False), (STORE, False)]

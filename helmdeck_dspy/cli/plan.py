@@ -73,7 +73,7 @@ def plan_cmd(
     from helmdeck_dspy.errors import RecordWriteError
     from helmdeck_dspy.io.datafiles import read_text_limited
     from helmdeck_dspy.io.outputs import JSONL_FORMATS, check_output
-    from helmdeck_dspy.planning.bounds import check_output_cap, check_request
+    from helmdeck_dspy.planning.bounds import check_output_cap
     from helmdeck_dspy.planning.history import HistoryStore
     from helmdeck_dspy.planning.planner import Planner
     from helmdeck_dspy.planning.resilience.policy import resolve_resilience
@@ -96,7 +96,6 @@ def plan_cmd(
             retry=config.retry, fallback=config.fallback, program=program,
         )
         check_output_cap(max_tokens, input_tokens=planner.budget.input_tokens, model=planner.budget.model)
-        check_request(intent, context, input_tokens=planner.budget.input_tokens, model=planner.budget.model)
         unrecorded: RecordWriteError | None = None
         try:
             result = planner.plan(intent, context=context)

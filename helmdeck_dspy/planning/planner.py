@@ -21,6 +21,7 @@ from helmdeck_dspy.domain import VARIANTS, Variant
 from helmdeck_dspy.engines.lm_spec import make_lm
 from helmdeck_dspy.errors import ArgumentError, FrozenPlannerError
 from helmdeck_dspy.io.redaction import protect_loggers
+from helmdeck_dspy.planning.bounds import check_request, steps_text
 from helmdeck_dspy.planning.attempt import run_attempt
 from helmdeck_dspy.planning.context import PlanContext
 from helmdeck_dspy.planning.request import context_of, resolve_request, select_for
@@ -226,9 +227,13 @@ class Planner:
 
         Raises:
             ArgumentError: ``intent`` is empty.
+            InputTooLargeError: The intent, context and prior steps hold more tokens than the
+                budget row's ``input_tokens`` (every surface: ``plan``, ``run``, ``serve``, the API).
         """
         if not intent or not intent.strip():
             raise ArgumentError("intent is required")
+        check_request(intent, context, input_tokens=self.budget.input_tokens, model=self.budget.model,
+                      prior=steps_text(prior_steps or []))
         t0 = time.perf_counter()
         result = run_plan(self, policy=self.options.retry, chain=self.options.fallback, intent=intent,
                           context=context, prior_steps=prior_steps, task_id=task_id)

@@ -134,3 +134,14 @@ def test_a_streamable_http_server_with_the_header_it_requires(tmp_path):
                 pass
     assert not routed.error and not routed.denied, routed.text
     assert routed.structured and "tool" in json.dumps(routed.structured)
+
+
+def test_a_write_that_succeeded_is_not_sent_twice_in_one_run(calls_log):
+    with ToolSessions([fake("ok", calls_log)]) as tools:
+        run = McpExecutor(tools, approve=allow_all)
+        assert run(step("erase")).text == "erased"
+        again = run(step("erase"))
+        assert again.error and not again.denied and "not sent twice" in again.text
+        assert run(step("echo", text="hi")).text == run(step("echo", text="hi")).text == "hi"  # reads repeat freely
+        assert McpExecutor(tools, approve=allow_all)(step("erase")).text == "erased"  # another run
+    assert [c["name"] for c in sent(calls_log)] == ["erase", "echo", "echo", "erase"]

@@ -51,6 +51,9 @@ SHOWN_CHARS = 300
 @strategy_option
 @plan_sampling
 @click.option("--yes", "-y", is_flag=True, help="Run tools that are not read-only without asking.")
+@click.option("--trust", "trusted", multiple=True, metavar="LABEL",
+              help="Honour this server's read-only annotations: its read-only tools run without asking (repeatable; "
+                   "untrusted servers' tools are all asked about).")
 @click.option("--dry-run", is_flag=True, help="Print the plan; run nothing.")
 @click.option("--max-steps", type=click.IntRange(1, 100), default=8, show_default=True, help="The most tool calls.")
 @click.option("--time-cap", "time_cap_s", type=FiniteFloat(min=0, min_open=True, max=MAX_TIMEOUT_S), default=600.0,
@@ -70,7 +73,8 @@ SHOWN_CHARS = 300
 @json_option("Print the run trace as JSON instead of the steps.")
 def run_cmd(
     intent: str, sources: tuple[str, ...], model: str, lm_spec: str | None, api_base: str | None,
-    variant: str | None, strategy: str | None, temperature: float | None, seed: int | None, yes: bool, dry_run: bool,
+    variant: str | None, strategy: str | None, temperature: float | None, seed: int | None, yes: bool,
+    trusted: tuple[str, ...], dry_run: bool,
     max_steps: int, time_cap_s: float, call_timeout_s: float, start_timeout_s: float, headers: tuple[str, ...],
     env: tuple[str, ...], trace_path: str | None, force: bool, timeout_s: float | None, budgets_path: str | None,
     program: str | None, as_json: bool,
@@ -78,8 +82,8 @@ def run_cmd(
     """Plan INTENT over the tools of the --tools servers, run each step on its server and re-plan
     after an error or when a step needs an earlier result, until the model expects no more.
 
-    Tools annotated read-only run freely; any other is asked about on the terminal (denied when
-    there is none to ask on) unless --yes.
+    Tools annotated read-only by a --trust server run freely; any other is asked about on the
+    terminal (denied when there is none to ask on) unless --yes.
     """
     from helmdeck_dspy.io.atomic import atomic_write_text
     from helmdeck_dspy.io.outputs import check_output
@@ -88,6 +92,7 @@ def run_cmd(
     from helmdeck_dspy.run.approval import allow_all, ask_on_terminal
     from helmdeck_dspy.run.executor import McpExecutor
     from helmdeck_dspy.run.sessions import ToolSessions
+    from helmdeck_dspy.errors import UsageValueError
     from helmdeck_dspy.run.trace import run_intent
 
     header_values, env_values = pairs(headers, ":", "--header"), pairs(env, "=", "--env")
@@ -100,8 +105,12 @@ def run_cmd(
         planner = Planner.for_model(model, lm=lm_spec, catalog=catalog, budgets=budgets_path, api_base=api_base,
                                     variant=variant, answer_strategy=strategy, temperature=temperature, seed=seed,
                                     retry=config.retry, program=program)
+        unknown = sorted(set(trusted) - {s.label for s in sessions.sources})
+        if unknown:
+            raise UsageValueError(f"--trust {unknown[0]!r} names no --tools source; labels: "
+                                  f"{sorted(s.label for s in sessions.sources)}", argument="trust")
         executor = McpExecutor(sessions, catalog, approve=allow_all if yes else ask_on_terminal,
-                               call_timeout_s=call_timeout_s)
+                               call_timeout_s=call_timeout_s, trusted=frozenset(trusted))
         if not as_json:
             _print_header(planner, sessions, lm_spec or model)
         trace = run_intent(planner, intent, executor, max_steps=max_steps, time_cap_s=time_cap_s, dry_run=dry_run,

@@ -1,7 +1,10 @@
 """Who may run a tool that is not read-only: the approval policies of a run.
 
-A tool whose server annotates it ``readOnlyHint`` runs freely. Any other call is first put to the
-run's :data:`Approval` policy, a callable that gets the :class:`ToolCall` and says yes or no:
+A tool annotated ``readOnlyHint`` by a server the user trusts (``run --trust LABEL``) runs freely:
+the MCP specification has clients treat annotations as untrusted unless the server is trusted, so
+an untrusted server's "read-only" is a hint shown in the question, never a pass. Any other call is
+first put to the run's :data:`Approval` policy, a callable that gets the :class:`ToolCall` and says
+yes or no:
 
 - :func:`allow_all` (``run --yes``): every call runs;
 - :func:`read_only` : no call that is not read-only runs;
@@ -32,10 +35,12 @@ class ToolCall(BaseModel):
     server: str = Field(description="The label of the server that serves it.")
     args: dict[str, Any] = Field(default_factory=dict)
     hints: tuple[str, ...] = Field(default=(), description="The tool's MCP annotations (destructive, ...).")
+    trusted: bool = Field(default=False, description="The user trusts the server's annotations.")
 
     @property
     def read_only(self) -> bool:
-        return READ_ONLY in self.hints
+        """Read-only by an annotation the user trusts (an untrusted server's hint does not count)."""
+        return self.trusted and READ_ONLY in self.hints
 
 
 Approval = Callable[[ToolCall], bool]
@@ -64,7 +69,8 @@ def ask_on_terminal(call: ToolCall) -> bool:
     terminal or the answer is not yes."""
     if not sys.stdin or not sys.stdin.isatty():
         return False
-    what = ", ".join(h for h in call.hints if h != READ_ONLY) or "not marked read-only"
+    said = [h for h in call.hints if h != READ_ONLY or not call.trusted]
+    what = ", ".join(h.replace(READ_ONLY, "says read-only, untrusted") for h in said) or "not marked read-only"
     args = shown(json.dumps(call.args, ensure_ascii=False))
     sys.stderr.write(f"run {shown(call.tool)} on {shown(call.server)} ({what}) with {args}? [y/N] ")
     sys.stderr.flush()

@@ -31,12 +31,16 @@ class McpExecutor:
         catalog: The run's catalog (default: the sessions' own).
         approve: The policy for tools that are not read-only (default: ask on the terminal).
         call_timeout_s: How long one call may take.
+        trusted: The labels of the servers whose read-only annotations are honoured (the others'
+            tools all go to ``approve``).
     """
 
     def __init__(self, sessions: ToolSessions, catalog: RoutingGuide | None = None, *,
-                 approve: Approval = ask_on_terminal, call_timeout_s: float = CALL_TIMEOUT_S) -> None:
+                 approve: Approval = ask_on_terminal, call_timeout_s: float = CALL_TIMEOUT_S,
+                 trusted: frozenset[str] = frozenset()) -> None:
         self.sessions = sessions
         self.approve = approve
+        self.trusted = trusted
         self.call_timeout_s = call_timeout_s
         guide = catalog if catalog is not None else sessions.catalog()
         self.tools = {p.name: p for p in guide.packs if p.metadata.server}
@@ -47,7 +51,8 @@ class McpExecutor:
         pack = self.tools.get(step.tool)
         if pack is None:
             return None
-        return ToolCall(tool=step.tool, server=pack.metadata.server, args=step.args, hints=pack.metadata.hints)
+        return ToolCall(tool=step.tool, server=pack.metadata.server, args=step.args, hints=pack.metadata.hints,
+                        trusted=pack.metadata.server in self.trusted)
 
     def __call__(self, step: GuardedStep) -> StepOutcome:
         call = self.tool_call(step)

@@ -44,7 +44,7 @@ def test_a_tool_error_is_shown_and_the_planner_replans_from_it(time_server, tmp_
               ok(plan(("get_current_time", {"timezone": "Asia/Tokyo"})))]
     with FaultServer(script) as lm:
         code, out = cli(capsys, "run", "What time is it in Tokyo?", "--tools", time_server, "-m", MODEL, "--variant", "full_steps",
-                        "--api-base", lm.url, "--trace", str(trace))
+                        "--api-base", lm.url, "--trace", str(trace), "--trust", "time")
         second_prompt = json.dumps(lm.requests[1].body["messages"])
     assert code == 0, out
     lines = out.splitlines()
@@ -64,7 +64,7 @@ def test_without_a_terminal_a_tool_that_is_not_read_only_is_refused(tmp_path, ca
     source = "fake=mcp+stdio:" + shlex.join([sys.executable, str(FAKE), "ok", str(log)])
     with FaultServer([ok(plan(("echo", {"text": "hi"}), ("erase", {})))]) as lm:
         code, out = cli(capsys, "run", "echo hi then erase everything", "--tools", source, "-m", MODEL, "--variant", "full_steps",
-                        "--api-base", lm.url)
+                        "--api-base", lm.url, "--trust", "fake")
     assert code == 1, out
     assert "2. erase {} -> refused" in out and "stopped: denied" in out
     assert [json.loads(line)["name"] for line in log.read_text().splitlines()] == ["echo"]

@@ -42,7 +42,7 @@ def sent(log: Path) -> list[dict]:
 def test_read_only_tools_run_freely_and_others_only_when_approved(calls_log):
     asked: list[ToolCall] = []
     with ToolSessions([fake("ok", calls_log)]) as tools:
-        no = McpExecutor(tools, approve=lambda c: asked.append(c) or False)
+        no = McpExecutor(tools, approve=lambda c: asked.append(c) or False, trusted=frozenset({"fake"}))
         assert no(step("echo", text="hi")).text == "hi"
         refused = no(step("erase"))
         assert refused.denied and refused.error and "not approved" in refused.text
@@ -74,7 +74,7 @@ def test_a_server_that_exits_during_a_call_is_one_error_naming_it(calls_log):
 def test_a_server_that_hangs_is_an_error_after_the_call_timeout(calls_log):
     with ToolSessions([fake("hang", calls_log)]) as tools:
         with pytest.raises(ToolServerError, match=r"no answer to echo within 0.5 s"):
-            McpExecutor(tools, call_timeout_s=0.5)(step("echo", text="hi"))
+            McpExecutor(tools, call_timeout_s=0.5, trusted=frozenset({"fake"}))(step("echo", text="hi"))
 
 
 def test_a_tool_the_servers_do_not_serve_is_a_failed_step_never_sent(calls_log):
@@ -126,7 +126,7 @@ def test_a_streamable_http_server_with_the_header_it_requires(tmp_path):
     token = "executor-test-token-0123456789"
     with http_server(config_for(tmp_path, replay_file(tmp_path)), CallerTokens({"runner": token})) as server:
         with ToolSessions([f"helmdeck=mcp+http:{server.url}"], headers={"Authorization": f"Bearer {token}"}) as tools:
-            run = McpExecutor(tools, approve=lambda call: False)  # nothing to approve: it is read-only
+            run = McpExecutor(tools, approve=lambda call: False, trusted=frozenset({"helmdeck"}))  # read-only, trusted
             routed = run(step("helmdeck.route", user_intent="take a screenshot of https://example.com",
                               model="anthropic/claude-sonnet-4-6"))
         with pytest.raises(ToolSourceError, match="HTTP 401"):
@@ -138,10 +138,19 @@ def test_a_streamable_http_server_with_the_header_it_requires(tmp_path):
 
 def test_a_write_that_succeeded_is_not_sent_twice_in_one_run(calls_log):
     with ToolSessions([fake("ok", calls_log)]) as tools:
-        run = McpExecutor(tools, approve=allow_all)
+        run = McpExecutor(tools, approve=allow_all, trusted=frozenset({"fake"}))
         assert run(step("erase")).text == "erased"
         again = run(step("erase"))
         assert again.error and not again.denied and "not sent twice" in again.text
         assert run(step("echo", text="hi")).text == run(step("echo", text="hi")).text == "hi"  # reads repeat freely
         assert McpExecutor(tools, approve=allow_all)(step("erase")).text == "erased"  # another run
     assert [c["name"] for c in sent(calls_log)] == ["erase", "echo", "echo", "erase"]
+
+
+def test_an_untrusted_servers_read_only_hint_is_only_a_hint(calls_log):
+    asked: list[ToolCall] = []
+    with ToolSessions([fake("ok", calls_log)]) as tools:
+        untrusted = McpExecutor(tools, approve=lambda c: asked.append(c) or False)
+        out = untrusted(step("echo", text="hi"))
+    assert out.denied and [c.tool for c in asked] == ["echo"] and not asked[0].read_only
+    assert sent(calls_log) == []  # the lying (or honest) hint bought nothing without trust

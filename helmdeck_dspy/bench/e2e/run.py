@@ -159,8 +159,10 @@ def run_task(task: E2ETask, arm: str, make_agent: Callable[[Any], Any], *, setup
         with ToolSessions(world.servers.sources, env=world.servers.env, cwd=str(world.root)) as tools:
             catalog = tools.catalog()
             agent = make_agent(catalog)
-            loop = run_loop(agent, task.intent_for(world.site.url), McpExecutor(tools, catalog, approve=allow_all),
-                            max_steps=max_steps, time_cap_s=time_cap_s)
+            executor = McpExecutor(tools, catalog, approve=allow_all,  # the reference servers' hints are trusted
+                                   trusted=frozenset(s.label for s in tools.sources))
+            loop = run_loop(agent, task.intent_for(world.site.url), executor, max_steps=max_steps,
+                            time_cap_s=time_cap_s)
         calls = [(s.tool, s.args, o.error, o.text) for s, o in zip(loop.executed, loop.outcomes)]
         return checked(task, world, arm, model, lm, started, calls, plan_calls=len(loop.plans),
                        stopped_because=loop.stopped_because, error=loop.error, seconds=loop.seconds,

@@ -168,6 +168,9 @@ def run_loop(
             return stop("time_cap")
         result = planner.plan(intent, context=context, prior_steps=list(out.executed) or None)
         out.plans.append(result)
+        seen = getattr(execute, "plan_seen", None)  # an executor that keeps the plan-first boundary
+        if seen is not None and result.ok:
+            seen(result.steps)
         if on_plan is not None:
             on_plan(result)
         if not result.ok:

@@ -6,6 +6,13 @@ read-only, and calls it through the open :class:`~helmdeck_dspy.run.sessions.Too
 step whose tool the run does not serve (the guards' ``unknown``) is a failed step, never sent. A
 call that is not read-only and succeeded is never sent again with the same arguments by the same
 executor (one run): the repeat is a failed step saying so (issue 52, item 3).
+
+Plan first, then data cannot add writes (issue 52, item 1): the loop shows the executor each plan
+(:meth:`McpExecutor.plan_seen`). The writes a run may make without a fresh yes are the ones the
+first plan held, made from the user's request before any tool output was read: a write (a tool,
+and the path it names) that a later plan adds needs a yes on the terminal even under ``--yes``
+(``confirm``), and is denied without one. A sandbox or a study whose loop must add writes says so
+with ``allow_new_writes=True``, an explicitly unsafe setting (both arms of a study share it).
 """
 
 from __future__ import annotations
@@ -20,6 +27,8 @@ from helmdeck_dspy.run.approval import Approval, ToolCall, ask_on_terminal
 from helmdeck_dspy.run.sessions import CALL_TIMEOUT_S, ToolSessions
 
 REFUSED = "not run: {tool} is not read-only and was not approved"
+NEW_WRITE = ("not run: {tool} writes what the first plan did not, and was added after tool output was read; "
+             "it needs a yes on the terminal")
 WROTE_ONCE = "not run: {tool} already ran with these arguments in this run and changed something; it is not sent twice"
 
 
@@ -33,14 +42,22 @@ class McpExecutor:
         call_timeout_s: How long one call may take.
         trusted: The labels of the servers whose read-only annotations are honoured (the others'
             tools all go to ``approve``).
+        allow_new_writes: Let a later plan add writes without a fresh yes (unsafe: a sandbox's or
+            a study's setting).
+        confirm: The fresh yes a write added after tool output was read needs (the terminal).
     """
 
     def __init__(self, sessions: ToolSessions, catalog: RoutingGuide | None = None, *,
                  approve: Approval = ask_on_terminal, call_timeout_s: float = CALL_TIMEOUT_S,
-                 trusted: frozenset[str] = frozenset()) -> None:
+                 trusted: frozenset[str] = frozenset(), allow_new_writes: bool = False,
+                 confirm: Approval = ask_on_terminal) -> None:
         self.sessions = sessions
         self.approve = approve
         self.trusted = trusted
+        self.allow_new_writes = allow_new_writes
+        self.confirm = confirm
+        self._planned: set[tuple[str, str]] | None = None  # the first plan's writes: (tool, path)
+        self._read = False  # a tool's output has come back
         self.call_timeout_s = call_timeout_s
         guide = catalog if catalog is not None else sessions.catalog()
         self.tools = {p.name: p for p in guide.packs if p.metadata.server}
@@ -54,6 +71,12 @@ class McpExecutor:
         return ToolCall(tool=step.tool, server=pack.metadata.server, args=step.args, hints=pack.metadata.hints,
                         trusted=pack.metadata.server in self.trusted)
 
+    def plan_seen(self, steps: list[GuardedStep]) -> None:
+        """The loop's plans, in order: the first one's writes are the run's planned writes."""
+        if self._planned is None:
+            calls = [(s, self.tool_call(s)) for s in steps]
+            self._planned = {(s.tool, _target(s.args)) for s, c in calls if c is not None and not c.read_only}
+
     def __call__(self, step: GuardedStep) -> StepOutcome:
         call = self.tool_call(step)
         if call is None:
@@ -63,13 +86,25 @@ class McpExecutor:
         key = json.dumps([call.server, call.tool, args], sort_keys=True, ensure_ascii=False)
         if not call.read_only and key in self._wrote:
             return StepOutcome(text=WROTE_ONCE.format(tool=call.tool), error=True)
-        if not call.read_only and not self.approve(call):
+        added = (self._read and not self.allow_new_writes and self._planned is not None
+                 and (step.tool, _target(step.args)) not in self._planned)
+        if not call.read_only and added and not self.confirm(call):
+            return StepOutcome(text=NEW_WRITE.format(tool=call.tool), error=True, denied=True)
+        if not call.read_only and not added and not self.approve(call):
             return StepOutcome(text=REFUSED.format(tool=call.tool), error=True, denied=True)
         pack = self.tools[step.tool]
         outcome = self.sessions.call(call.server, pack.metadata.tool or pack.name, args, timeout_s=self.call_timeout_s)
+        self._read = True
         if not call.read_only and not outcome.error:
             self._wrote.add(key)
         return outcome
+
+
+def _target(args: dict[str, Any]) -> str:
+    """What a call's arguments name on disk or in a repository (its first path argument), or ""."""
+    from helmdeck_dspy.planning.arguments import PATH_KEYS
+
+    return next((str(v) for k, v in args.items() if k in PATH_KEYS and isinstance(v, str)), "")
 
 
 def _jsonable(args: dict[str, Any]) -> dict[str, Any]:

@@ -160,7 +160,8 @@ def run_task(task: E2ETask, arm: str, make_agent: Callable[[Any], Any], *, setup
             catalog = tools.catalog()
             agent = make_agent(catalog)
             executor = McpExecutor(tools, catalog, approve=allow_all,  # the reference servers' hints are trusted
-                                   trusted=frozenset(s.label for s in tools.sources))
+                                   trusted=frozenset(s.label for s in tools.sources),
+                                   allow_new_writes=True)  # unsafe, in a sandbox: a re-plan may add writes (every arm)
             loop = run_loop(agent, task.intent_for(world.site.url), executor, max_steps=max_steps,
                             time_cap_s=time_cap_s)
         calls = [(s.tool, s.args, o.error, o.text) for s, o in zip(loop.executed, loop.outcomes)]

@@ -4,8 +4,6 @@
   overrules is dropped, with no call): :meth:`RequestPlan.call_ask`;
 - a declined first answer over a long list, asked once more over the top tools the ranker gives
   (:meth:`RequestPlan.recheck`, ``PlannerOptions.recheck_top``), unless a threshold decided;
-- a re-plan declined right after a failed call, asked once to correct it
-  (:meth:`RequestPlan.recover`, ``PlannerOptions.recover_after_error``);
 - any declined answer, when the caller needs a call (``PlannerOptions.must_call``), asked once for
   at least one call (:meth:`RequestPlan.call_ask`).
 
@@ -31,7 +29,7 @@ def ask_again(plan: RequestPlan, first: Any, prior_steps: list[ExecutedStep] | N
     if again is None and "threshold" not in (decision or {}):
         parse = first.parse if first is not None else None
         content = first.content if first is not None else None
-        again = plan.recheck(parse, prior_steps) or plan.recover(parse, content, prior_steps)
+        again = plan.recheck(parse, prior_steps)
         if again is None and plan.context.options.must_call and _declined(parse):
             again = plan.call_ask(content)
     return again, decision

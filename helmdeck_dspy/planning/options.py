@@ -77,9 +77,6 @@ class PlannerOptions(BaseModel):
         ground_paths: A path argument the request does not name is completed to the one path it
             names that ends with it (``todo.md`` → ``files/todo.md``; ``planning.arguments.ground_args``).
             Off by default until a study chooses it.
-        recover_after_error: A re-plan that answers no call right after a failed call is asked once
-            more, in the same conversation, to correct the call or say it cannot be done
-            (``planning.request.RequestPlan.recover``). Off by default until a study chooses it.
         must_call: A first answer with no call is asked once more for at least one call, decoded
             under a schema of at least one call (an OpenAI client's ``tool_choice`` ``required`` or a
             named function).
@@ -120,7 +117,6 @@ class PlannerOptions(BaseModel):
     fill_placeholders: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/qwen2.5-coder-1.5b"]})
     recheck_top: int = Field(default=10, ge=0, json_schema_extra={"decided_by": ["experiments/e2e/qwen2.5-coder-1.5b"]})
     ground_paths: bool = False
-    recover_after_error: bool = False
     must_call: bool = False
     probe_decision: bool = False
     checks: PostChecks = Field(default_factory=PostChecks)

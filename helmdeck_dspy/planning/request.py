@@ -184,16 +184,6 @@ class RequestPlan:
         ranked = RANKERS[ctx.options.ranker](ctx.catalog, self.intent, None)
         return ctx.strategy.recheck(self.first, restrict_catalog(ctx.catalog, [r.id for r in ranked[:top]]))
 
-    def recover(self, first: ParseResult | None, content: str | None,
-                prior_steps: list[ExecutedStep] | None) -> PromptSpec | None:
-        """The ask after a re-plan that declined right after a failed call (the last step run
-        failed), in the same conversation: correct the call, or say it cannot be done
-        (``PlannerOptions.recover_after_error``; else None)."""
-        declined = first is not None and first.plan is not None and not first.plan.steps
-        if not (self.context.options.recover_after_error and declined and prior_steps and prior_steps[-1].error):
-            return None
-        return self.context.strategy.recover_ask(self.first, content)
-
     def call_ask(self, content: str | None) -> PromptSpec:
         """The ask again after a decline a threshold overrules (``planning.decision``)."""
         return self.context.strategy.call_ask(self.first, self.selected, content, self.context.endpoint)

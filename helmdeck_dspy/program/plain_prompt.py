@@ -26,14 +26,6 @@ CALL_ASK = ("A function above does fit this question. Answer again with only a J
 """The ask after a decline a decline threshold overrules (``planning.decision``), model-alone format."""
 FIT_ASK = "A catalog tool does fit this request. Answer again, with the steps that do what it asks."
 """The same ask under the schema strategy's answer format."""
-RECOVER_ASK = ("The last call above failed; its error is in the results. Answer again with only a JSON list of the "
-               "function calls that do what the question asks, with the failed call corrected (the right function, "
-               "the right arguments), or [] if it cannot be done.")
-"""The ask after a re-plan declined right after a failed call (``PlannerOptions.recover_after_error``)."""
-RECOVER_STEPS_ASK = ("The last step above failed; its error is in the prior steps. Answer again with the steps that "
-                     "do what the request asks, with the failed step corrected, or an empty steps list if it cannot "
-                     "be done.")
-"""The same ask in the plan-object answer format."""
 CONTEXT_LEAD = "Context:"
 PRIOR_LEAD = "Calls already made, with their results:"
 RESULTS_LEAD = "Results of those calls:"

@@ -12,9 +12,7 @@ calls them and never names a strategy:
    (the decline probe of ``planning.decision`` reads the model's odds there);
 6. :meth:`AnswerStrategy.call_ask`: the ask again after a decline a threshold overrules;
 7. :meth:`AnswerStrategy.recheck`: the ask again, over fewer tools, after a declined first answer
-   (only strategies with :attr:`AnswerStrategy.rechecks_declines`);
-8. :meth:`AnswerStrategy.recover_ask`: the ask again after a re-plan declined right after a
-   failed call.
+   (only strategies with :attr:`AnswerStrategy.rechecks_declines`).
 
 Each strategy is one module of this folder; :mod:`helmdeck_dspy.program.strategies` registers them.
 A strategy holds no per-request state: one instance serves every request.
@@ -119,11 +117,6 @@ class AnswerStrategy:
 
     def recheck(self, spec: PromptSpec, shown: RoutingGuide) -> PromptSpec:
         """The ask again after a declined first answer, over ``shown`` (the top-ranked tools)."""
-        raise NotImplementedError
-
-    def recover_ask(self, spec: PromptSpec, content: str | None) -> PromptSpec:
-        """The ask again after a re-plan declined right after a failed call: ``spec``'s conversation,
-        the decline as the model's turn, an ask to correct the failed call (decoded as ``spec`` is)."""
         raise NotImplementedError
 
     @staticmethod

@@ -32,7 +32,7 @@ from helmdeck_dspy.program.answer_schema import (
     plan_schema,
 )
 from helmdeck_dspy.program.demo_pool import best_match, compiled_pool, pipeline_line, signature_line
-from helmdeck_dspy.program.plain_prompt import FIT_ASK, RECOVER_STEPS_ASK
+from helmdeck_dspy.program.plain_prompt import FIT_ASK
 from helmdeck_dspy.program.sections import (
     ANSWER_FORMAT_MARK,
     CATALOG_HEADER,
@@ -223,6 +223,3 @@ class PlanObject(AnswerStrategy):
     def call_ask(self, spec: PromptSpec, shown: RoutingGuide, content: str | None, endpoint: str) -> PromptSpec:
         schema = plan_schema(shown, spec.variant, fit_decision=has_fit_decision(spec.answer_schema), must_call=True)
         return self.again(spec, content, FIT_ASK, schema, endpoint)
-
-    def recover_ask(self, spec: PromptSpec, content: str | None) -> PromptSpec:
-        return spec.model_copy(update={"first_answer": content or "", "again_ask": RECOVER_STEPS_ASK})

@@ -99,6 +99,7 @@ def run_framework(intent: str, sources: list[str], env: dict[str, str], cwd: str
         async with AsyncExitStack() as stack:
             servers = [await stack.enter_async_context(s) for s in _servers(sources, env, cwd)]
             client = AsyncOpenAI(base_url=base_url, api_key="unused", max_retries=0, timeout=time_cap_s)
+            stack.push_async_callback(client.close)  # closed on this loop, before it ends
             agent = Agent(name="agent", mcp_servers=servers, model_settings=ModelSettings(temperature=0),
                           model=OpenAIChatCompletionsModel(model=model, openai_client=client))
             try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+import uuid
 
 import pytest
 
@@ -17,7 +18,7 @@ pytest.importorskip("agents", reason="the OpenAI Agents SDK is not installed (th
 pytest.importorskip("mcp_server_time", reason="mcp-server-time is not installed (the dev extra has it)")
 SOURCES = ["time=mcp+stdio:" + shlex.join([sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"])]
 AS_TEXT = '```json\n{"name": "get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}\n```'  # as llama.cpp answered
-ASK = "What time is it in Tokyo right now?"
+ASK = f"What time is it in Tokyo right now? (run {uuid.uuid4().hex[:8]})"  # DSPy's response cache keys on it
 
 
 def test_against_a_raw_server_the_call_written_as_text_ends_the_agent_with_nothing_done(tmp_path):

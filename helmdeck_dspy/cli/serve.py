@@ -45,6 +45,8 @@ from helmdeck_dspy.serve.names import (
 @api_base_option("API base URL for an OpenAI-compatible endpoint (vLLM, llama.cpp...).")
 @catalog_option
 @budgets_option
+@click.option("--cache/--no-cache", default=True, show_default=True,
+              help="Answer a request sent before from DSPy's response cache (--no-cache: every answer is live).")
 @click.option("--history/--no-history", default=True, show_default=True,
               help="Record plans per caller and serve them as helmdeck://my-plans.")
 @click.option("--max-steps", type=click.IntRange(1, 100), default=DEFAULT_STEP_CAP, show_default=True,
@@ -63,7 +65,7 @@ from helmdeck_dspy.serve.names import (
               show_default=True, help="HTTP: open sessions one caller may hold (tokenless clients share one count).")
 def serve_cmd(
     transport: Literal["stdio", "http"], openai_wire: bool, host: str, port: int, lm_spec: str | None, api_base: str | None,
-    catalog_path: str | None, budgets_path: str | None, history: bool, max_steps: int, tokens_file: Path | None,
+    catalog_path: str | None, budgets_path: str | None, cache: bool, history: bool, max_steps: int, tokens_file: Path | None,
     ranker: str,
     temperature: float | None, seed: int | None, timeout_s: float | None, retries: int | None, session_idle_s: float, sessions_per_caller: int,
 ) -> None:
@@ -78,7 +80,7 @@ def serve_cmd(
         transport="openai" if openai_wire else transport, host=host, port=port, lm_spec=lm_spec, api_base=api_base,
         catalog_path=Path(catalog_path) if catalog_path else None,
         budgets_path=Path(budgets_path) if budgets_path else None,
-        history=history, max_steps=max_steps, ranker=ranker, temperature=temperature, seed=seed, timeout_s=timeout_s,
+        history=history, cache=cache, max_steps=max_steps, ranker=ranker, temperature=temperature, seed=seed, timeout_s=timeout_s,
         retries=retries, tokens_file=tokens_file, session_idle_s=session_idle_s,
         sessions_per_caller=sessions_per_caller,
     )

@@ -31,6 +31,8 @@ class ServeConfig(BaseModel):
         catalog_path / budgets_path: The catalog and budget table (None: the bundled ones).
         history: Write plan_history rows and serve them as ``helmdeck://my-plans``.
         history_path: The history store (None: the user data directory's).
+        cache: Answer a request the LM was sent before from DSPy's response cache (off for a live
+            study: no cached answer may pass as a live one).
         max_steps: The step cap of one single_pick loop.
         ranker: The catalog ranker for planning and routing.
         temperature / seed: The sampling of every plan call (None: the budget row's temperature, 0,
@@ -55,6 +57,7 @@ class ServeConfig(BaseModel):
     budgets_path: Path | None = None
     history: bool = True
     history_path: Path | None = None
+    cache: bool = True
     max_steps: int = Field(default=DEFAULT_STEP_CAP, ge=1, le=100)
     ranker: str = DEFAULT_RANKER
     temperature: float | None = Field(default=None, ge=0.0, le=2.0, allow_inf_nan=False)

@@ -89,7 +89,8 @@ class PlanService:
         self.lm_budget: Budget | None = None
         """The row of the model the server's LM calls: no client's request gets larger bounds."""
         if config.lm_spec:
-            self.lm = make_lm(config.lm_spec, api_base=config.api_base, timeout=self.retry.timeout_s, num_retries=0)
+            self.lm = make_lm(config.lm_spec, api_base=config.api_base, timeout=self.retry.timeout_s, num_retries=0,
+                              cache=config.cache)
             served = served_model_id(config.lm_spec)
             self.lm_budget = budget_for(served, self.table) if served else None
         self._planners: OrderedDict[str, Planner] = OrderedDict()
@@ -114,7 +115,7 @@ class PlanService:
         built = Planner.for_model(
             model, lm=self.lm, catalog=self.catalog, budgets=self.table, api_base=self.config.api_base,
             history=self.history, ranker=self.config.ranker, retry=self.retry, fallback=self.fallback,
-            temperature=self.config.temperature, seed=self.config.seed,
+            temperature=self.config.temperature, seed=self.config.seed, cache=self.config.cache,
         )
         with self._lock:
             self._planners[model] = built

@@ -213,7 +213,7 @@ def _framework_url(spec: StudySpec, lm: Any, how: str) -> str:
     if how == "raw":
         return raw
     cli = str(Path(sys.executable).with_name("helmdeck-dspy"))
-    args = [cli, "serve", "--openai", "--port", "0", "--lm", str(lm.model), "--api-base", raw, "--no-history",
+    args = [cli, "serve", "--openai", "--port", "0", "--lm", str(lm.model), "--api-base", raw, "--no-history", "--no-cache",
             "--timeout", str(spec.timeout_s), *(["--budgets", str(spec.folder / spec.budgets)] if spec.budgets else [])]
     server = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
     atexit.register(server.terminate)

@@ -15,6 +15,7 @@ from helmdeck_dspy.bench.multi_turn import FROZEN, SPLITS, VERSION
 from helmdeck_dspy.errors import BenchDependencyError
 from helmdeck_dspy.planning.guards import GuardedStep
 from tests.conftest import PROJECT_ROOT
+from tests.bench.e2e.test_e2e import _LM  # a scripted LM that keeps every request's messages
 
 SPEC = PROJECT_ROOT / "experiments" / "bfcl-multi" / "qwen2.5-coder-1.5b" / "study.toml"
 
@@ -167,24 +168,6 @@ def test_the_planner_gets_the_earlier_turns_as_context():
     assert "Request: List the files." in text and '"name": "ls"' in text and "x" * 201 not in text
     many = earlier_turns([one.model_copy(update={"request": f"request {i}"}) for i in range(40)]) or ""
     assert len(many) <= CONTEXT_CHARS + 200 and "request 39" in many and "request 0\n" not in many
-
-
-class _LM:
-    """Answers from a script and keeps every request's messages."""
-
-    model = "openai/scripted"
-    kwargs: dict = {}
-
-    def __init__(self, *answers: str) -> None:
-        self.answers = list(answers)
-        self.requests: list = []
-
-    def __call__(self, request, cache=False):
-        from dspy.lm15 import Message, Response, Usage
-
-        self.requests.append([(m.role, m.text) for m in request.messages])
-        return Response(id="r", message=Message.assistant(self.answers.pop(0)), finish_reason="stop",
-                        usage=Usage(input_tokens=10, output_tokens=5), model=self.model)
 
 
 def _calls(*calls):

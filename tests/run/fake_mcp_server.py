@@ -2,7 +2,9 @@
 
 It lists two tools, ``echo`` (read-only) and ``erase`` (destructive), and behaves on ``tools/call``
 as its one argument says: ``ok`` answers, ``exit`` exits without answering, ``hang`` never answers.
-Each call it receives is appended to the file named by its second argument.
+Each call it receives is appended to the file named by its second argument. A third argument, when
+given, names a JSON file of a hostile server's extras: ``tools`` listed after the two (any name, any
+annotations) and ``results``, the text each of those tools answers.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ def answer(msg_id, result):
 
 def main() -> None:
     mode, log_path = sys.argv[1], sys.argv[2]
+    extras = json.loads(open(sys.argv[3], encoding="utf-8").read()) if len(sys.argv) > 3 else {}
+    tools, results = TOOLS + extras.get("tools", []), extras.get("results", {})
     for line in sys.stdin:
         msg = json.loads(line)
         method, msg_id = msg.get("method"), msg.get("id")
@@ -33,7 +37,7 @@ def main() -> None:
             answer(msg_id, {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
                             "serverInfo": {"name": "fake", "version": "0"}})
         elif method == "tools/list":
-            answer(msg_id, {"tools": TOOLS})
+            answer(msg_id, {"tools": tools})
         elif method == "tools/call":
             with open(log_path, "a", encoding="utf-8") as log:
                 log.write(json.dumps(msg["params"]) + "\n")
@@ -42,7 +46,8 @@ def main() -> None:
                 sys.exit(3)
             if mode == "hang":
                 time.sleep(3600)
-            text = msg["params"].get("arguments", {}).get("text", "erased")
+            name = msg["params"].get("name")
+            text = results.get(name) or msg["params"].get("arguments", {}).get("text", "erased")
             answer(msg_id, {"content": [{"type": "text", "text": text}], "isError": False})
         elif msg_id is not None:
             sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg_id, "result": {}}) + "\n")

@@ -128,6 +128,23 @@ def needs_earlier(step: GuardedStep) -> bool:
     return walk(step.args)
 
 
+def fills(template: Any, value: Any) -> bool:
+    """Whether ``value`` is ``template`` with its stand-ins for earlier results filled in: the same
+    keys and items, each string equal or matching the template's words around its stand-ins
+    (``release-{{version}}`` takes ``release-2.5``, not ``pwned``), every other value equal."""
+    if isinstance(template, str):
+        if not isinstance(value, str):
+            return False
+        words = _EARLIER.split(template)[::_EARLIER.groups + 1]  # the text between the stand-ins
+        return re.fullmatch(".*".join(map(re.escape, words)), value, re.S) is not None
+    if isinstance(template, dict):
+        return (isinstance(value, dict) and template.keys() == value.keys()
+                and all(fills(template[k], value[k]) for k in template))
+    if isinstance(template, list):
+        return isinstance(value, list) and len(template) == len(value) and all(map(fills, template, value))
+    return template == value
+
+
 def run_loop(
     planner: Replanner,
     intent: str,

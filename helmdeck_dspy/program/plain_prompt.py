@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from helmdeck_dspy.catalog.models import RoutingGuide
+from helmdeck_dspy.program.sections import DATA_NOTE
 
 ASK = ('Answer with only a JSON list of the function calls that answer the question, each as '
        '{"name": "<function name>", "arguments": {...}}. Answer [] if none of the functions fits.')
@@ -27,7 +28,7 @@ CALL_ASK = ("A function above does fit this question. Answer again with only a J
 FIT_ASK = "A catalog tool does fit this request. Answer again, with the steps that do what it asks."
 """The same ask under the schema strategy's answer format."""
 CONTEXT_LEAD = "Context:"
-PRIOR_LEAD = "Calls already made, with their results:"
+PRIOR_LEAD = f"Calls already made, with their results ({DATA_NOTE}):"
 RESULTS_LEAD = "Results of those calls:"
 
 

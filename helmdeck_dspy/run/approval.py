@@ -36,6 +36,8 @@ class ToolCall(BaseModel):
     args: dict[str, Any] = Field(default_factory=dict)
     hints: tuple[str, ...] = Field(default=(), description="The tool's MCP annotations (destructive, ...).")
     trusted: bool = Field(default=False, description="The user trusts the server's annotations.")
+    added: bool = Field(default=False, description="A write the first plan did not hold, planned after tool "
+                                                   "output was read (it needs a fresh yes).")
 
     @property
     def read_only(self) -> bool:
@@ -72,6 +74,9 @@ def ask_on_terminal(call: ToolCall) -> bool:
     said = [h for h in call.hints if h != READ_ONLY or not call.trusted]
     what = ", ".join(h.replace(READ_ONLY, "says read-only, untrusted") for h in said) or "not marked read-only"
     args = shown(json.dumps(call.args, ensure_ascii=False))
+    if call.added:
+        sys.stderr.write("the first plan did not hold this write; it was planned after tool output was read, "
+                         "which may hold instructions that are not yours.\n")
     sys.stderr.write(f"run {shown(call.tool)} on {shown(call.server)} ({what}) with {args}? [y/N] ")
     sys.stderr.flush()
     try:

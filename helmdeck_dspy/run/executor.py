@@ -9,8 +9,10 @@ executor (one run): the repeat is a failed step saying so (issue 52, item 3).
 
 Plan first, then data cannot add writes (issue 52, item 1): the loop shows the executor each plan
 (:meth:`McpExecutor.plan_seen`). The writes a run may make without a fresh yes are the ones the
-first plan held, made from the user's request before any tool output was read: a write (a tool,
-and the path it names) that a later plan adds needs a yes on the terminal even under ``--yes``
+first plan held, made from the user's request before any tool output was read: a write that a
+later plan adds (a tool the first plan did not call, or other arguments than it gave: another path,
+query or branch; a stand-in for an earlier result, ``{{summary}}``, may be filled in,
+:func:`~helmdeck_dspy.planning.execution.fills`) needs a yes on the terminal even under ``--yes``
 (``confirm``), and is denied without one. A sandbox or a study whose loop must add writes says so
 with ``allow_new_writes=True``, an explicitly unsafe setting (both arms of a study share it).
 """
@@ -21,7 +23,7 @@ import json
 from typing import Any
 
 from helmdeck_dspy.catalog.models import RoutingGuide
-from helmdeck_dspy.planning.execution import StepOutcome
+from helmdeck_dspy.planning.execution import StepOutcome, fills
 from helmdeck_dspy.planning.guards import GuardedStep
 from helmdeck_dspy.run.approval import Approval, ToolCall, ask_on_terminal
 from helmdeck_dspy.run.sessions import CALL_TIMEOUT_S, ToolSessions
@@ -56,7 +58,7 @@ class McpExecutor:
         self.trusted = trusted
         self.allow_new_writes = allow_new_writes
         self.confirm = confirm
-        self._planned: set[tuple[str, str]] | None = None  # the first plan's writes: (tool, path)
+        self._planned: list[tuple[str, dict[str, Any]]] | None = None  # the first plan's writes: (tool, args)
         self._read = False  # a tool's output has come back
         self.call_timeout_s = call_timeout_s
         guide = catalog if catalog is not None else sessions.catalog()
@@ -75,7 +77,7 @@ class McpExecutor:
         """The loop's plans, in order: the first one's writes are the run's planned writes."""
         if self._planned is None:
             calls = [(s, self.tool_call(s)) for s in steps]
-            self._planned = {(s.tool, _target(s.args)) for s, c in calls if c is not None and not c.read_only}
+            self._planned = [(s.tool, _jsonable(s.args)) for s, c in calls if c is not None and not c.read_only]
 
     def __call__(self, step: GuardedStep) -> StepOutcome:
         call = self.tool_call(step)
@@ -87,8 +89,8 @@ class McpExecutor:
         if not call.read_only and key in self._wrote:
             return StepOutcome(text=WROTE_ONCE.format(tool=call.tool), error=True)
         added = (self._read and not self.allow_new_writes and self._planned is not None
-                 and (step.tool, _target(step.args)) not in self._planned)
-        if not call.read_only and added and not self.confirm(call):
+                 and not any(tool == step.tool and fills(planned, args) for tool, planned in self._planned))
+        if not call.read_only and added and not self.confirm(call.model_copy(update={"added": True})):
             return StepOutcome(text=NEW_WRITE.format(tool=call.tool), error=True, denied=True)
         if not call.read_only and not added and not self.approve(call):
             return StepOutcome(text=REFUSED.format(tool=call.tool), error=True, denied=True)
@@ -98,13 +100,6 @@ class McpExecutor:
         if not call.read_only and not outcome.error:
             self._wrote.add(key)
         return outcome
-
-
-def _target(args: dict[str, Any]) -> str:
-    """What a call's arguments name on disk or in a repository (its first path argument), or ""."""
-    from helmdeck_dspy.planning.arguments import PATH_KEYS
-
-    return next((str(v) for k, v in args.items() if k in PATH_KEYS and isinstance(v, str)), "")
 
 
 def _jsonable(args: dict[str, Any]) -> dict[str, Any]:

@@ -33,7 +33,7 @@ def test_a_tool_error_is_marked_and_the_planner_replans_from_it(tmp_path):
     assert calls == [(SCRAPE, {"url": "bad"}), (SCRAPE, {"url": "https://example.org"}), (STORE, {"key": "k"})]
     assert [s.error for s in out.executed] == [True, False, False] and out.tool_errors == 1
     second = requests(p)[1].messages[-1].text
-    assert 'web.scrape {"url":"bad"} -> error: invalid url' in second
+    assert 'web.scrape {"url":"bad"} -> "error: invalid url"' in second
 
 
 def test_a_step_standing_for_an_earlier_result_is_planned_again_with_the_result(tmp_path):
@@ -43,7 +43,7 @@ def test_a_step_standing_for_an_earlier_result_is_planned_again_with_the_result(
     out = p.run_loop("scrape and store", lambda s: sent.append(s.args) or "the page")
     assert sent == [{"url": "https://example.org"}, {"value": "the page"}]  # the placeholder was never sent
     assert out.stopped_because == "done" and len(out.plans) == 2
-    assert "-> the page" in requests(p)[1].messages[-1].text
+    assert '-> "the page"' in requests(p)[1].messages[-1].text
 
 
 def test_a_placeholder_in_a_plans_first_step_is_sent_rather_than_planned_forever(tmp_path):

@@ -4,8 +4,6 @@ formatting character of what it shows."""
 
 from __future__ import annotations
 
-import io
-import sys
 
 import pytest
 
@@ -25,14 +23,8 @@ def test_a_name_with_hidden_characters_is_refused_when_tools_are_read(name):
     assert all(c not in str(refused.value) for c in "\x1b\u202e\x00\u200b\x9b")  # the message shows them escaped
 
 
-def test_the_question_escapes_what_it_shows(monkeypatch):
-    class Tty(io.StringIO):
-        def isatty(self) -> bool:
-            return True
-
-    asked = io.StringIO()
-    monkeypatch.setattr(sys, "stdin", Tty("n\n"))
-    monkeypatch.setattr(sys, "stderr", asked)
+def test_the_question_escapes_what_it_shows(terminal):
+    asked = terminal("n")
     call = ToolCall(tool="wipe\x1b[2K\rview_file", server="fs\u202e", args={"path": "/\x1b]0;x\x07"})
     assert ask_on_terminal(call) is False
     question = asked.getvalue()

@@ -91,7 +91,8 @@ def prior_json(prior_steps: Any) -> list[dict[str, Any]] | None:
 
 
 def request_text(intent: str, context: Any = None, prior_steps: Any = None) -> str:
-    """The request block: the request, any context, any steps already run (with their outputs)."""
+    """The request block: the request, any context, any steps already run (with their outputs, each
+    a JSON string under a lead that calls it data: :data:`~helmdeck_dspy.program.sections.DATA_NOTE`)."""
     parts = [f"{REQUEST_HEADER}\n{intent.strip()}"]
     if context is not None and str(context).strip():
         ctx = context if isinstance(context, str) else json.dumps(jsonable(context), ensure_ascii=False)
@@ -100,8 +101,9 @@ def request_text(intent: str, context: Any = None, prior_steps: Any = None) -> s
         lines: list[str] = []
         for s in prior_json(prior_steps) or []:
             args = json.dumps(s.get("args") or {}, ensure_ascii=False, separators=(",", ":"))
-            output = f"error: {s.get('output', '')}" if s.get("error") else s.get("output", "")
-            lines.append(f"{s.get('order', len(lines) + 1)}. {s.get('tool')} {args} -> {output}".rstrip())
+            output = json.dumps(f"error: {s.get('output', '')}" if s.get("error") else s.get("output", ""),
+                                ensure_ascii=False)
+            lines.append(f"{s.get('order', len(lines) + 1)}. {s.get('tool')} {args} -> {output}")
         parts.append(f"{PRIOR_STEPS_HEADER}\n" + "\n".join(lines))
     return "\n\n".join(parts)
 

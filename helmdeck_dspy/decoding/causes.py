@@ -56,6 +56,12 @@ FailureCause = Literal[
 
 FAILURE_CAUSES: tuple[FailureCause, ...] = get_args(FailureCause)
 
+UNUSABLE_ANSWER_CAUSES: frozenset[FailureCause] = frozenset({
+    "length_truncated", "reasoning_only", "constrained_deadlock", "no_json", "schema_mismatch", "bare_scalar",
+    "unusable_tool_calls"})
+"""The causes under which the model did answer, with something that is no plan (as opposed to a call
+that failed, a filter, a timeout): ``serve --openai`` then answers in text, as a plan of no calls."""
+
 FinishReason = Literal["stop", "length", "safety", "tool_calls", "tool_error", "interrupted", "unknown", "none"]
 """A finish_reason normalised across providers: a documented spelling's class (see
 :data:`~helmdeck_dspy.decoding.finish_table.FinishKind`), ``unknown`` for a spelling the table does

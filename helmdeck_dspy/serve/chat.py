@@ -16,6 +16,11 @@ request and the calls already made, the tools become the catalog (as ``helmdeck.
   ``temperature`` and ``seed`` go with the text answer (the planner's own calls keep the planner's
   sampling, temperature 0).
 - A call the checks demoted (a tool no one offered) is never sent.
+- A plan the model's answer could not give (prose, JSON that is no call list, an answer cut at the
+  cap: :data:`~helmdeck_dspy.decoding.causes.UNUSABLE_ANSWER_CAUSES`) is answered in text under
+  ``auto``, as a plan of no calls, where a raw server would have passed that answer on; under
+  ``required`` or a named function it is an error (``PlanFailedError``), as is a model call that
+  failed outright.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from helmdeck_dspy.decoding.causes import UNUSABLE_ANSWER_CAUSES
 from helmdeck_dspy.errors import ArgumentError
 from helmdeck_dspy.planning.conversation import ChatMessage, Conversation
 from helmdeck_dspy.planning.result import PlanResult
@@ -132,12 +138,12 @@ def complete_chat(service: Any, request: ChatRequest, caller: str) -> dict[str, 
         text, usage = answer_text(service, request)
         return _response(request.model, {"role": "assistant", "content": text}, "stop", _usage(usage))
     offered = [t for t in tools if named is None or t.function.name == named]
+    must_call = named is not None or request.tool_choice == "required"
     outcome = service.plan_steps(request.model, conversation.intent(), caller, context=conversation.context(),
                                  prior=conversation.executed_steps(), tools=_mcp_tools(tuple(offered)),
-                                 max_tokens=request.cap(),
-                                 must_call=named is not None or request.tool_choice == "required")
+                                 max_tokens=request.cap(), must_call=must_call)
     result = outcome.result
-    if not result.ok:
+    if not result.ok and (must_call or result.failure_cause not in UNUSABLE_ANSWER_CAUSES):
         from helmdeck_dspy.errors import PlanFailedError
 
         raise PlanFailedError(f"the planner's model call failed: {result.failure_cause}")

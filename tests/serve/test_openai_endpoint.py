@@ -124,6 +124,16 @@ def test_none_and_no_tools_pass_the_conversation_through_for_text(tmp_path):
     assert [b["messages"][-1]["content"] for b in bodies] == ["Say hello", ASK[0]["content"]]
 
 
+def test_an_answer_that_is_no_plan_is_answered_in_text_under_auto_and_refused_under_required(tmp_path):
+    broken = '["get_weather" "Oslo"'  # JSON-shaped, and no repair makes it a call list
+    with endpoint([broken, "I could not check the weather.", broken, broken], tmp_path) as (client, _):
+        auto = client.chat.completions.create(model=MODEL, messages=ASK, tools=TOOLS)
+        with pytest.raises(openai.APIStatusError) as required:
+            client.chat.completions.create(model=MODEL, messages=ASK, tools=TOOLS, tool_choice="required")
+    assert auto.choices[0].finish_reason == "stop" and auto.choices[0].message.content == "I could not check the weather."
+    assert required.value.status_code == 502 and "constrained_deadlock" in str(required.value)
+
+
 def test_parallel_tool_calls_off_sends_the_first_call_only(tmp_path):
     full_steps = "openrouter/mistralai/mistral-large"  # tier B plans every step at once (tier C one at a time)
     two = json.dumps({"steps": [{"order": 1, "tool": "get_weather", "args": {"city": "Oslo"}, "rationale": ""},

@@ -31,13 +31,15 @@ class FrameworkStep(NamedTuple):
 
 
 class FrameworkRun(NamedTuple):
-    """What the agent did: its calls, why it stopped, how many model turns it took, its last text."""
+    """What the agent did: its calls, why it stopped, how many model turns it took, its last text,
+    and the error that ended it (a model endpoint's refusal) if one did."""
 
     steps: list[FrameworkStep]
     stopped_because: str
     turns: int
     final: str
     seconds: float
+    error: str | None = None
 
 
 def _servers(sources: list[str], env: dict[str, str], cwd: str) -> list[Any]:
@@ -87,11 +89,11 @@ def run_framework(intent: str, sources: list[str], env: dict[str, str], cwd: str
 
     from agents import Agent, ModelSettings, OpenAIChatCompletionsModel, Runner, set_tracing_disabled
     from agents.exceptions import AgentsException
-    from openai import AsyncOpenAI
+    from openai import APIError, AsyncOpenAI
 
     set_tracing_disabled(True)  # nothing leaves the machine
     t0 = time.monotonic()
-    outcome: dict[str, Any] = {"stopped": "done", "items": [], "turns": 0, "final": ""}
+    outcome: dict[str, Any] = {"stopped": "done", "items": [], "turns": 0, "final": "", "error": None}
 
     async def run() -> None:
         from contextlib import AsyncExitStack
@@ -112,7 +114,10 @@ def run_framework(intent: str, sources: list[str], env: dict[str, str], cwd: str
             except AgentsException as exc:
                 outcome["stopped"] = "max_steps" if "max turns" in str(exc).lower() else "failed"
                 outcome["items"] = list(getattr(getattr(exc, "run_data", None), "new_items", []) or [])
+            except APIError as exc:  # the model endpoint refused or failed a turn: the agent's run ends there
+                outcome.update(stopped="failed", error=f"{type(exc).__name__}: {exc}"[:500])
 
     anyio.run(run)
     steps = _steps(outcome["items"])
-    return FrameworkRun(steps, outcome["stopped"], outcome["turns"], outcome["final"], round(time.monotonic() - t0, 3))
+    return FrameworkRun(steps, outcome["stopped"], outcome["turns"], outcome["final"], round(time.monotonic() - t0, 3),
+                        outcome["error"])

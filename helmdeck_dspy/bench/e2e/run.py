@@ -183,5 +183,5 @@ def run_framework_task(task: E2ETask, arm: str, *, base_url: str, setup: StudySe
                             time_cap_s=time_cap_s)
         calls = [(s.tool, s.args, s.error, s.text) for s in run.steps]
         return checked(task, world, arm, model, lm, started, calls, plan_calls=run.turns,
-                       stopped_because=run.stopped_because, seconds=run.seconds,
+                       stopped_because=run.stopped_because, error=run.error, seconds=run.seconds,
                        turns=[{"content": run.final[:KEPT_CHARS]}] if run.final else [])

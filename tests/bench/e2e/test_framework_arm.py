@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from tests.fault_server import FaultServer, ok
+from tests.fault_server import FaultServer, ok, status
 from tests.serve.test_openai_endpoint import MODEL, _lm_key, endpoint  # noqa: F401 - the fixture applies here too
 
 pytest.importorskip("agents", reason="the OpenAI Agents SDK is not installed (the dev extra has it)")
@@ -40,3 +40,12 @@ def test_through_the_endpoint_the_same_answer_becomes_a_call_the_server_runs(tmp
     assert step.tool == "get_current_time" and step.args == {"timezone": "Asia/Tokyo"} and not step.error
     assert "Asia/Tokyo" in step.text and "datetime" in step.text  # the real server answered
     assert run.final == "It is morning in Tokyo." and run.turns == 2
+
+
+def test_an_endpoint_that_fails_a_turn_ends_the_task_as_failed_with_its_error(tmp_path):
+    from helmdeck_dspy.bench.e2e.framework import run_framework
+
+    with FaultServer([status(502, message="the planner's model call failed")]) as failing:
+        run = run_framework(ASK, SOURCES, {}, str(tmp_path), base_url=failing.url, model=MODEL, max_turns=6,
+                            time_cap_s=60)
+    assert run.stopped_because == "failed" and run.steps == [] and "502" in (run.error or "")

@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 CLI    := $(VENV)/bin/helmdeck-dspy
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo demo-live test measure bench-live heldout bench-deps clean-venv
+.PHONY: demo demo-live llama-server test measure bench-live heldout bench-deps clean-venv
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || { echo "creating $(VENV) (first run: installs dspy, mlflow, datasets; a few minutes)"; $(PYTHON) -m venv $(VENV); }
@@ -20,6 +20,11 @@ demo: $(STAMP)
 
 demo-live: $(STAMP)
 	@bash scripts/demo_live.sh
+
+# llama.cpp's own llama-server, built from the llama.cpp tree the pinned llama-cpp-python vendors
+# (about 10 minutes on 2 cores): models serve --engine llama-server, HELMDECK_LOCAL_ENGINE=llama-server.
+llama-server: $(STAMP)
+	@bash scripts/build_llama_server.sh
 
 # The tests (in 2 worker processes, each test file in one), and mypy under its ratchet
 # (scripts/type_ratchet.py) alongside them: either failing fails.

@@ -82,7 +82,10 @@ def _raise_interrupt(signum: int, frame: object) -> None:
               help="Context size in tokens.")
 @click.option("--prompt-cache", "prompt_cache", type=click.IntRange(0, 64), default=DEFAULT_ENTRIES, show_default=True,
               help="Evaluated prompts kept in RAM for reuse (0: only the last one, llama.cpp's own).")
-def models_serve(name: str, port: int, threads: int | None, ctx: int, prompt_cache: int) -> None:
+@click.option("--engine", type=click.Choice(["llama-cpp-python", "llama-server"]), default=None,
+              help="The server program: llama-cpp-python's (the local extra) or llama.cpp's own llama-server "
+                   "(make llama-server builds it). Default: $HELMDECK_LOCAL_ENGINE, else llama-cpp-python.")
+def models_serve(name: str, port: int, threads: int | None, ctx: int, prompt_cache: int, engine: str | None) -> None:
     """Serve NAME with llama.cpp's OpenAI-compatible server until Ctrl-C or SIGTERM.
 
     Prints the --lm and --api-base to use once the server answers; its output goes to a log file.
@@ -97,15 +100,17 @@ def models_serve(name: str, port: int, threads: int | None, ctx: int, prompt_cac
         log_tail,
     )
 
+    from helmdeck_dspy.local.engines import default_engine, engine_named
+
     model = get_model(name)
-    options = ServerOptions(port=port, n_ctx=ctx, n_threads=threads or default_threads(),
-                            prompt_cache_entries=prompt_cache)
+    options = ServerOptions(engine=engine_named(engine).name if engine else default_engine(), port=port, n_ctx=ctx,
+                            n_threads=threads or default_threads(), prompt_cache_entries=prompt_cache)
     server = LocalServer(require_installed(model), model.name, options=options)
     started = time.monotonic()
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         server.start()
-        click.echo(f"serving {model.name} ({model.model_id}) on {server.api_base} "
+        click.echo(f"serving {model.name} ({model.model_id}) with {options.engine} on {server.api_base} "
                    f"(ready in {time.monotonic() - started:.1f} s)")
         click.echo(f"  --model {model.model_id} --lm {LLAMACPP_PREFIX}/{server.alias} --api-base {server.api_base}")
         click.echo(f"  e.g. helmdeck-dspy plan INTENT --model {model.model_id} "

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 
+from helmdeck_dspy.local.engines import default_engine
 from helmdeck_dspy.local.install import require_installed
 from helmdeck_dspy.local.provider import PREFIX as LLAMACPP_PREFIX
 from helmdeck_dspy.local.registry import get_model
@@ -46,7 +47,8 @@ def managed_server(name: str, options: ServerOptions | None = None) -> LocalServ
                 raise LocalModelError(f"local model {name} runs already with a {server.options.n_ctx}-token "
                                       f"context in this process; {options.n_ctx} was asked for")
             return server
-        require_engine()
+        options = options or ServerOptions(engine=default_engine())
+        require_engine(options.engine)
         path = require_installed(model)
         server = LocalServer(path, model.name, options=options)
         server.start()
@@ -65,5 +67,5 @@ def local_run_settings(name: str) -> dict[str, object]:
     llama.cpp version and the server settings that shape answers (not the port or the path)."""
     model = get_model(name)
     settings = managed_server(name).settings()
-    kept = ("n_ctx", "n_threads", "prompt_cache", "logits_all", "engine", "engine_version")
-    return {"local_model": model.name, "model_sha256": model.sha256, **{k: settings[k] for k in kept}}
+    kept = ("n_ctx", "n_threads", "prompt_cache", "logits_all", "slots", "cache_reuse", "engine", "engine_version")
+    return {"local_model": model.name, "model_sha256": model.sha256, **{k: settings[k] for k in kept if k in settings}}

@@ -1,5 +1,6 @@
 """What the model would write next at one point of its answer: a route added to the local llama.cpp
-server (issue 38, item 2), and the request and answer it takes.
+server (issue 38, item 2), and the request and answer it takes; on llama.cpp's own ``llama-server``,
+the same answer from its public routes.
 
 A call-or-not decision is one token: after the ``[`` that opens a list of calls, the model either
 closes it (``]``: no call) or opens a call; under the schema strategy, ``false`` or ``true`` after
@@ -15,16 +16,24 @@ given strings. Right after the answer was generated from the same prompt, that i
 :func:`install_route` runs inside the server process, before the server module starts
 (``local.server``'s launcher); the route holds the server's model lock like the chat route does,
 and evaluates in the server's thread pool, never on its event loop. :func:`ask_next_token` is the
-client: an endpoint without the route raises :class:`RouteMissing`.
+client. Where the route is missing it asks llama.cpp's ``llama-server`` (issue 54) through the
+routes it documents: ``POST /apply-template`` formats the messages with the model's template,
+``POST /completion`` with ``n_predict: 1`` and ``n_probs`` gives the top next tokens' probabilities
+(a softmax of the logits, the sampler aside) after that prompt and the prefix, and the cached prompt
+is reused (``cache_prompt``). The mass is summed over those :data:`TOP_TOKENS` tokens only, which
+the answer's ``covered`` shows. An endpoint with neither raises :class:`RouteMissing`.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 ROUTE = "/helmdeck/next-token"
+TOP_TOKENS = 40
+"""Next tokens llama-server is asked the probabilities of (``n_probs``)."""
 
 
 class NextTokenRequest(BaseModel):
@@ -129,25 +138,61 @@ def install_route() -> None:
 
 
 def ask_next_token(api_base: str, request: NextTokenRequest, timeout_s: float = 60.0) -> NextTokenAnswer | None:
-    """Ask the route of the server at ``api_base`` (``http://host:port/v1``); None when the server does
-    not answer in time or answers something else than the route's answer.
+    """Ask the server at ``api_base`` (``http://host:port/v1``): its next-token route, else
+    llama-server's public routes (module docstring). None when the server does not answer in time
+    or answers something else.
 
     Raises:
-        RouteMissing: The server has no such route (not one of ours).
+        RouteMissing: The server has neither (not a llama.cpp server this package can ask).
+    """
+    root = api_base.rstrip("/").removesuffix("/v1")
+    try:
+        try:
+            return NextTokenAnswer.model_validate(_post(root + ROUTE, request.model_dump(exclude_none=True), timeout_s))
+        except RouteMissing:
+            return _ask_llama_server(root, request, timeout_s)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, _Unanswered):
+        return None
+
+
+def _ask_llama_server(root: str, request: NextTokenRequest, timeout_s: float) -> NextTokenAnswer:
+    try:
+        prompt = _post(root + "/apply-template", {"messages": request.messages}, timeout_s)["prompt"]
+    except RouteMissing:
+        raise RouteMissing(f"no {ROUTE} route, and no llama-server /apply-template route") from None
+    done = _post(root + "/completion", {"prompt": prompt + request.prefix, "n_predict": 1, "n_probs": TOP_TOKENS,
+                                        "temperature": 0, "cache_prompt": True}, timeout_s)
+    top = done["completion_probabilities"][0]["top_logprobs"]
+    mass = {s: sum(math.exp(t["logprob"]) for t in top if str(t["token"]).lstrip().startswith(s)) for s in request.starts}
+    timings = done.get("timings") or {}
+    return NextTokenAnswer(mass=mass, prompt_tokens=int(done.get("tokens_evaluated") or 0),
+                           evaluated=int(timings.get("prompt_n") or 0))
+
+
+class _Unanswered(Exception):
+    """The server did not answer in time, or answered with another error."""
+
+
+def _post(url: str, body: dict[str, Any], timeout_s: float) -> Any:
+    """POST ``body`` as JSON to a local server and return its JSON answer.
+
+    Raises:
+        RouteMissing: HTTP 404 or 405.
+        _Unanswered: Any other failure.
     """
     import json
     import urllib.error
     import urllib.request
 
-    url = api_base.rstrip("/").removesuffix("/v1") + ROUTE
-    body = request.model_dump_json(exclude_none=True).encode("utf-8")
-    call = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"}, method="POST")
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    call = urllib.request.Request(url, data=json.dumps(body).encode("utf-8"),
+                                  headers={"Content-Type": "application/json"}, method="POST")
     try:
-        with urllib.request.urlopen(call, timeout=timeout_s) as response:  # noqa: S310 - the planner's own endpoint
-            return NextTokenAnswer.model_validate(json.loads(response.read()))
+        with opener.open(call, timeout=timeout_s) as response:  # the planner's own endpoint
+            return json.loads(response.read())
     except urllib.error.HTTPError as exc:
         if exc.code in (404, 405):
-            raise RouteMissing(f"no {ROUTE} route (HTTP {exc.code})") from None
-        return None
-    except (urllib.error.URLError, OSError, ValueError):
-        return None
+            raise RouteMissing(f"no {url.rsplit('/', 1)[-1]} route (HTTP {exc.code})") from None
+        raise _Unanswered(str(exc)) from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise _Unanswered(str(exc)) from None

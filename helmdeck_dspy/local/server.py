@@ -1,7 +1,9 @@
 """Running llama.cpp's OpenAI-compatible server for a local model file.
 
-:class:`LocalServer` starts ``python -m llama_cpp.server --model F --host 127.0.0.1 --port P
---n_ctx N --n_threads T`` (llama-cpp-python, the ``local`` extra), logs its output to a file,
+:class:`LocalServer` starts the server of an engine (:mod:`.engines`: llama-cpp-python's, the
+default, or llama.cpp's own ``llama-server``); for llama-cpp-python that is
+``python -m llama_cpp.server --model F --host 127.0.0.1 --port P --n_ctx N --n_threads T``
+(the ``local`` extra). It logs the server's output to a file,
 waits until ``GET /v1/models`` answers, and stops it with SIGTERM, then SIGKILL after a grace
 period. Port 0 (the default) picks a free ephemeral port. The RAM prompt cache keeps a few
 evaluated prompts (``ServerOptions.prompt_cache_entries``, bounded by :mod:`.prefix_cache`; 0 turns
@@ -30,7 +32,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -41,10 +42,11 @@ from typing import IO, Any
 
 from pydantic import BaseModel, Field
 
-from helmdeck_dspy.errors import LocalModelError, MissingExtraError
+from helmdeck_dspy.errors import LocalModelError
 from helmdeck_dspy.local import DEFAULT_CTX
+from helmdeck_dspy.local.engines import EngineName, engine_named
 from helmdeck_dspy.local.registry import models_dir
-from helmdeck_dspy.local.prefix_cache import DEFAULT_BYTES, DEFAULT_ENTRIES
+from helmdeck_dspy.local.prefix_cache import DEFAULT_ENTRIES
 
 HOST = "127.0.0.1"
 STARTUP_TIMEOUT_S = 180.0
@@ -53,9 +55,6 @@ POLL_S = 0.25
 LOG_TAIL_LINES = 6
 KEEP_LOGS = 20
 """Server logs kept in ``<models dir>/logs`` (one per start; older ones are deleted)."""
-INSTALL_HINT = "pip install 'helmdeck-dspy[local]'"
-ENGINE_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
-"""Top-level modules of ``llama-cpp-python[server]``; looked up without importing them."""
 
 # Settings of llama-cpp-python 0.3.36's server (pinned by the extra), which it also reads from
 # environment variables of the same name in any case, plus CONFIG_FILE.
@@ -70,45 +69,16 @@ type_k type_v use_mlock use_mmap verbose vocab_only yarn_attn_factor yarn_beta_f
 yarn_ext_factor yarn_orig_ctx
 """.split())
 
-# Runs the server module after asking Linux to SIGKILL it when its parent thread exits (argv[1]
-# is the parent's pid, 0 = do not ask); exits at once if the parent is already gone. SIGKILL, not
-# SIGTERM: on SIGTERM uvicorn waits for the answer in progress, which nobody will read.
-_LAUNCHER = """\
-import os, runpy, signal, sys
-parent = int(sys.argv.pop(1))
-entries = int(sys.argv.pop(1))
-if entries:
-    from helmdeck_dspy.local.prefix_cache import install
-    install(entries)
-from helmdeck_dspy.local.next_token import install_route
-install_route()
-if parent and sys.platform.startswith("linux"):
-    import ctypes
-    ctypes.CDLL(None).prctl(1, signal.SIGKILL)
-    if os.getppid() != parent:
-        sys.exit(0)
-sys.argv[0] = "llama_cpp.server"
-runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
-"""
 
 
-def require_engine() -> None:
-    """Raise :class:`MissingExtraError` (one line, with the pip command) unless the ``local``
-    extra is installed."""
-    missing = [m for m in ENGINE_MODULES if importlib.util.find_spec(m) is None]
-    if missing:
-        raise MissingExtraError(f"local models need llama-cpp-python's server (missing: {', '.join(missing)}); "
-                                f"install it with: {INSTALL_HINT}")
+def require_engine(engine: str = "llama-cpp-python") -> None:
+    """Raise :class:`MissingExtraError` (one line saying how to get it) unless ``engine`` can run here."""
+    engine_named(engine).require()
 
 
-def engine_version() -> str | None:
-    """The installed llama-cpp-python version, or None."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("llama-cpp-python")
-    except PackageNotFoundError:
-        return None
+def engine_version(engine: str = "llama-cpp-python") -> str | None:
+    """The installed version of ``engine``, or None."""
+    return engine_named(engine).version()
 
 
 def default_threads() -> int:
@@ -120,15 +90,19 @@ def default_threads() -> int:
 
 
 class ServerOptions(BaseModel):
-    """How a server is run: port (0 = a free ephemeral port), context size, CPU threads, how many
-    evaluated prompts it keeps (0: only llama.cpp's last one), and how long it may take to answer
-    after starting."""
+    """How a server is run: its engine, port (0 = a free ephemeral port), context size, CPU
+    threads, how many evaluated prompts it keeps (0: only llama.cpp's last one), and how long it
+    may take to answer after starting; for ``llama-server``, its slots and the least chunk it
+    reuses from a cached prompt (``--cache-reuse``; 0 turns reuse off)."""
 
+    engine: EngineName = "llama-cpp-python"
     port: int = Field(default=0, ge=0, le=65535)
     n_ctx: int = Field(default=DEFAULT_CTX, ge=256)
     n_threads: int = Field(default_factory=default_threads, ge=1)
     prompt_cache_entries: int = Field(default=DEFAULT_ENTRIES, ge=0, le=64)
     startup_timeout_s: float = Field(default=STARTUP_TIMEOUT_S, gt=0)
+    slots: int = Field(default=1, ge=1, le=16)
+    cache_reuse: int = Field(default=256, ge=0)
 
 
 def free_port(host: str = HOST) -> int:
@@ -243,23 +217,15 @@ class LocalServer:
 
     def settings(self) -> dict[str, Any]:
         """What this server runs with, for records: model file, alias, port, context, threads, engine."""
+        engine = engine_named(self.options.engine)
         return {"model_file": str(self.gguf), "alias": self.alias, "host": HOST, "port": self.port,
-                "n_ctx": self.options.n_ctx, "n_threads": self.options.n_threads, "prompt_cache": self.options.prompt_cache_entries or False,
-                "logits_all": False,
-                "engine": "llama-cpp-python", "engine_version": engine_version() if self.command is None else None}
+                "n_ctx": self.options.n_ctx, "n_threads": self.options.n_threads,
+                "prompt_cache": self.options.prompt_cache_entries or False, **engine.settings(self.options),
+                "engine": engine.name, "engine_version": engine.version() if self.command is None else None}
 
     def args(self, port: int) -> list[str]:
-        """The server's command-line flags for ``port``."""
-        o = self.options
-        return ["--model", str(self.gguf), "--model_alias", self.alias, "--host", HOST, "--port", str(port),
-                "--n_ctx", str(o.n_ctx), "--n_threads", str(o.n_threads), "--n_threads_batch", str(o.n_threads),
-                *self.cache_args(), "--logits_all", "false", "--interrupt_requests", "false"]
-
-    def cache_args(self) -> list[str]:
-        """The server's RAM cache flags (the bounded cache is installed by the launcher)."""
-        if not self.options.prompt_cache_entries:
-            return ["--cache", "false"]
-        return ["--cache", "true", "--cache_type", "ram", "--cache_size", str(DEFAULT_BYTES)]
+        """The server's flags for ``port`` (its engine's; a test's fake command gets the same)."""
+        return engine_named(self.options.engine).flags(self.gguf, self.alias, port, self.options)
 
     def start(self) -> LocalServer:
         """Start the server and wait until it answers; a running server is left as it is.
@@ -272,7 +238,7 @@ class LocalServer:
         if self.running:
             return self
         if self.command is None:
-            require_engine()
+            require_engine(self.options.engine)
         auto = self.options.port == 0
         tries = 0
         while True:  # an ephemeral port can be taken between choosing it and binding it: try another
@@ -299,10 +265,10 @@ class LocalServer:
         self._log = open(self.log_path, "wb")
         if self.command is None:
             watch = os.getpid() if threading.current_thread() is threading.main_thread() else 0
-            program = [sys.executable, "-c", _LAUNCHER, str(watch), str(self.options.prompt_cache_entries)]
+            command = [*engine_named(self.options.engine).launcher(self.options, watch), *self.args(port)]
         else:
-            program = self.command
-        self.process = subprocess.Popen([*program, *self.args(port)], stdin=subprocess.DEVNULL, stdout=self._log,
+            command = [*self.command, *self.args(port)]
+        self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=self._log,
                                         stderr=subprocess.STDOUT, env=_server_env(), start_new_session=True)
         _track(self, True)
 

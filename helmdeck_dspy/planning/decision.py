@@ -3,8 +3,9 @@
 Whether any tool fits is decided in one token of the answer, at the point the answer strategy
 names (``AnswerStrategy.decision_point``: where the model-alone call list opens, ``[]`` against
 ``[``; under a schema's fit decision, ``false`` against ``true`` after ``"tool_fits": ``). With
-``PlannerOptions.probe_decision`` on and the LM a llama.cpp server started by this package (which
-has the route of :mod:`helmdeck_dspy.local.next_token`), the planner asks for the next-token mass
+``PlannerOptions.probe_decision`` on and the LM a llama.cpp server (llama-cpp-python's started by
+this package, which has the route of :mod:`helmdeck_dspy.local.next_token`, or llama.cpp's own
+``llama-server``, asked through its public routes), the planner asks for the next-token mass
 at that point of the first answer, with the request exactly as sent, and keeps
 ``p_decline = P(decline) / (P(decline) + P(call))`` with the answer (``run.decision`` of its trace
 record). The context already holds the request and the answer, so only the last token or two are

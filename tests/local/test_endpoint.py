@@ -22,7 +22,7 @@ from tests.local.conftest import fake_server_command
 @pytest.fixture
 def fake_engine(monkeypatch, tmp_path):
     """Managed servers run the stand-in server for an 'installed' file; all stopped afterwards."""
-    monkeypatch.setattr(endpoint, "require_engine", lambda: None)
+    monkeypatch.setattr(endpoint, "require_engine", lambda engine: None)
     monkeypatch.setattr(endpoint, "require_installed", lambda model: tmp_path / f"{model.name}.gguf")
     monkeypatch.setattr(endpoint, "LocalServer", functools.partial(LocalServer, command=fake_server_command()))
     monkeypatch.setenv("HELMDECK_DSPY_MODELS", str(tmp_path / "models"))
@@ -82,7 +82,7 @@ def test_make_lm_names_the_problem_in_one_line(monkeypatch, tmp_path):
     monkeypatch.setenv("HELMDECK_DSPY_MODELS", str(tmp_path))
     with pytest.raises(UnknownModelError, match="unknown local model 'nope'; known: qwen2.5-coder-0.5b"):
         make_lm("local:nope")
-    monkeypatch.setattr(endpoint, "require_engine", lambda: None)
+    monkeypatch.setattr(endpoint, "require_engine", lambda engine: None)
     with pytest.raises(ModelNotInstalledError, match="run helmdeck-dspy models install qwen2.5-coder-0.5b$"):
         make_lm("local:qwen2.5-coder-0.5b")
 

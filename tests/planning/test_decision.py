@@ -43,7 +43,8 @@ def test_an_endpoint_without_the_route_is_probed_once_said_once_and_noted(tmp_pa
     assert all(r.p_decline is None and [s.tool for s in r.steps] == ["get_weather"] for r in results)
     assert chats == 2  # the plans stand: nothing asked again
     probes = [u for u in unrouted if not u.endswith("tokenize")]  # a cut answer's prompt is counted where it can be
-    assert probes == (["/helmdeck/next-token"] if model.startswith("llamacpp/") else [])  # once, not per plan
+    asked = ["/helmdeck/next-token", "/apply-template"]  # our route, then llama-server's public one
+    assert probes == (asked if model.startswith("llamacpp/") else [])  # once, not per plan
     said = [r.getMessage() for r in caplog.records if r.name == "helmdeck_dspy.engines"]
     assert len(said) == 1 and "decline threshold is skipped" in said[0] and "k@" not in said[0]
     recs = list(read_jsonl_traces(record))

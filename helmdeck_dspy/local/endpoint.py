@@ -43,9 +43,10 @@ def managed_server(name: str, options: ServerOptions | None = None) -> LocalServ
     with _LOCK:
         server = _SERVERS.get(name)
         if server is not None and server.running:
-            if options is not None and options.n_ctx != server.options.n_ctx:
-                raise LocalModelError(f"local model {name} runs already with a {server.options.n_ctx}-token "
-                                      f"context in this process; {options.n_ctx} was asked for")
+            if options is not None and (options.n_ctx, options.engine) != (server.options.n_ctx, server.options.engine):
+                raise LocalModelError(f"local model {name} runs already on {server.options.engine} with a "
+                                      f"{server.options.n_ctx}-token context in this process; {options.engine} "
+                                      f"with {options.n_ctx} was asked for")
             return server
         options = options or ServerOptions(engine=default_engine())
         require_engine(options.engine)

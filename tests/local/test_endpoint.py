@@ -56,6 +56,8 @@ def test_a_context_window_is_set_on_first_start_and_a_clash_is_an_error(fake_eng
     assert managed_server("qwen2.5-coder-0.5b", ServerOptions(n_ctx=16384)) is server
     with pytest.raises(LocalModelError, match="16384-token context.*8192 was asked for"):
         managed_server("qwen2.5-coder-0.5b", ServerOptions(n_ctx=8192))
+    with pytest.raises(LocalModelError, match="runs already on llama-cpp-python.*llama-server with 16384 was asked for"):
+        managed_server("qwen2.5-coder-0.5b", ServerOptions(n_ctx=16384, engine="llama-server"))
 
 
 def test_local_lm_args_point_the_openai_path_at_the_server(fake_engine):

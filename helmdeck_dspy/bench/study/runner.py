@@ -41,15 +41,19 @@ def done_ids(path: Path, program_sha: str | None = None) -> set[str]:
 
 
 def start_local(spec: StudySpec) -> None:
-    """Start a ``local:`` model's server with the spec's context window before the LM is built
-    (which then reuses it); nothing for other LM specs or without ``context``."""
+    """Start a ``local:`` model's server with the spec's context window and engine before the LM is
+    built (which then reuses it); nothing for other LM specs or when the spec sets neither."""
     from helmdeck_dspy.engines.lm_spec import LOCAL_PREFIX
 
-    if spec.context is not None and spec.lm.startswith(LOCAL_PREFIX):
+    if (spec.context is not None or spec.engine is not None) and spec.lm.startswith(LOCAL_PREFIX):
         from helmdeck_dspy.local.endpoint import managed_server
+        from helmdeck_dspy.local.engines import default_engine
         from helmdeck_dspy.local.server import ServerOptions
 
-        managed_server(spec.lm.removeprefix(LOCAL_PREFIX), ServerOptions(n_ctx=spec.context))
+        options = ServerOptions(engine=spec.engine or default_engine())
+        if spec.context is not None:
+            options = options.model_copy(update={"n_ctx": spec.context})
+        managed_server(spec.lm.removeprefix(LOCAL_PREFIX), options)
 
 
 def runnable(config: StudyConfig) -> bool:

@@ -231,7 +231,10 @@ class StudySpec(BaseModel):
     budgets: str | None = Field(default=None, description="A budget table file (relative to the spec; None: the "
                                 "bundled one).")
     context: int | None = Field(default=None, ge=256, description="A ``local:`` model's context window in tokens "
-                                "(None: the runner's default, 8,192), for prompts that need more.")
+                                "(None: the runner's default, 16,384).")
+    engine: Literal["llama-cpp-python", "llama-server"] | None = Field(
+        default=None, description="The engine that serves a ``local:`` model, for every row (None: "
+        "$HELMDECK_LOCAL_ENGINE, else llama-cpp-python).")
     block: int = Field(default=8, ge=1, description="Questions asked under one config before the next config "
                        "takes the same questions (a server's prompt cache keeps one config's stable prefix).")
     config: tuple[StudyConfig, ...] = Field(min_length=1)

@@ -74,6 +74,10 @@ class PlannerOptions(BaseModel):
         recheck_top: Under the ``plain`` strategy, a first plan with no calls over more than this
             many tools is asked once more over the top this-many the ranker gives for the request
             (0: off). 10 by default: chosen on the end-to-end study's dev half (docs/results/e2e.md).
+        recheck_order: The order of the recheck's tools: ``rank`` (the ranker's, the default) or
+            ``catalog`` (the whole list's, so the recheck prompt's entries are chunks of the first
+            prompt a server that reuses chunks, llama-server's ``--cache-reuse``, need not evaluate
+            again). Issue 54's lever; ``rank`` until a study chooses.
         ground_paths: A path argument the request does not name is completed to the one path it
             names that ends with it (``todo.md`` → ``files/todo.md``; ``planning.arguments.ground_args``).
             Off by default until a study chooses it.
@@ -116,6 +120,7 @@ class PlannerOptions(BaseModel):
         "experiments/test-split/qwen2.5-coder-0.5b", "experiments/test-split/qwen2.5-coder-1.5b"]})
     fill_placeholders: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/qwen2.5-coder-1.5b"]})
     recheck_top: int = Field(default=10, ge=0, json_schema_extra={"decided_by": ["experiments/e2e/qwen2.5-coder-1.5b"]})
+    recheck_order: Literal["rank", "catalog"] = "rank"
     ground_paths: bool = False
     must_call: bool = False
     probe_decision: bool = False

@@ -172,7 +172,8 @@ class RequestPlan:
 
     def recheck(self, first: ParseResult | None, prior_steps: list[ExecutedStep] | None) -> PromptSpec | None:
         """The narrowed ask after a declined first answer: the same request over the
-        ``recheck_top`` tools the ranker gives for the request, in rank order, where the strategy
+        ``recheck_top`` tools the ranker gives for the request, in rank order (or the catalog's,
+        ``recheck_order``), where the strategy
         rechecks, the catalog is longer than that and no step has run yet; else None."""
         from helmdeck_dspy.catalog.ranking import RANKERS
         from helmdeck_dspy.catalog.select import restrict_catalog
@@ -181,8 +182,10 @@ class RequestPlan:
         declined = first is not None and first.plan is not None and not first.plan.steps
         if not (top and declined and ctx.strategy.rechecks_declines) or prior_steps or len(ctx.catalog.packs) <= top:
             return None
-        ranked = RANKERS[ctx.options.ranker](ctx.catalog, self.intent, None)
-        return ctx.strategy.recheck(self.first, restrict_catalog(ctx.catalog, [r.id for r in ranked[:top]]))
+        ranked = [r.id for r in RANKERS[ctx.options.ranker](ctx.catalog, self.intent, None)[:top]]
+        if ctx.options.recheck_order == "catalog":
+            ranked = [i for i in ctx.catalog.ids() if i in set(ranked)]
+        return ctx.strategy.recheck(self.first, restrict_catalog(ctx.catalog, ranked))
 
     def call_ask(self, content: str | None) -> PromptSpec:
         """The ask again after a decline a threshold overrules (``planning.decision``)."""

@@ -166,3 +166,17 @@ def test_a_plain_call_shows_the_whole_list_in_one_order_whenever_it_fits_the_con
     else:  # too big for the row's input_tokens: the budget's per-request cut
         assert all(len(sel.ids()) < len(catalog.ids()) and trim.dropped for sel, trim in shown)
 
+
+
+def test_a_recheck_in_catalog_order_keeps_the_whole_lists_order(tmp_path):
+    catalog = read_tools_catalog([*_many_tools(10), *TOOLS])  # the best-ranked tool last in the catalog
+    with FaultServer([ok("[]"), ok("[]")]) as server:
+        lm = make_lm("llamacpp/m", api_base=server.url, cache=False, num_retries=0)
+        planner = Planner.for_model(MODEL, lm=lm, catalog=catalog, history=None, use_filter=False, cache=False,
+                                    answer_strategy="plain", recheck_top=3, recheck_order="catalog")
+        planner.plan(INTENT)
+        bodies = [r.body for r in server.requests]
+    shown = [[f["name"] for f in json.loads(b["messages"][0]["content"].split("\n\nQuestion:")[0].removeprefix("Functions:\n"))]
+             for b in bodies]
+    assert len(shown[1]) == 3 and "get_weather" in shown[1]
+    assert shown[1] == [n for n in shown[0] if n in shown[1]]  # the whole list's order, not the ranker's

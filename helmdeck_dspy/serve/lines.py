@@ -7,10 +7,13 @@ text and as parsed JSON). :class:`BoundedLines` is the stdin the stdio server re
 - a line longer than the limit is read past in small blocks, never held; when its id can be read
   from its first kilobyte it is answered with that id (JSON-RPC -32600, naming the limit), else
   it becomes a short line that is not JSON; the caller is told on stderr either way;
-- a line that is not JSON is answered with a parse error (-32700, id null) and not passed on, and
-  so is a line nested deeper than :data:`~helmdeck_dspy.domain.MAX_JSON_DEPTH` (checked before it
-  is parsed; -32600 with its id when the id can be read);
-- a request whose ``method`` is not a string is answered with -32600 and not passed on;
+- a line nested deeper than :data:`~helmdeck_dspy.domain.MAX_JSON_DEPTH` is answered with -32600
+  (checked before it is parsed; with its id when the id can be read) and not passed on;
+- every other line is read first as the SDK will read it (``read``, given by the server): the SDK
+  drops a line it cannot read without a word, so such a line is answered here and not passed on,
+  with a parse error (-32700) when it is not JSON to the SDK and -32600 when it is no JSON-RPC
+  message, each with the line's id when Python's JSON reader finds a usable one (a string or an
+  integer), else id null; only what the SDK reads as a request is counted as waiting for an answer;
 - at the end of input the reader waits (up to ``drain_s``) until every request it passed on has
   been answered and the answers are written, so a client that writes a call and closes its end
   still gets the answer.
@@ -31,6 +34,11 @@ import anyio.to_thread
 
 from helmdeck_dspy.domain import MAX_JSON_DEPTH
 from helmdeck_dspy.io.nesting import nesting_exceeds
+
+REQUEST, NOTIFICATION, RESPONSE, NOT_JSON, INVALID = "request", "notification", "response", "not JSON", "invalid"
+Reading = tuple[str, Any]
+"""How the SDK reads a line: ``(REQUEST, id)``, ``(NOTIFICATION | RESPONSE, None)``, or
+``(NOT_JSON | INVALID, None)`` for a line it drops."""
 
 TOO_LONG = "line too long"
 """What a refused line becomes: not JSON, so the SDK reports it as an unreadable message."""
@@ -70,6 +78,29 @@ def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 
+def _usable(request_id: Any) -> bool:
+    """An id an answer can carry: an integer, or a string writable as UTF-8 (no lone surrogate)."""
+    if isinstance(request_id, str):
+        try:
+            request_id.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+    return isinstance(request_id, int) and not isinstance(request_id, bool)
+
+
+def readable_id(line: str, guess: bool = False) -> Any:
+    """The id of ``line`` as Python's JSON reader finds it (None when it finds none usable); with
+    ``guess``, a line it cannot read gives the first ``"id"`` of its first kilobyte."""
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        found = _ID.search(line[:_HEAD].encode("utf-8", "replace")) if guess else None
+        message = {"id": json.loads(found.group(1))} if found else None
+    request_id = message.get("id") if isinstance(message, dict) else None
+    return request_id if _usable(request_id) else None
+
+
 class BoundedLines:
     """An async iterator over ``stream``'s lines (UTF-8 text, undecodable bytes replaced) of at
     most ``limit`` bytes each; a longer line is skipped and yields :data:`TOO_LONG`.
@@ -78,15 +109,20 @@ class BoundedLines:
         stream: A binary stream (the process's stdin buffer).
         limit: The longest line taken, in bytes, newline included.
         notify: Told, in one line, about every line that was too long.
+        ledger: Where requests passed on are counted and the reader's own replies go out.
+        drain_s: At the end of input, how long to wait for the answers still owed.
+        read: How the server's protocol library reads a line (default: Python's JSON reader).
     """
 
     def __init__(self, stream: BinaryIO, limit: int, notify: Callable[[str], None] | None = None,
-                 ledger: Ledger | None = None, drain_s: float = 0.0) -> None:
+                 ledger: Ledger | None = None, drain_s: float = 0.0,
+                 read: Callable[[str], Reading] | None = None) -> None:
         self.stream = stream
         self.limit = limit
         self.notify = notify
         self.ledger = ledger
         self.drain_s = drain_s
+        self.read = read or _python_reading
         self.refused = 0
 
     def __aiter__(self) -> BoundedLines:
@@ -109,22 +145,21 @@ class BoundedLines:
                                                f"message over the {self.limit}-byte limit of this server's stdin"))
                 continue
             if nesting_exceeds(line, MAX_JSON_DEPTH):
-                found = _ID.search(line[:_HEAD].encode("utf-8", "replace"))
-                await self.ledger.reply(_error(json.loads(found.group(1)) if found else None, INVALID_REQUEST,
+                await self.ledger.reply(_error(readable_id(line, guess=True), INVALID_REQUEST,
                                                f"message nested more than {MAX_JSON_DEPTH} levels deep"))
                 continue
-            try:
-                message = json.loads(line)
-            except (ValueError, RecursionError):
-                if line.strip():
-                    await self.ledger.reply(_error(None, PARSE_ERROR, "Parse error: the line is not JSON"))
+            if not line.strip():
                 continue
-            if isinstance(message, dict) and "id" in message and "method" in message:
-                if not isinstance(message["method"], str):
-                    request_id = message["id"] if isinstance(message["id"], (str, int)) else None
-                    await self.ledger.reply(_error(request_id, INVALID_REQUEST, "Invalid request: method is not a string"))
-                    continue
-                self.ledger.requested.add(Ledger.key(message["id"]))
+            kind, request_id = self.read(line)
+            if kind == NOT_JSON:
+                await self.ledger.reply(_error(readable_id(line), PARSE_ERROR, "Parse error: the line is not JSON"))
+                continue
+            if kind == INVALID:
+                await self.ledger.reply(_error(readable_id(line), INVALID_REQUEST,
+                                               "Invalid request: not a JSON-RPC 2.0 request, notification or response"))
+                continue
+            if kind == REQUEST:
+                self.ledger.requested.add(Ledger.key(request_id))
             return line
 
     async def _drain(self) -> None:
@@ -154,3 +189,14 @@ class BoundedLines:
         if self.notify is not None:
             self.notify(f"helmdeck-dspy serve: refused a message of {size} bytes on stdin (the limit is {self.limit})")
         return TOO_LONG + "\n", head
+
+
+def _python_reading(line: str) -> Reading:
+    """A line read without the SDK's reader: JSON, and a request when it has a string ``method`` and an id."""
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return NOT_JSON, None
+    if not isinstance(message, dict) or ("method" in message and not isinstance(message["method"], str)):
+        return INVALID, None
+    return (REQUEST, message["id"]) if "method" in message and "id" in message else (NOTIFICATION, None)

@@ -26,7 +26,7 @@ from helmdeck_dspy.serve.auth import (
     process_owner,
 )
 from helmdeck_dspy.serve.config import ServeConfig
-from helmdeck_dspy.serve.lines import BoundedLines, Ledger
+from helmdeck_dspy.serve.lines import INVALID, NOT_JSON, NOTIFICATION, REQUEST, RESPONSE, BoundedLines, Ledger, Reading
 from helmdeck_dspy.serve.names import (
     CONTEXT_BUDGETS_URI,
     MODELS_URI,
@@ -250,7 +250,7 @@ async def run_stdio(server: Any, max_line_bytes: int, announce: Callable[[str], 
     from mcp.shared.message import SessionMessage
 
     ledger = Ledger()
-    lines = BoundedLines(sys.stdin.buffer, max_line_bytes, announce, ledger=ledger, drain_s=drain_s)
+    lines = BoundedLines(sys.stdin.buffer, max_line_bytes, announce, ledger=ledger, drain_s=drain_s, read=sdk_reading)
     async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
         async def send(message: dict[str, Any]) -> None:
             await write_stream.send(SessionMessage(mcp_types.jsonrpc_message_adapter.validate_python(message)))
@@ -260,6 +260,25 @@ async def run_stdio(server: Any, max_line_bytes: int, announce: Callable[[str], 
         ledger.ready.set()
         low = server._lowlevel_server
         await low.run(read_stream, _Answers(write_stream, ledger), low.create_initialization_options())
+
+
+def sdk_reading(line: str) -> Reading:
+    """How the SDK's stdio reader takes ``line`` (it drops a line it cannot validate, unanswered).
+    A line with an ``id`` that it reads as a notification (the id is not a string or an integer)
+    is an invalid request."""
+    import mcp_types
+    from pydantic import ValidationError
+    from pydantic_core import from_json
+
+    try:
+        message = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValidationError as exc:
+        return (NOT_JSON if exc.errors()[0]["type"] == "json_invalid" else INVALID), None
+    if isinstance(message, mcp_types.JSONRPCRequest):
+        return REQUEST, message.id
+    if isinstance(message, mcp_types.JSONRPCNotification):
+        return (INVALID if '"id"' in line and "id" in from_json(line) else NOTIFICATION), None  # the same reader
+    return RESPONSE, None
 
 
 def _writer_idle(stream: Any) -> bool:

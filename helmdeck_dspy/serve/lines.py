@@ -156,7 +156,8 @@ class BoundedLines:
                 continue
             if kind == INVALID:
                 await self.ledger.reply(_error(readable_id(line), INVALID_REQUEST,
-                                               "Invalid request: not a JSON-RPC 2.0 request, notification or response"))
+                                               "Invalid request: not a JSON-RPC 2.0 message (jsonrpc \"2.0\", a string "
+                                               "method, params an object, an id that is a string or an integer)"))
                 continue
             if kind == REQUEST:
                 self.ledger.requested.add(Ledger.key(request_id))

@@ -3,9 +3,9 @@
 Routes: ``POST /v1/chat/completions`` (:func:`~helmdeck_dspy.serve.chat.complete_chat`) and
 ``GET /v1/models``. The guards of ``serve --transport http``: loopback unless bearer tokens are
 configured (``serve.auth``), a bearer token on every request when they are, a body of at most
-:data:`MAX_BODY_BYTES` read before parsing, the request's size bounded by the served LM's budget
-row, and every failure answered as an OpenAI error object with its status (no traceback, no
-secret: the text goes through ``io.redaction``).
+:data:`MAX_BODY_BYTES` read before parsing (its text valid Unicode: no lone surrogate), the
+request's size bounded by the served LM's budget row, and every failure answered as an OpenAI
+error object with its status (no traceback, no secret: the text goes through ``io.redaction``).
 
 ``stream: true`` answers with the standard chunks of the final answer: the planner checks a call
 before it is sent, so it cannot stream calls it has not finished checking; the chunks come when
@@ -98,6 +98,10 @@ def openai_app(service: Any, tokens: CallerTokens) -> Any:
             return refuse(400, "the body is not JSON")
         if json_deeper_than(raw, MAX_JSON_DEPTH):
             return refuse(400, f"the body nests deeper than {MAX_JSON_DEPTH} levels")
+        try:  # a lone surrogate (escaped, or its raw bytes, which json reads too) is text no model can take
+            json.dumps(raw, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            return refuse(400, "the body holds text that is not valid Unicode (a lone surrogate)")
         try:
             chat = ChatRequest.model_validate(raw)
         except ValidationError as exc:

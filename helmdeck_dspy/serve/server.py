@@ -26,6 +26,7 @@ from helmdeck_dspy.serve.auth import (
     process_owner,
 )
 from helmdeck_dspy.serve.config import ServeConfig
+from helmdeck_dspy.serve.http_errors import JsonErrorBodies
 from helmdeck_dspy.serve.inflight import OneIdInFlight
 from helmdeck_dspy.serve.lines import INVALID, NOT_JSON, NOTIFICATION, REQUEST, RESPONSE, BoundedLines, Ledger, Reading
 from helmdeck_dspy.serve.names import (
@@ -155,14 +156,15 @@ def http_url(host: str, port: int, path: str) -> str:
 def http_app(service: PlanService, tokens: CallerTokens, *, host: str, port: int, path: str) -> Any:
     """The Starlette app of the streamable HTTP transport (for uvicorn), with the session limits
     of ``service.config``: an idle timeout, and at most ``sessions_per_caller`` open sessions per
-    caller (a request that would open one more gets 503 until one ends or expires), and a request id
-    in flight in a session refused a second time (``serve.inflight``)."""
+    caller (a request that would open one more gets 503 until one ends or expires), a request id
+    in flight in a session refused a second time (``serve.inflight``), and every refusal in JSON
+    (``serve.http_errors``)."""
     config = service.config
     server = build_server(service, default_caller=ANONYMOUS_HTTP_CALLER, tokens=tokens,
                           issuer_url=http_url(host, port, ""))
     app = server.streamable_http_app(streamable_http_path=path, host=host, session_idle_timeout=config.session_idle_s)
     cap_sessions_per_caller(server.session_manager, config.sessions_per_caller)
-    return OneIdInFlight(app)
+    return JsonErrorBodies(OneIdInFlight(app))
 
 
 def cap_sessions_per_caller(manager: Any, cap: int) -> None:

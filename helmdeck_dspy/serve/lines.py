@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any, BinaryIO
 
@@ -50,12 +51,13 @@ PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 
 
 class Ledger:
-    """Which requests the reader passed on and which the server answered (ids as JSON text), and
-    how the reader sends a reply of its own (set by the server once its write stream exists)."""
+    """Which requests the reader passed on and which the server answered (ids as JSON text, each
+    counted as often as it was sent: a client may reuse an id), and how the reader sends a reply of
+    its own (set by the server once its write stream exists)."""
 
     def __init__(self) -> None:
-        self.requested: set[str] = set()
-        self.answered: set[str] = set()
+        self.requested: Counter[str] = Counter()
+        self.answered: Counter[str] = Counter()
         self.send: Callable[[dict[str, Any]], Awaitable[None]] | None = None
         self.written: Callable[[], bool] = lambda: True
         """Whether every answer handed to the writer is out (set by the server: its writer is idle)."""
@@ -65,7 +67,7 @@ class Ledger:
     def key(request_id: Any) -> str:
         return json.dumps(request_id)
 
-    def pending(self) -> set[str]:
+    def pending(self) -> Counter[str]:
         return self.requested - self.answered
 
     async def reply(self, message: dict[str, Any]) -> None:
@@ -160,7 +162,7 @@ class BoundedLines:
                                                "method, params an object, an id that is a string or an integer)"))
                 continue
             if kind == REQUEST:
-                self.ledger.requested.add(Ledger.key(request_id))
+                self.ledger.requested[Ledger.key(request_id)] += 1
             return line
 
     async def _drain(self) -> None:

@@ -307,7 +307,7 @@ class _Answers:
         message = getattr(item, "message", None)
         answered = getattr(message, "id", None)
         if answered is not None and not hasattr(message, "method"):  # a response or an error
-            self._ledger.answered.add(Ledger.key(answered))
+            self._ledger.answered[Ledger.key(answered)] += 1
         await self._stream.send(item)
 
     async def __aenter__(self) -> _Answers:

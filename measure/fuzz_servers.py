@@ -312,7 +312,7 @@ class Generator:
         rng = self.rng
         obj = self.valid_obj()
         text = json.dumps(obj, ensure_ascii=False)
-        op = rng.randrange(11)
+        op = rng.choice([0, 1, 2, 3, 4, 5, 5, 5, 6, 7, 8, 9, 10])  # lone surrogates three times as often
         if op == 0:  # invalid UTF-8 bytes somewhere
             raw = text.encode()
             i = rng.randint(0, len(raw))
@@ -327,9 +327,13 @@ class Generator:
             body = raw[:i] + b"\x00" + raw[i:]
         elif op == 4:  # escaped NULs in every string
             body = json.dumps(_map_strings(obj, lambda s: s + "\u0000" + s)).encode()
-        elif op == 5:  # lone surrogate escapes in strings (the id's included)
+        elif op == 5:  # a lone surrogate escape at the end of a string or two (the id's included)
             lone = rng.choice(["\\ud800", "\\udfff", "\\udbff\\u0041", "\\ud83d"])
-            body = re.sub(r'"([a-z]+)"', lambda m: f'"{m.group(1)}{lone}"' if rng.random() < 0.3 else m.group(), json.dumps(obj)).encode()
+            raw = json.dumps(obj)
+            strings = list(re.finditer(r'"((?:[^"\\]|\\.)*)"', raw))
+            for m in sorted(rng.sample(strings, min(len(strings), rng.choice([1, 1, 2, 5]))), key=lambda m: -m.end()):
+                raw = raw[: m.end() - 1] + lone + raw[m.end() - 1 :]  # at the end of one string (or key), or a few
+            body = raw.encode()
             if not self.chat and rng.random() < 0.5:
                 body = json.dumps({**obj, "id": "q" + chr(0xD800)}).encode()
         elif op == 6:  # a backslash with nothing valid after it
@@ -746,6 +750,10 @@ def judge_http(ex: Exchange, case: Case, body: bytes, tally: Tally, target: str)
             ids = {json.dumps(m.get("id")) for m in messages if isinstance(m, dict)}
             if key not in ids:
                 tally.notes["200 whose messages lack the request's id"] += 1
+    if problem is None and ex.status in (502, 503, 504):
+        messages = json_messages(ex) or [{}]
+        error = messages[0].get("error") if isinstance(messages[0], dict) else None
+        tally.notes[f"{ex.status}: {(error or {}).get('message', '')}"[:100]] += 1
     if problem is None:
         tally.answered[case.kind] += 1
     else:
@@ -827,27 +835,32 @@ def failed(tally: Tally) -> bool:
                 or (tally.exits and max(tally.exits) > 2.0))
 
 
+LEGEND = {
+    "stdio": "lines sent; 'with id': lines that are requests with an id, each owed an answer with that id",
+    "http": "bodies sent; answered: a status and a JSON body (202 and none for what is no request); failed: "
+            "dropped, hung, a 500 or a body that is not JSON",
+}
+
+
 def report(tallies: dict[str, Tally]) -> str:
     lines = []
     for target, t in tallies.items():
-        lines.append(f"\n== {target} ==")
-        lines.append(f"{'kind':<15} {'sent':>7} {'with id':>8} {'answered':>9} {'unanswered':>11} {'bad':>5}")
-        for kind in KINDS:
-            if t.sent[kind]:
-                with_id = str(t.with_id[kind]) if target == "stdio" else "-"
-                lines.append(f"{kind:<15} {t.sent[kind]:>7} {with_id:>8} {t.answered[kind]:>9} "
-                             f"{t.unanswered[kind]:>11} {t.bad[kind]:>5}")
-        lines.append(f"{'total':<15} {sum(t.sent.values()):>7} "
-                     f"{sum(t.with_id.values()) if target == 'stdio' else '-':>8} {sum(t.answered.values()):>9} "
-                     f"{sum(t.unanswered.values()):>11} {sum(t.bad.values()):>5}")
+        stdio = target == "stdio"
+        lines.append(f"\n== {target} ({LEGEND['stdio' if stdio else 'http']}) ==")
+        lines.append(f"{'kind':<15} {'sent':>7} {'with id':>8} {'answered':>9} {'unanswered' if stdio else 'failed':>11}")
+        rows = [(kind, t.sent[kind], t.with_id[kind] if stdio else "-", t.answered[kind],
+                 t.unanswered[kind] if stdio else t.bad[kind]) for kind in KINDS if t.sent[kind]]
+        rows.append(("total", sum(t.sent.values()), sum(t.with_id.values()) if stdio else "-",
+                     sum(t.answered.values()), sum(t.unanswered.values()) if stdio else sum(t.bad.values())))
+        lines += [f"{k:<15} {sent:>7} {with_id:>8} {answered:>9} {missed:>11}" for k, sent, with_id, answered, missed in rows]
         lines.append(f"tracebacks in stderr: {t.tracebacks}; model calls answered by the scripted LM: {t.lm_calls}")
         if t.statuses:
             lines.append("statuses: " + ", ".join(f"{s} x{c}" for s, c in sorted(t.statuses.items())))
         if t.exits:
-            lines.append(f"exit after end of input, {len(t.exits)} runs: p50 {statistics.median(t.exits):.2f} s, "
+            lines.append(f"exit after the end of input, {len(t.exits)} runs: p50 {statistics.median(t.exits):.2f} s, "
                          f"max {max(t.exits):.2f} s")
         if t.last_answer:
-            lines.append(f"last answer after end of input: p50 {statistics.median(t.last_answer):.2f} s, "
+            lines.append(f"last answer after the end of input: p50 {statistics.median(t.last_answer):.2f} s, "
                          f"max {max(t.last_answer):.2f} s")
         for note, count in sorted(t.notes.items()):
             lines.append(f"  {note}: {count}")

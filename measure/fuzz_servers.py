@@ -22,7 +22,8 @@ id, a result or an error (a ``notifications/cancelled`` of an earlier id excuses
 protocol says); over HTTP, every exchange ends with a status and a JSON body (202 without a body
 for what is not a request), never a dropped connection, a hang or a 500. After the stdio input
 ends the process must be gone: the seconds from closing its stdin to its exit are measured per
-stdio run (the input is split into runs of ``--lines-per-run``).
+stdio run (the input is split into runs of ``--lines-per-run``), and split into the wait for the
+last answer (requests still in flight) and the shutdown after it.
 
     nice -n 19 .venv/bin/python measure/fuzz_servers.py [--n 10000] [--seed 0] [--targets stdio,http,openai]
 
@@ -508,6 +509,7 @@ class Tally:
     lm_calls: int = 0
     exits: list[float] = field(default_factory=list)  # stdio: seconds from the end of input to the exit
     last_answer: list[float] = field(default_factory=list)  # stdio: seconds from the end of input to the last answer
+    shutdown: list[float] = field(default_factory=list)  # stdio: seconds from the last answer to the exit
     notes: Counter = field(default_factory=Counter)
 
     def note_problem(self, text: str) -> None:
@@ -623,6 +625,7 @@ def run_stdio(cases: list[Case], lm: Any, work: Path, tally: Tally, nice: int, t
                 tally.notes["answers with id null"] += 1
     if answers:
         tally.last_answer.append(max(at for at, _ in answers) - eof)
+        tally.shutdown.append(gone - max(at for at, _ in answers))
     for kind, key in expected:
         if key.startswith("cancelled:"):
             tally.notes["requests cancelled by a later notification"] += 1
@@ -860,8 +863,10 @@ def report(tallies: dict[str, Tally]) -> str:
             lines.append(f"exit after the end of input, {len(t.exits)} runs: p50 {statistics.median(t.exits):.2f} s, "
                          f"max {max(t.exits):.2f} s")
         if t.last_answer:
-            lines.append(f"last answer after the end of input: p50 {statistics.median(t.last_answer):.2f} s, "
-                         f"max {max(t.last_answer):.2f} s")
+            lines.append(f"  of which to the last answer (requests in flight at the end): "
+                         f"p50 {statistics.median(t.last_answer):.2f} s, max {max(t.last_answer):.2f} s; "
+                         f"from the last answer to the exit: p50 {statistics.median(t.shutdown):.2f} s, "
+                         f"max {max(t.shutdown):.2f} s")
         for note, count in sorted(t.notes.items()):
             lines.append(f"  {note}: {count}")
         for problem in t.problems:

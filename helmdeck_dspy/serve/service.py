@@ -170,9 +170,16 @@ class PlanService:
 
     def route(self, request: RouteRequest) -> RouteWire:
         """``helmdeck.route``: the best entry of the catalog (the caller's tools, else the server's) fitted
-        to the model's budget (no LM call)."""
-        return route(self.catalog_for(request.tools), self.budget_for(request.model), request.user_intent,
-                     ranker=self.config.ranker)
+        to the model's budget (no LM call); an intent over the model's ``input_tokens`` is refused
+        before it is ranked, as :meth:`plan` refuses it.
+
+        Raises:
+            InputTooLargeError: The intent is larger than the model's budget allows.
+        """
+        budget = self.budget_for(request.model)
+        check_request(request.user_intent, None, input_tokens=budget.input_tokens,
+                      model=self._bound_name(request.model))
+        return route(self.catalog_for(request.tools), budget, request.user_intent, ranker=self.config.ranker)
 
     def budget_for(self, model: str) -> Budget:
         """The budget a request for ``model`` plans under: the model's row picks the tier and the

@@ -102,7 +102,7 @@ class ServerOptions(BaseModel):
     prompt_cache_entries: int = Field(default=DEFAULT_ENTRIES, ge=0, le=64)
     startup_timeout_s: float = Field(default=STARTUP_TIMEOUT_S, gt=0)
     slots: int = Field(default=1, ge=1, le=16)
-    cache_reuse: int = Field(default=256, ge=0)
+    cache_reuse: int = Field(default=32, ge=0)  # experiments/chunk-reuse-1.5b.txt: 256 reused no tool's entry
 
 
 def free_port(host: str = HOST) -> int:

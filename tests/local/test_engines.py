@@ -18,8 +18,9 @@ def test_llama_server_gets_its_own_flags_one_slot_and_chunk_reuse(tmp_path):
     pairs = dict(zip(flags[::2], flags[1::2]))
     assert pairs["--model"] == str(tmp_path / "m.gguf") and pairs["--alias"] == "tiny" and pairs["--port"] == "8123"
     assert pairs["--host"] == "127.0.0.1" and pairs["--ctx-size"] == "4096" and pairs["--threads"] == "2"
-    assert pairs["--parallel"] == "1" and pairs["--cache-reuse"] == "256" and pairs["--cache-ram"] == "4096"
+    assert pairs["--parallel"] == "1" and pairs["--cache-reuse"] == "32" and pairs["--cache-ram"] == "4096"
     assert "--jinja" in flags and "--no-webui" in flags
+    assert pairs["--repeat-penalty"] == "1.1" and pairs["--repeat-last-n"] == "64"  # llama-cpp-python's defaults
     no_cache = LocalServer(tmp_path / "m.gguf", "tiny", options=options.model_copy(update={"prompt_cache_entries": 0}))
     assert dict(zip(no_cache.args(1)[::2], no_cache.args(1)[1::2]))["--cache-ram"] == "0"
 
@@ -50,5 +51,5 @@ def test_a_server_records_which_engine_it_ran(tmp_path, monkeypatch):
     monkeypatch.setenv(LLAMA_SERVER_ENV, str(fake))
     settings = LocalServer(Path("m.gguf"), "tiny", options=ServerOptions(engine="llama-server", slots=2)).settings()
     assert settings["engine"] == "llama-server" and settings["engine_version"] == "1 (build 9, commit abc)"
-    assert settings["slots"] == 2 and settings["cache_reuse"] == 256
+    assert settings["slots"] == 2 and settings["cache_reuse"] == 32
     assert engine_named("llama-cpp-python").settings(ServerOptions()) == {"logits_all": False}

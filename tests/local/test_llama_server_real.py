@@ -37,9 +37,10 @@ def test_a_local_model_on_llama_server_plans_with_a_cut_answer_and_a_decline_pro
                                     use_filter=False, cache=False, answer_strategy="plain", probe_decision=True,
                                     record_path=record)
     result = planner.plan("What is the weather in Oslo right now?")
-    assert result.ok and [s.tool for s in result.steps] == ["weather.current"]
+    assert result.ok and result.steps and {s.tool for s in result.steps} == {"weather.current"}
+    assert result.steps[0].args == {"city": "Oslo"}  # (it may list more cities than asked: answers differ by engine)
     assert result.p_decline is not None and result.p_decline < 0.5  # it called: the call was the likelier start
     (rec,) = read_jsonl_traces(record)
-    assert rec.run["decision"]["covered"] > 0.5 and rec.completion_tokens < 64
+    assert rec.run["decision"]["covered"] > 0.5 and rec.completion_tokens < 128 and rec.answer_cut
     settings = local_run_settings(REAL_MODEL)
-    assert settings["engine"] == "llama-server" and settings["engine_version"] and settings["cache_reuse"] == 256
+    assert settings["engine"] == "llama-server" and settings["engine_version"] and settings["cache_reuse"] == 32

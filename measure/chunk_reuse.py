@@ -18,19 +18,14 @@ import argparse
 import json
 import statistics
 import sys
-import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from helmdeck_dspy.io.offline import apply_offline_defaults  # noqa: E402
 
-
-def _post(url: str, body: dict) -> dict:
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    call = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
-    with opener.open(call, timeout=900) as reply:
-        return json.loads(reply.read())
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from engine_rates import post_json  # noqa: E402
 
 
 def prompts(n: int) -> list[tuple[str, str, str]]:
@@ -56,7 +51,7 @@ def prompts(n: int) -> list[tuple[str, str, str]]:
 
 
 def evaluated(url: str, alias: str, text: str) -> int:
-    done = _post(url, {"model": alias, "messages": [{"role": "user", "content": text}], "max_tokens": 1,
+    done = post_json(url, {"model": alias, "messages": [{"role": "user", "content": text}], "max_tokens": 1,
                        "temperature": 0})
     return int((done.get("timings") or {}).get("prompt_n") or -1)
 

@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from helmdeck_dspy.io.offline import apply_offline_defaults  # noqa: E402
 
 
-def _post(url: str, body: dict) -> dict:
+def post_json(url: str, body: dict) -> dict:
+    """POST ``body`` to a local server (no proxy) and return its JSON answer."""
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     call = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
     with opener.open(call, timeout=900) as reply:
@@ -49,7 +50,7 @@ def measure(name: str, engine: str, n: int, prompt_tokens: int, decode: int) -> 
 
         def timed(messages: list[dict], max_tokens: int) -> tuple[float, dict]:
             t0 = time.perf_counter()
-            done = _post(url, {"model": model.name, "messages": messages, "max_tokens": max_tokens, "temperature": 0})
+            done = post_json(url, {"model": model.name, "messages": messages, "max_tokens": max_tokens, "temperature": 0})
             return time.perf_counter() - t0, done
 
         for i in range(n + 1):  # the first round warms the process up and is not counted

@@ -27,7 +27,6 @@ server started from the main thread is also killed when its parent dies without 
 from __future__ import annotations
 
 import atexit
-import importlib.util
 import json
 import os
 import socket
@@ -68,7 +67,6 @@ rope_freq_scale rope_scaling_type rpc_servers seed split_mode ssl_certfile ssl_k
 type_k type_v use_mlock use_mmap verbose vocab_only yarn_attn_factor yarn_beta_fast yarn_beta_slow
 yarn_ext_factor yarn_orig_ctx
 """.split())
-
 
 
 def require_engine(engine: str = "llama-cpp-python") -> None:

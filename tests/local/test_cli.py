@@ -23,6 +23,7 @@ from helmdeck_dspy.errors import (
 from helmdeck_dspy.local import install as install_module
 from helmdeck_dspy.local import registry as registry_module
 from helmdeck_dspy.local import server as server_module
+from helmdeck_dspy.local import engines as engines_module
 from helmdeck_dspy.local.server import LocalServer
 from tests.conftest import PROJECT_ROOT
 from tests.local.conftest import fake_server_command
@@ -68,8 +69,8 @@ def test_unknown_names_and_missing_models_are_input_errors(models_root):
 
 def test_serve_without_the_extra_says_how_to_install_it(monkeypatch, tmp_path):
     monkeypatch.setattr(install_module, "require_installed", lambda model: tmp_path / "m.gguf")
-    real = server_module.importlib.util.find_spec
-    monkeypatch.setattr(server_module.importlib.util, "find_spec", lambda m: None if m == "llama_cpp" else real(m))
+    real = engines_module.importlib.util.find_spec
+    monkeypatch.setattr(engines_module.importlib.util, "find_spec", lambda m: None if m == "llama_cpp" else real(m))
     r = run("serve", "qwen2.5-coder-0.5b")
     assert isinstance(r.exception, MissingExtraError)
     assert "pip install 'helmdeck-dspy[local]'" in str(r.exception)

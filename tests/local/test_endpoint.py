@@ -14,6 +14,7 @@ from helmdeck_dspy.errors import (
 )
 from helmdeck_dspy.local import endpoint
 from helmdeck_dspy.local import server as server_module
+from helmdeck_dspy.local import engines as engines_module
 from helmdeck_dspy.local.endpoint import LOCAL_API_KEY, local_lm_args, managed_server
 from helmdeck_dspy.local.server import LocalServer
 from tests.local.conftest import fake_server_command
@@ -90,8 +91,8 @@ def test_make_lm_names_the_problem_in_one_line(monkeypatch, tmp_path):
 
 
 def test_make_lm_without_the_extra_says_how_to_install_it(monkeypatch):
-    real = server_module.importlib.util.find_spec
-    monkeypatch.setattr(server_module.importlib.util, "find_spec", lambda m: None if m == "llama_cpp" else real(m))
+    real = engines_module.importlib.util.find_spec
+    monkeypatch.setattr(engines_module.importlib.util, "find_spec", lambda m: None if m == "llama_cpp" else real(m))
     with pytest.raises(MissingExtraError) as exc:
         make_lm("local:qwen2.5-coder-0.5b")
     assert "\n" not in str(exc.value) and "pip install 'helmdeck-dspy[local]'" in str(exc.value)

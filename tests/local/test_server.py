@@ -12,6 +12,7 @@ import pytest
 
 from helmdeck_dspy.errors import LocalModelError, MissingExtraError
 from helmdeck_dspy.local import server as server_module
+from helmdeck_dspy.local import engines as engines_module
 from helmdeck_dspy.local.server import (
     HOST,
     LocalServer,
@@ -122,8 +123,8 @@ def test_log_tail_is_one_line():
 
 
 def test_without_the_extra_the_engine_check_is_one_line(monkeypatch):
-    real = server_module.importlib.util.find_spec
-    monkeypatch.setattr(server_module.importlib.util, "find_spec", lambda m: None if m == "llama_cpp" else real(m))
+    real = engines_module.importlib.util.find_spec
+    monkeypatch.setattr(engines_module.importlib.util, "find_spec", lambda m: None if m == "llama_cpp" else real(m))
     with pytest.raises(MissingExtraError) as exc:
         require_engine()
     msg = str(exc.value)

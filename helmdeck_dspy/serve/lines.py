@@ -34,7 +34,7 @@ import anyio
 import anyio.to_thread
 
 from helmdeck_dspy.domain import MAX_JSON_DEPTH
-from helmdeck_dspy.io.nesting import nesting_exceeds
+from helmdeck_dspy.io.nesting import nesting_exceeds, top_level_scalar
 
 REQUEST, NOTIFICATION, RESPONSE, NOT_JSON, INVALID = "request", "notification", "response", "not JSON", "invalid"
 Reading = tuple[str, Any]
@@ -93,12 +93,12 @@ def _usable(request_id: Any) -> bool:
 
 def readable_id(line: str, guess: bool = False) -> Any:
     """The id of ``line`` as Python's JSON reader finds it (None when it finds none usable); with
-    ``guess``, a line it cannot read gives the first ``"id"`` of its first kilobyte."""
+    ``guess``, a line it cannot read (nested past the recursion limit, say) gives the string or
+    integer ``id`` of its top-level object, read without parsing what nests inside it."""
     try:
         message = json.loads(line)
     except (ValueError, RecursionError):
-        found = _ID.search(line[:_HEAD].encode("utf-8", "replace")) if guess else None
-        message = {"id": json.loads(found.group(1))} if found else None
+        message = {"id": top_level_scalar(line, "id")} if guess else None
     request_id = message.get("id") if isinstance(message, dict) else None
     return request_id if _usable(request_id) else None
 

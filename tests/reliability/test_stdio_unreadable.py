@@ -1,5 +1,5 @@
 """Over stdio, a request with an id that the MCP SDK cannot read (a wrong ``jsonrpc``, ``params``
-that are not an object, a lone surrogate, a line nested too deep with its id after the first kilobyte)
+that are not an object, a lone surrogate, a line nested too deep with its id after the first kilobyte, even past the depth Python's JSON reader can parse)
 is answered with that id, and the end of input is not held up waiting for answers the SDK will
 never send (found by measure/fuzz_servers.py: the SDK drops such lines unanswered, and the reader
 had counted them as requests in flight, so each one held the exit for the whole drain)."""
@@ -29,6 +29,9 @@ UNREADABLE = {
     "number-version": b'{"jsonrpc": 2.0, "id": "number-version", "method": "ping"}',
     "deep-id-last": b'{"jsonrpc": "2.0", "method": "ping", "params": {"x": ' + b"[" * 600 + b"]" * 600
                     + b'}, "id": "deep-id-last"}',
+    # past Python's own recursion limit, so its JSON reader cannot find the id either (fuzz seed 52, in CI)
+    "deeper-than-python-reads": b'{"jsonrpc": "2.0", "method": "ping", "params": ' + b'{"k":' * 1500 + b"1"
+                                + b"}" * 1500 + b', "id": "deeper-than-python-reads"}',
 }
 
 

@@ -38,7 +38,7 @@ def top_level_scalar(text: str, key: str) -> str | int | None:
     stripped = text.lstrip()
     if not stripped.startswith("{"):
         return None
-    found: str | int | None = None
+    found: object = None
     depth, key_next = 0, False
     for m in _TOKEN.finditer(stripped):
         token = m.group()

@@ -63,7 +63,7 @@ def test_an_mcp_client_drives_the_single_pick_loop_against_the_real_model(tmp_pa
 
     async def loop() -> list:
         results, prior = [], []
-        async with stdio_client(home, *args, env=server_env(home)) as client:
+        async with stdio_client(home, *args, env=server_env(home), read_timeout=600) as client:  # the server's own --timeout: a cold prefill beside another test's model can pass 120 s
             for _ in range(MAX_STEPS + 1):
                 result = await client.call_tool("helmdeck.plan", {"user_intent": INTENT, "model": MODEL.model_id,
                                                                   "prior_steps": prior})

@@ -11,6 +11,10 @@ after the first / (that call - held). Rates are tokens per second, wall clock. T
 / decode`` (cold), ``output_tokens / decode`` when the prompt is cached.
 
     .venv/bin/python measure/engine_rates.py qwen2.5-coder-1.5b [--engine llama-cpp-python --engine llama-server]
+        [--gguf OTHER.gguf]
+
+``--gguf`` serves another file of the same model (a requantized one, say) in place of the installed
+one; ``HELMDECK_LLAMA_SERVER`` names another llama-server build. Each output line says which.
 """
 
 from __future__ import annotations
@@ -36,13 +40,14 @@ def post_json(url: str, body: dict) -> dict:
         return json.loads(reply.read())
 
 
-def measure(name: str, engine: str, n: int, prompt_tokens: int, decode: int) -> dict:
+def measure(name: str, engine: str, n: int, prompt_tokens: int, decode: int, gguf: Path | None = None) -> dict:
+    from helmdeck_dspy.local.engines import engine_named
     from helmdeck_dspy.local.install import require_installed
     from helmdeck_dspy.local.registry import get_model
     from helmdeck_dspy.local.server import LocalServer, ServerOptions
 
     model = get_model(name)
-    server = LocalServer(require_installed(model), model.name,
+    server = LocalServer(gguf or require_installed(model), model.name,
                          options=ServerOptions(engine=engine, prompt_cache_entries=0))  # type: ignore[arg-type]
     prefill, decoding = [], []
     with server:
@@ -64,7 +69,8 @@ def measure(name: str, engine: str, n: int, prompt_tokens: int, decode: int) -> 
             prefill.append((first.get("usage") or {}).get("prompt_tokens", prompt_tokens) / max(cold - lookup, 1e-6))
             made = (second.get("usage") or {}).get("completion_tokens") or decode + 1
             decoding.append((made - 1) / max(warm - lookup, 1e-6))
-    return {"engine": engine, "model": name, "n": n, "prompt_tokens": (first.get("usage") or {}).get("prompt_tokens"),
+    program = getattr(engine_named(engine), "program", lambda: None)()  # the llama-server binary run
+    return {"engine": engine, "program": program, "gguf": str(gguf or require_installed(model)), "model": name, "n": n, "prompt_tokens": (first.get("usage") or {}).get("prompt_tokens"),
             "prefill_tps": round(statistics.median(prefill), 1), "decode_tps": round(statistics.median(decoding), 2),
             "settings": {k: v for k, v in server.settings().items() if k not in ("port", "model_file")}}
 
@@ -85,6 +91,7 @@ if __name__ == "__main__":
     parser.add_argument("--n", type=int, default=3)
     parser.add_argument("--prompt-tokens", type=int, default=1500)
     parser.add_argument("--decode", type=int, default=64)
+    parser.add_argument("--gguf", type=Path, help="Serve this GGUF file of the model instead of the installed one.")
     args = parser.parse_args()
     for engine in args.engine or ["llama-cpp-python", "llama-server"]:
-        print(json.dumps(measure(args.model, engine, args.n, args.prompt_tokens, args.decode)))
+        print(json.dumps(measure(args.model, engine, args.n, args.prompt_tokens, args.decode, args.gguf)), flush=True)

@@ -14,9 +14,13 @@ The first call of each block is cold and reported apart. Per call, the server's 
 prompt tokens it evaluated and its prefill and decode times; the floor of a call is the request's
 own tokens (the question and the ask after the shared list of tools) at the block's measured prefill rate plus
 its output tokens at the measured decode rate (over the requests answered in one call), and is
-printed beside the p50.
+printed beside the p50. llama-server (``--engine llama-server``) logs no timings for a request whose
+stream was closed where its answer ended (most of them), so there the floor takes the rates given
+with ``--prefill`` and ``--decode`` (tokens per second, from ``measure/engine_rates.py``), which
+override the log's for either engine.
 
-    .venv/bin/python measure/warm_latency.py [--model qwen2.5-coder-1.5b] [--n 12]
+    .venv/bin/python measure/warm_latency.py [--model qwen2.5-coder-1.5b] [--n 12] [--engine llama-server
+        --prefill 91 --decode 30]
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ CATALOG = ROOT / "eval" / "catalog" / "mcp-servers.json"
 TASKS = ROOT / "eval" / "tasks" / "mcp-servers.jsonl"
 TIMEOUT_S = 900.0
 _PREFILL = re.compile(r"prompt eval time =\s*([\d.]+) ms /\s*(\d+) tokens")
-_DECODE = re.compile(r"\beval time =\s*([\d.]+) ms /\s*(\d+) runs")
+_DECODE = re.compile(r"\beval time =\s*([\d.]+) ms /\s*(\d+) (?:runs|tokens)")
 
 
 def server_times(log_text: str) -> list[tuple[float, int, float, int]]:
@@ -93,12 +97,16 @@ def own_tokens(intent: str) -> int:
     return count_tokens(f"Question: {intent}\n\n{ASK}") + 10
 
 
-def floor_ms(rows: list[dict]) -> float:
+def floor_ms(rows: list[dict], rates: tuple[float, float] | None = None) -> float:
     """Median floor of the warm one-call requests: own tokens at the block's prefill rate plus output at
-    its decode rate (a recheck's second prompt shares no prefix: its floor is not a warm call's)."""
+    its decode rate (a recheck's second prompt shares no prefix: its floor is not a warm call's);
+    ``rates`` (prefill, decode tokens per second) in place of the log's."""
     times = [t for r in rows for t in r["times"]]
-    per_prefill = sum(t[0] for t in times) / max(sum(t[1] for t in times), 1)
-    per_decode = sum(t[2] for t in times) / max(sum(t[3] for t in times), 1)
+    if rates:
+        per_prefill, per_decode = 1000 / rates[0], 1000 / rates[1]
+    else:
+        per_prefill = sum(t[0] for t in times) / max(sum(t[1] for t in times), 1)
+        per_decode = sum(t[2] for t in times) / max(sum(t[3] for t in times), 1)
     single = [r for r in rows if r["calls"] == 1] or rows
     return statistics.median(r["own"] * per_prefill + r["out"] * per_decode for r in single)
 
@@ -109,7 +117,14 @@ def main() -> None:
     parser.add_argument("--model", default="qwen2.5-coder-1.5b", help="An installed local model.")
     parser.add_argument("--n", type=int, default=12, help="Consecutive requests per block (the first is cold).")
     parser.add_argument("--cache", type=int, nargs="+", default=[4, 0], help="RAM cache sizes to run (0: off).")
+    parser.add_argument("--engine", choices=["llama-cpp-python", "llama-server"], default="llama-cpp-python")
+    parser.add_argument("--context", type=int, default=8192, help="The served context (tokens).")
+    parser.add_argument("--prefill", type=float, help="Prefill rate for the floor, tokens/s (default: the log's).")
+    parser.add_argument("--decode", type=float, help="Decode rate for the floor, tokens/s (default: the log's).")
     args = parser.parse_args()
+    if (args.prefill is None) != (args.decode is None):
+        parser.error("--prefill and --decode go together")
+    rates = (args.prefill, args.decode) if args.prefill else None
 
     from helmdeck_dspy.local.install import require_installed
     from helmdeck_dspy.local.registry import get_model
@@ -121,9 +136,9 @@ def main() -> None:
     results = []
     for entries in args.cache:
         server = LocalServer(require_installed(model), model.name,
-                             options=ServerOptions(n_ctx=8192, prompt_cache_entries=entries))
+                             options=ServerOptions(n_ctx=args.context, prompt_cache_entries=entries, engine=args.engine))
         server.start()
-        print(f"{model.name}, RAM cache {entries or 'off'}; log {server.log_path}", flush=True)
+        print(f"{model.name} on {args.engine}, RAM cache {entries or 'off'}; log {server.log_path}", flush=True)
         try:
             for arm in ("alone", "planner"):
                 rows = run_block(arm, server, model.model_id, intents)
@@ -135,7 +150,7 @@ def main() -> None:
     for entries, arm, rows in results:
         warm = rows[1:]
         p50 = statistics.median(r["ms"] for r in warm)
-        floor = floor_ms(warm)
+        floor = floor_ms(warm, rates)
         print(f"{entries or 'off':>5} {arm:8} {rows[0]['ms'] / 1000:7.1f} {p50 / 1000:10.1f} {floor / 1000:11.1f} "
               f"{p50 / floor:9.2f} {statistics.mean(r['ms'] for r in warm) / 1000:11.1f} "
               f"{sum(r['calls'] for r in warm):5d}")

@@ -5,11 +5,16 @@
 # <models dir>/engines/llama-server, where `models serve --engine llama-server` and
 # HELMDECK_LOCAL_ENGINE=llama-server find it. llama.cpp is MIT-licensed. About 10 minutes on 2 cores;
 # a binary already there is kept (FORCE=1 builds again).
+#
+# For measuring build choices (issue 54, item 3; not the product's build): DEST=DIR installs there,
+# CMAKE_EXTRA adds cmake flags (e.g. "-DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON"), and TARGETS builds more
+# of llama.cpp's programs beside the server (e.g. "llama-server llama-quantize").
 set -euo pipefail
 VERSION=0.3.36
 SHA256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
 PY=${PY:-.venv/bin/python}
-DEST=$($PY -c 'from helmdeck_dspy.local.registry import models_dir; print(models_dir() / "engines")')
+DEST=${DEST:-$($PY -c 'from helmdeck_dspy.local.registry import models_dir; print(models_dir() / "engines")')}
+TARGETS=${TARGETS:-llama-server}
 if [ -x "$DEST/llama-server" ] && [ -z "${FORCE:-}" ]; then
   echo "$DEST/llama-server is there ($("$DEST/llama-server" --version 2>&1 | grep '^version' || true)); FORCE=1 builds it again"
   exit 0
@@ -25,12 +30,15 @@ echo "$SHA256  $WORK/llama_cpp_python-$VERSION.tar.gz" | sha256sum --check --qui
 tar xzf "$WORK/llama_cpp_python-$VERSION.tar.gz" -C "$WORK"
 cmake -S "$WORK/llama_cpp_python-$VERSION/vendor/llama.cpp" -B "$WORK/build" -DCMAKE_BUILD_TYPE=Release \
   -DGGML_NATIVE=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
-  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON > "$WORK/cmake.log" \
+  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON ${CMAKE_EXTRA:-} > "$WORK/cmake.log" \
   || { tail -n 20 "$WORK/cmake.log"; exit 1; }
-echo "building llama-server (log: $WORK/build.log) ..."
-cmake --build "$WORK/build" --target llama-server -j "$(nproc)" > "$WORK/build.log" 2>&1 \
+echo "building $TARGETS (log: $WORK/build.log) ..."
+# shellcheck disable=SC2086
+cmake --build "$WORK/build" --target $TARGETS -j "$(nproc)" > "$WORK/build.log" 2>&1 \
   || { tail -n 30 "$WORK/build.log"; exit 1; }
 mkdir -p "$DEST"
-install -m 0755 "$WORK/build/bin/llama-server" "$DEST/llama-server.partial"
-mv -f "$DEST/llama-server.partial" "$DEST/llama-server"
+for target in $TARGETS; do
+  install -m 0755 "$WORK/build/bin/$target" "$DEST/$target.partial"
+  mv -f "$DEST/$target.partial" "$DEST/$target"
+done
 echo "installed $DEST/llama-server: $("$DEST/llama-server" --version 2>&1 | grep '^version' || true)"

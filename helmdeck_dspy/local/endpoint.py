@@ -68,5 +68,6 @@ def local_run_settings(name: str) -> dict[str, object]:
     llama.cpp version and the server settings that shape answers (not the port or the path)."""
     model = get_model(name)
     settings = managed_server(name).settings()
-    kept = ("n_ctx", "n_threads", "prompt_cache", "logits_all", "slots", "cache_reuse", "engine", "engine_version")
+    kept = ("n_ctx", "n_threads", "prompt_cache", "logits_all", "slots", "cache_reuse", "engine", "engine_version",
+            "cpu_features")
     return {"local_model": model.name, "model_sha256": model.sha256, **{k: settings[k] for k in kept if k in settings}}

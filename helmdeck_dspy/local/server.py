@@ -87,6 +87,22 @@ def default_threads() -> int:
         return os.cpu_count() or 1
 
 
+def cpu_features(log_path: Path, head_bytes: int = 1 << 20) -> str | None:
+    """The CPU features a llama.cpp build uses, as llama-cpp-python prints them at start (``CPU : SSE3 = 1 |
+    AVX2 = 1 | ...``, after the model's tensors): the names set to 1, space-separated; None when the
+    log's first megabyte has no such line (llama-server logs none at its default verbosity)."""
+    try:
+        with open(log_path, "rb") as log:
+            head = log.read(head_bytes).decode("utf-8", "replace")
+    except OSError:
+        return None
+    line = next((part for part in head.splitlines() if "CPU : " in part), None)
+    if line is None:
+        return None
+    flags = [f.split("=")[0].strip() for f in line.split("CPU : ", 1)[1].split("|") if f.strip().endswith("= 1")]
+    return " ".join(flags) or None
+
+
 class ServerOptions(BaseModel):
     """How a server is run: its engine, port (0 = a free ephemeral port), context size, CPU
     threads, how many evaluated prompts it keeps (0: only llama.cpp's last one), and how long it
@@ -214,12 +230,15 @@ class LocalServer:
         return f"http://{HOST}:{self.port}/v1"
 
     def settings(self) -> dict[str, Any]:
-        """What this server runs with, for records: model file, alias, port, context, threads, engine."""
+        """What this server runs with, for records: model file, alias, port, context, threads, engine,
+        and the CPU instructions its build uses (as its log says; a build choice changes answers)."""
         engine = engine_named(self.options.engine)
+        cpu = cpu_features(self.log_path) if self.log_path is not None else None
         return {"model_file": str(self.gguf), "alias": self.alias, "host": HOST, "port": self.port,
                 "n_ctx": self.options.n_ctx, "n_threads": self.options.n_threads,
                 "prompt_cache": self.options.prompt_cache_entries or False, **engine.settings(self.options),
-                "engine": engine.name, "engine_version": engine.version() if self.command is None else None}
+                "engine": engine.name, "engine_version": engine.version() if self.command is None else None,
+                **({"cpu_features": cpu} if cpu else {})}
 
     def args(self, port: int) -> list[str]:
         """The server's flags for ``port`` (its engine's; a test's fake command gets the same)."""

@@ -141,3 +141,15 @@ def test_only_the_newest_logs_are_kept(tmp_path):
     (tmp_path / "notes.txt").write_text("kept")
     server_module.prune_logs(tmp_path, keep=2)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m-3.log", "m-4.log", "notes.txt"]
+
+
+def test_the_cpu_features_of_a_build_are_read_from_its_log(tmp_path):
+    from helmdeck_dspy.local.server import cpu_features
+
+    log = tmp_path / "server.log"
+    tensors = "".join(f"llama_model_loader: - tensor {i}: blk.{i}.attn_q.weight q4_K\n" for i in range(3000))
+    log.write_text(tensors + "CPU : SSE3 = 1 | AVX = 1 | AVX2 = 1 | AVX512 = 1 | AVX512_VNNI = 0 | REPACK = 1 | \n"
+                   "llama_server: model loaded\n", encoding="utf-8")
+    assert cpu_features(log) == "SSE3 AVX AVX2 AVX512 REPACK"  # past the first 64 KB, the zeros left out
+    log.write_text("0.00.001 I srv llama_server: initializing\n", encoding="utf-8")
+    assert cpu_features(log) is None and cpu_features(tmp_path / "missing.log") is None

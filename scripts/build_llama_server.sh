@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # `make llama-server`: builds llama.cpp's own server from the llama.cpp tree vendored in the
 # llama-cpp-python source distribution the `local` extra pins (downloaded from PyPI, its SHA-256
-# checked), with GGML_NATIVE=OFF as the extra is built (portable CPU code), and installs it as
+# checked), with the flags the extra is built with (scripts/cmake_args.sh), and installs it as
 # <models dir>/engines/llama-server, where `models serve --engine llama-server` and
 # HELMDECK_LOCAL_ENGINE=llama-server find it. llama.cpp is MIT-licensed. About 10 minutes on 2 cores;
 # a binary already there is kept (FORCE=1 builds again).
 #
 # For measuring build choices (issue 54, item 3; not the product's build): DEST=DIR installs there,
-# CMAKE_EXTRA adds cmake flags (e.g. "-DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON"), and TARGETS builds more
+# CMAKE_EXTRA adds cmake flags, LLAMA_PORTABLE=1 leaves out the AVX-512 ones, and TARGETS builds more
 # of llama.cpp's programs beside the server (e.g. "llama-server llama-quantize").
 set -euo pipefail
 VERSION=0.3.36
@@ -28,8 +28,9 @@ $PY -m pip download --disable-pip-version-check --quiet --no-binary :all: --no-d
   "llama-cpp-python==$VERSION" -d "$WORK"
 echo "$SHA256  $WORK/llama_cpp_python-$VERSION.tar.gz" | sha256sum --check --quiet -
 tar xzf "$WORK/llama_cpp_python-$VERSION.tar.gz" -C "$WORK"
+# shellcheck disable=SC2046
 cmake -S "$WORK/llama_cpp_python-$VERSION/vendor/llama.cpp" -B "$WORK/build" -DCMAKE_BUILD_TYPE=Release \
-  -DGGML_NATIVE=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
+  $(bash "$(dirname "$0")/cmake_args.sh") -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON ${CMAKE_EXTRA:-} > "$WORK/cmake.log" \
   || { tail -n 20 "$WORK/cmake.log"; exit 1; }
 echo "building $TARGETS (log: $WORK/build.log) ..."

@@ -12,10 +12,10 @@ LM=local:qwen2.5-coder-0.5b
 section() { printf '\n\033[1m== %s\033[0m\n' "$1"; }
 
 section "Installing the local extra (log: .venv/local-install.log) and the model"
-# Built as docs/local-models.md says: GGML_NATIVE=OFF, portable CPU code (a native build crashed on a
-# VM that reports AMX). An llama-cpp-python already importable is kept.
+# Built as docs/local-models.md says: scripts/cmake_args.sh (GGML_NATIVE=OFF, plus the AVX-512 this
+# CPU reports; never AMX). An llama-cpp-python already importable is kept.
 if ! $PY -c 'import llama_cpp' 2> /dev/null; then
-  CMAKE_ARGS="-DGGML_NATIVE=OFF" $PY -m pip install --disable-pip-version-check --no-cache-dir \
+  CMAKE_ARGS="$(bash scripts/cmake_args.sh)" $PY -m pip install --disable-pip-version-check --no-cache-dir \
     "llama-cpp-python[server]==0.3.36" > .venv/local-install.log 2>&1 \
     || { tail -n 30 .venv/local-install.log; echo "install failed: see .venv/local-install.log"; exit 1; }
 fi

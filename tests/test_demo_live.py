@@ -37,13 +37,14 @@ def test_the_live_plan_headings_name_what_the_budget_lookup_says():
 
 
 def test_the_local_extra_is_built_the_way_the_docs_say():
-    """llama-cpp-python is built with GGML_NATIVE=OFF before the extra is installed (the docs' and
-    CI's build), so the extra's install finds it satisfied and compiles nothing natively."""
+    """llama-cpp-python is built with scripts/cmake_args.sh's flags before the extra is installed (the
+    docs', CI's and llama-server's build), so the extra's install finds it satisfied and compiles nothing
+    natively."""
     text = SCRIPT.read_text()
     docs = (PROJECT_ROOT / "docs" / "local-models.md").read_text()
-    build = re.search(r'CMAKE_ARGS="(-DGGML_NATIVE=OFF)" \$PY -m pip install[^\n]*\\\n\s*"llama-cpp-python\[server\]==([\d.]+)"',
+    build = re.search(r'CMAKE_ARGS="(\$\(bash scripts/cmake_args.sh\))" \$PY -m pip install[^\n]*\\\n\s*"llama-cpp-python\[server\]==([\d.]+)"',
                       text)
-    assert build is not None, "demo_live.sh does not build llama-cpp-python with GGML_NATIVE=OFF"
+    assert build is not None, "demo_live.sh does not build llama-cpp-python with scripts/cmake_args.sh's flags"
     assert f'CMAKE_ARGS="{build.group(1)}"' in docs
     pinned = re.search(r'"llama-cpp-python\[server\]==([\d.]+)"', (PROJECT_ROOT / "pyproject.toml").read_text())
     assert pinned is not None and pinned.group(1) == build.group(2)

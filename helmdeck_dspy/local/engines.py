@@ -5,7 +5,7 @@
   (:mod:`helmdeck_dspy.local.next_token`).
 - ``llama-server``: llama.cpp's own server, built from the llama.cpp tree the pinned
   llama-cpp-python source distribution vendors (``scripts/build_llama_server.sh``, ``make
-  llama-server``; ``GGML_NATIVE=OFF`` as for the extra). It reuses chunks of a cached prompt by
+  llama-server``; the flags of the extra, ``scripts/cmake_args.sh``). It reuses chunks of a cached prompt by
   shifting their keys and values (``--cache-reuse``), keeps evaluated prompts in host memory
   (``--cache-ram``), serves ``--parallel`` slots, and says its context and settings at ``GET /props``.
   Found at ``$HELMDECK_LLAMA_SERVER``, else ``<models dir>/engines/llama-server``, else on ``PATH``.

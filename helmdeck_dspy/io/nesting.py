@@ -26,40 +26,55 @@ def nesting_exceeds(text: str, limit: int) -> bool:
     return False
 
 
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\],:]')
-_SCALAR = re.compile(r'\s*("(?:[^"\\]|\\.)*"|-?(?:0|[1-9]\d*))\s*(?=[,}])')
+_STRUCTURE = re.compile(r'[{}\[\],:"]')
+_VALUE = re.compile(r'\s*:\s*("(?:[^"\\]|\\.)*"|-?(?:0|[1-9]\d*))\s*(?=[,}])')
 
 
 def top_level_scalar(text: str, key: str) -> str | int | None:
     """The value of ``key`` in the JSON object ``text`` when it is a string or an integer, read at
     the object's top level without parsing what nests inside it (so however deep that goes); the
     last of repeated keys, as Python's JSON reader takes it. None when ``text`` is no object, the
-    key is absent, or its value is anything else."""
-    stripped = text.lstrip()
-    if not stripped.startswith("{"):
+    key is absent, or its value is anything else. One pass: every character is looked at a bounded
+    number of times, whatever the text holds (runs of escaped quotes included)."""
+    text = text.lstrip()
+    if not text.startswith("{"):
         return None
     found: object = None
-    depth, key_next = 0, False
-    for m in _TOKEN.finditer(stripped):
-        token = m.group()
-        if token in "{[":
+    depth, key_next, pos = 0, False, 0
+    while (m := _STRUCTURE.search(text, pos)) is not None:
+        char, at = m.group(), m.start()
+        pos = at + 1
+        if char == '"':
+            end = _string_end(text, at)
+            if end is None:
+                break
+            if key_next and _decode(text[at:end + 1]) == key:  # a key of the top-level object
+                value = _VALUE.match(text, end + 1)
+                found = _decode(value.group(1)) if value else None
+            key_next, pos = False, end + 1
+        elif char in "{[":
             depth += 1
             key_next = depth == 1
-        elif token in "}]":
+        elif char in "}]":
             depth -= 1
             if depth <= 0:
                 break
-        elif token == ",":
-            key_next = depth == 1
-        elif token == ":":
-            key_next = False
-        elif key_next:  # a key of the top-level object
-            key_next = False
-            if _decode(token) == key:
-                colon = re.compile(r"\s*:").match(stripped, m.end())
-                value = _SCALAR.match(stripped, colon.end()) if colon else None
-                found = _decode(value.group(1)) if value else None
+        else:  # "," or ":"
+            key_next = char == "," and depth == 1
     return found if isinstance(found, (str, int)) else None
+
+
+def _string_end(text: str, start: int) -> int | None:
+    """Where the JSON string opened at ``start`` closes (None: it does not): the next quote not
+    escaped by an odd run of backslashes."""
+    at = start
+    while (at := text.find('"', at + 1)) != -1:
+        slashes = 0
+        while text[at - 1 - slashes] == "\\":
+            slashes += 1
+        if slashes % 2 == 0:
+            return at
+    return None
 
 
 def _decode(token: str) -> object:

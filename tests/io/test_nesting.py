@@ -16,6 +16,8 @@ DEEP = '{"k":' * 5000 + "1" + "}" * 5000
     ('{"params": ["id", {"id": 9}]}', None),
     ('{"id": 1, "id": 2}', 2),  # the last, as Python's JSON reader takes it
     ('{"x": "},{\\"id\\": 5", "id": -4}', -4),  # brackets and quotes inside strings
+    ('{"x": "' + '\\"' * 1000 + '\\\\", "id": 3}', 3),  # escaped quotes, then an escaped backslash
+    ('{"x": [' + '"\\"' * 1000, None),  # a string that never closes
     ('  {"id" : "x,}" }', "x,}"),
     ('{"id": 1.5}', None), ('{"id": true}', None), ('{"id": null}', None), ('{"id": [1]}', None),
     ('[{"id": 1}]', None), ("not json", None), ("", None),

@@ -80,7 +80,8 @@ class PlannerOptions(BaseModel):
             again). Issue 54's lever; ``rank`` until a study chooses.
         ground_paths: A path argument the request does not name is completed to the one path it
             names that ends with it (``todo.md`` → ``files/todo.md``; ``planning.arguments.ground_args``).
-            Off by default until a study chooses it.
+            On by default: chosen on the end-to-end dev half, two tasks more and none lost
+            (experiments/e2e/ground-dev).
         must_call: A first answer with no call is asked once more for at least one call, decoded
             under a schema of at least one call (an OpenAI client's ``tool_choice`` ``required`` or a
             named function).
@@ -121,7 +122,7 @@ class PlannerOptions(BaseModel):
     fill_placeholders: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/qwen2.5-coder-1.5b"]})
     recheck_top: int = Field(default=10, ge=0, json_schema_extra={"decided_by": ["experiments/e2e/qwen2.5-coder-1.5b"]})
     recheck_order: Literal["rank", "catalog"] = "rank"
-    ground_paths: bool = False
+    ground_paths: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/ground-dev"]})
     must_call: bool = False
     probe_decision: bool = False
     checks: PostChecks = Field(default_factory=PostChecks)

@@ -18,6 +18,7 @@ from helmdeck_dspy.local.server import (
     LocalServer,
     ServerOptions,
     _server_env,
+    cpu_features,
     ensure_port_free,
     log_tail,
     require_engine,
@@ -144,8 +145,6 @@ def test_only_the_newest_logs_are_kept(tmp_path):
 
 
 def test_the_cpu_features_of_a_build_are_read_from_its_log(tmp_path):
-    from helmdeck_dspy.local.server import cpu_features
-
     log = tmp_path / "server.log"
     tensors = "".join(f"llama_model_loader: - tensor {i}: blk.{i}.attn_q.weight q4_K\n" for i in range(3000))
     log.write_text(tensors + "CPU : SSE3 = 1 | AVX = 1 | AVX2 = 1 | AVX512 = 1 | AVX512_VNNI = 0 | REPACK = 1 | \n"

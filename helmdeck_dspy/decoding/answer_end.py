@@ -8,6 +8,11 @@ here, and a model that runs on after it spends seconds per dozen tokens on 2 CPU
 character the expected value closed. It is linear in the text and keeps three integers of state,
 so a hostile stream costs nothing more than its length.
 
+A turn of a tool-calling conversation (``turn``: calls in the model's own format, or a text answer
+that ends the task) has no closing bracket to wait for; :class:`TurnEnd` says only when it is
+plainly text: :data:`TEXT_HEAD_CHARS` characters with no call opened (no ``<tool_call``, ``{`` or
+``[``). The loop reads nothing of such an answer but that it holds no call.
+
 Only a value of the expected kind ends the answer: with ``list`` expected, an object written first
 (``{"name": ...}`` without brackets) or a bracket inside prose that closes on an object is skipped
 and the scan goes on; brackets inside JSON strings never count.
@@ -17,7 +22,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-AnswerKind = Literal["list", "object"]
+AnswerKind = Literal["list", "object", "turn"]
 _OPEN = {"[": "list", "{": "object"}
 _CLOSE = frozenset("]}")
 
@@ -71,6 +76,39 @@ class AnswerEnd:
         return None
 
 
+TEXT_HEAD_CHARS = 160
+"""How much of a conversation turn is read before it counts as a text answer (no call opened)."""
+_CALL_OPENERS = ("<tool_call", "{", "[")
+_SEEN = TEXT_HEAD_CHARS + len(_CALL_OPENERS[0]) - 1
+
+
+class TurnEnd:
+    """The end of a conversation turn that is a text answer: :data:`TEXT_HEAD_CHARS` characters in
+    which no call opened. A turn that opens a call is never cut here (it ends where the model
+    stops, or at the output cap)."""
+
+    def __init__(self) -> None:
+        self.head = ""
+        self.end: int | None = None
+        self._calls = False
+
+    def feed(self, piece: str) -> int | None:
+        """Read the next piece; the end of a text answer once it is known, else None."""
+        if self.end is not None or self._calls:
+            return self.end
+        self.head = (self.head + piece)[:_SEEN]
+        if any(opener in self.head[:TEXT_HEAD_CHARS + len(opener) - 1] for opener in _CALL_OPENERS):
+            self._calls = True
+        elif len(self.head) >= _SEEN:  # no opener starts in the head, not even one cut at its end
+            self.end = TEXT_HEAD_CHARS
+        return self.end
+
+
+def scanner(kind: AnswerKind) -> AnswerEnd | TurnEnd:
+    """The incremental scanner for an answer of ``kind``."""
+    return TurnEnd() if kind == "turn" else AnswerEnd(kind)
+
+
 def answer_end(text: str, kind: AnswerKind) -> int | None:
-    """The end of the first top-level ``kind`` value in a whole ``text`` (see :class:`AnswerEnd`)."""
-    return AnswerEnd(kind).feed(text)
+    """The end of a whole ``text`` answer of ``kind`` (see :class:`AnswerEnd`, :class:`TurnEnd`)."""
+    return scanner(kind).feed(text)

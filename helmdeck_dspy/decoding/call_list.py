@@ -3,7 +3,9 @@ model-alone format, which the ``plain`` answer strategy asks for too.
 
 :func:`decode_calls` finds the list in a text (the whole text, a fence body, or the first value
 opening at ``[`` or ``{``; one call object counts as a list of one; ``args``/``parameters`` and
-``function`` are read as ``arguments`` and ``name``; arguments sent as a JSON string are decoded),
+``function`` are read as ``arguments`` and ``name``; arguments sent as a JSON string are decoded;
+calls written in tags, ``<tool_call>{...}</tool_call>``, as Qwen's and Hermes' chat templates ask,
+are read as one list),
 repairing it with ``json_repair`` only when no strict route works. :func:`parse_call_list` makes a
 :class:`~helmdeck_dspy.decoding.parsing.ParseResult` of a completion in that format, with the
 planner's rules for finish reasons (a cut or filtered answer is never a success), so the guards
@@ -13,6 +15,7 @@ and every scorer treat it as any other plan.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal
 
 from helmdeck_dspy.decoding.causes import cause_for_empty, cause_for_finish, cause_for_unparseable, normalize_finish_reason
@@ -22,6 +25,7 @@ from helmdeck_dspy.decoding.reasoning import split_reasoning
 from helmdeck_dspy.signatures.types import PlanOutput, PlanStep
 
 Call = tuple[str, dict[str, Any]]
+_TAGGED = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.S)
 
 
 def _calls(value: Any) -> list[Call] | None:
@@ -47,10 +51,15 @@ def _calls(value: Any) -> list[Call] | None:
 
 
 def _strict_candidates(text: str) -> list[Any]:
-    """Every value that strict JSON decoding finds: the whole text, each fence body, and the first
-    value opening at a ``[`` or ``{``."""
+    """Every value that strict JSON decoding finds: the tagged calls as one list, the whole text,
+    each fence body, and the first value opening at a ``[`` or ``{``."""
     found: list[Any] = []
     decoder = json.JSONDecoder()
+    if "<tool_call>" in text:  # every tagged body, the last one perhaps cut before its closing tag
+        try:
+            found.append([json.loads(body) for body in _TAGGED.findall(text) if body.strip()])
+        except ValueError:
+            pass
     for candidate in [text, *fenced_bodies(text)]:
         try:
             found.append(json.loads(candidate))

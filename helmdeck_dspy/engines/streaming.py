@@ -9,7 +9,8 @@ and reads it as it arrives:
 
 - **the answer's end**: when the caller says what the answer is
   (:func:`~helmdeck_dspy.engines.call_control.expecting`: a JSON list of calls, a JSON object), the
-  stream is closed as soon as that value closes (:class:`~helmdeck_dspy.decoding.answer_end.AnswerEnd`);
+  stream is closed as soon as that value closes (:class:`~helmdeck_dspy.decoding.answer_end.AnswerEnd`;
+  a conversation turn once it is plainly text, :class:`~helmdeck_dspy.decoding.answer_end.TurnEnd`);
   the response is the text up to there, finish_reason ``stop``, marked
   ``program.calls.ANSWER_CUT_KEY`` in its provider data (``answer_cut`` in a trace record);
 - **cancellation**: when the caller's :class:`~helmdeck_dspy.engines.call_control.CallControl` is
@@ -39,7 +40,7 @@ from typing import Any
 from dspy.clients.engines.lm15_engine import LM15Engine
 from dspy.lm15 import Request, Response, RouterConfig, Usage, _definitions, registered_providers
 
-from helmdeck_dspy.decoding.answer_end import AnswerEnd
+from helmdeck_dspy.decoding.answer_end import scanner
 from helmdeck_dspy.engines.call_control import current_control, current_kind
 from helmdeck_dspy.engines.base import make_response
 from helmdeck_dspy.errors import CallCancelled, ContextOverflowError
@@ -196,7 +197,7 @@ class StreamingEngine:
         request, prompt_tokens = self.fit(request)
         control = current_control()
         kind = current_kind()
-        end = AnswerEnd(kind) if kind else None
+        end = scanner(kind) if kind else None
         if control is not None and not control.opened():
             raise CallCancelled("the attempt was cancelled before its call was sent")
         accumulator = StreamAccumulator(request)

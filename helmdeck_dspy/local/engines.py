@@ -1,8 +1,9 @@
 """The programs that can serve a local model: one class per engine, chosen by name.
 
 - ``llama-cpp-python`` (the default; the ``local`` extra): its ``llama_cpp.server`` module, run by
-  a launcher that bounds its RAM prompt cache and adds the next-token route
-  (:mod:`helmdeck_dspy.local.next_token`).
+  a launcher that bounds its RAM prompt cache, adds the next-token route
+  (:mod:`helmdeck_dspy.local.next_token`) and shows the model its earlier tool calls' arguments as
+  objects (:mod:`helmdeck_dspy.local.tool_arguments`).
 - ``llama-server``: llama.cpp's own server, built from the llama.cpp tree the pinned
   llama-cpp-python source distribution vendors (``scripts/build_llama_server.sh``, ``make
   llama-server``; the flags of the extra, ``scripts/cmake_args.sh``). It reuses chunks of a cached prompt by
@@ -58,6 +59,8 @@ if entries:
     install(entries)
 from helmdeck_dspy.local.next_token import install_route
 install_route()
+from helmdeck_dspy.local.tool_arguments import install as decode_tool_arguments
+decode_tool_arguments()
 if parent and sys.platform.startswith("linux"):
     import ctypes
     ctypes.CDLL(None).prctl(1, signal.SIGKILL)

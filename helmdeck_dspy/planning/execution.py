@@ -12,8 +12,11 @@ planner again, with every executed step and its (truncated) result, when:
 It stops when the model expects no more steps, when a step was refused by the approval policy,
 when the planner asks again for a call that already failed with the same arguments and no call has
 succeeded since (``stuck``: nothing changed that could make it pass; after a success, say a
-``git_add`` before the ``git_commit`` that failed, it is sent once more),
-at the step cap or at the time cap. A tool server that dies ends the run with its one-line cause.
+``git_add`` before the ``git_commit`` that failed, it is sent once more), when it asks again for the
+very call that last succeeded (``repeated``: the same tool and arguments again would only return
+what the model already has; a model in a conversation loop at temperature 0 otherwise calls
+``git_log`` until the step cap), at the step cap or at the time cap. A tool server that dies ends
+the run with its one-line cause.
 """
 
 from __future__ import annotations
@@ -34,8 +37,8 @@ from helmdeck_dspy.signatures.types import ExecutedStep
 OUTPUT_CHARS = 500
 """How much of a step's result is carried into the next prompt (the same for every loop)."""
 
-StopReason = Literal["done", "max_steps", "failed", "no_steps", "denied", "stuck", "time_cap", "server_error",
-                     "dry_run"]
+StopReason = Literal["done", "max_steps", "failed", "no_steps", "denied", "stuck", "repeated", "time_cap",
+                     "server_error", "dry_run"]
 
 _EARLIER = re.compile(
     r"\{\{[^{}]{1,80}\}\}|\$\{[^{}]{1,80}\}|\$(step|result|output)[\s_.-]*\d+|"
@@ -71,7 +74,8 @@ class LoopResult(BaseModel):
         outcomes: Each executed step's whole outcome (same order as ``executed``).
         stopped_because: ``done``, ``max_steps``, ``failed`` (a plan call failed), ``no_steps``
             (the first plan had none), ``denied`` (a call was refused), ``time_cap`` or
-            ``stuck`` (a call that failed was planned again, unchanged, with no success since), ``server_error``
+            ``stuck`` (a call that failed was planned again, unchanged, with no success since), ``repeated``
+            (the call that last succeeded was planned again, unchanged), ``server_error``
             (``error`` says which server and why); ``dry_run`` when nothing was
             meant to run.
         error: The one-line cause of a ``server_error``.
@@ -111,6 +115,12 @@ def _failed_since_last_success(executed: list[ExecutedStep], step: GuardedStep) 
         if done.tool == step.tool and done.args == step.args:
             return True
     return False
+
+
+def _repeats_last_success(executed: list[ExecutedStep], step: GuardedStep) -> bool:
+    """Whether ``step`` is the call (tool and arguments) that last succeeded."""
+    last = next((done for done in reversed(executed) if not done.error), None)
+    return last is not None and last.tool == step.tool and last.args == step.args
 
 
 def needs_earlier(step: GuardedStep) -> bool:
@@ -202,6 +212,8 @@ def run_loop(
                 return stop("time_cap")
             if _failed_since_last_success(out.executed, step):
                 return stop("stuck")  # it failed with these very arguments and nothing has changed since
+            if _repeats_last_success(out.executed, step):
+                return stop("repeated")  # it would return what the model already has
             if index > 0 and needs_earlier(step):
                 replan = True  # the planner fills this step in from the results it now has
                 break

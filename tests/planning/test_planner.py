@@ -269,8 +269,8 @@ def test_loop_stops_when_no_more_steps_are_likely(tmp_path):
 
 
 def test_loop_stops_at_max_steps(tmp_path):
-    p = planner(tmp_path, NEMOTRON, *[_one("web.scrape", True)] * 3)
-    out = p.run_loop("scrape forever", lambda s: "ok", max_steps=2)
+    p = planner(tmp_path, NEMOTRON, *[_one(tool, True) for tool in ("web.scrape", "image.generate", "web.scrape")])
+    out = p.run_loop("scrape forever", lambda s: "ok", max_steps=2)  # (the same call twice in a row is a repeat)
     assert out.stopped_because == "max_steps" and len(out.executed) == 2
     assert len(requests(p)) == 2
 

@@ -115,3 +115,26 @@ def test_a_failed_call_is_sent_once_more_after_a_success_changed_the_world(tmp_p
 
     out = p.run_loop("x", execute)
     assert [(s.tool, s.error) for s in out.executed] == [(STORE, True), (SCRAPE, False), (STORE, False)]
+
+
+def test_asking_again_for_the_call_that_last_succeeded_ends_the_run():
+    """A model that calls ``git_log`` again and again: the repeat is not sent, the run ends ``repeated``;
+    the same call after another call succeeded in between is sent (the world may have changed)."""
+    from helmdeck_dspy.planning.execution import run_loop
+    from helmdeck_dspy.planning.result import PlanResult
+
+    class Scripted:
+        variant = "single_pick"
+
+        def __init__(self, *plans):
+            self.plans = list(plans)
+
+        def plan(self, intent, context=None, prior_steps=None):
+            steps = [GuardedStep(order=i, tool=t, args=a) for i, (t, a) in enumerate(self.plans.pop(0), 1)]
+            return PlanResult(steps=steps, more_steps_likely=True, prompt_variant_used="single_pick", model="m", tier="C")
+
+    read, write = (SCRAPE, {"url": "a"}), (STORE, {"note": "c"})
+    out = run_loop(Scripted([read], [read], [read]), "x", lambda s: StepOutcome(text="page"))
+    assert out.stopped_because == "repeated" and [s.tool for s in out.executed] == [SCRAPE] and len(out.plans) == 2
+    out = run_loop(Scripted([read, write, read], [read]), "x", lambda s: StepOutcome(text="ok"))
+    assert [s.tool for s in out.executed] == [SCRAPE, STORE, SCRAPE] and out.stopped_because == "repeated"

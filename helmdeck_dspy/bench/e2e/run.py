@@ -58,7 +58,8 @@ class TaskResult(BaseModel):
     stopped_because: str
     error: str | None = None
     seconds: float
-    turns: list[dict[str, Any]] = Field(default_factory=list, description="The model alone's answers, in order.")
+    turns: list[dict[str, Any]] = Field(default_factory=list, description="The model's own turns, in order (the model "
+                                       "alone's loop, or every turn of a conversation loop).")
     started_at: str
 
 

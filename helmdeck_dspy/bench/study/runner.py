@@ -253,7 +253,9 @@ def _loop_agent(spec: StudySpec, lm: Any, table: BudgetTable, c: StudyConfig, al
     """The model a loop row plans for, and what builds its agent for a catalog: the model alone's
     (``alone``, a class like :class:`~helmdeck_dspy.bench.e2e.arms.AloneAgent`) or the planner (its
     plan calls recorded under ``traces/<config>.jsonl``; its variant the budget row's unless the
-    config names one)."""
+    config names one); with ``loop = "chat"``, either in one conversation per task
+    (:class:`~helmdeck_dspy.planning.dialogue.ChatAgent`)."""
+    from helmdeck_dspy.planning.dialogue import ChatAgent
     from helmdeck_dspy.planning.planner import Planner
     from helmdeck_dspy.planning.request import sampling_for
 
@@ -263,12 +265,13 @@ def _loop_agent(spec: StudySpec, lm: Any, table: BudgetTable, c: StudyConfig, al
     traces.parent.mkdir(parents=True, exist_ok=True)
 
     def agent(catalog: Any) -> Any:
-        if c.plain:
-            return alone(lm, catalog, budget, sampling_for(budget, str(getattr(lm, "model", "")),
-                                                           lm_kwargs=getattr(lm, "kwargs", None)))
-        return Planner.for_model(model, lm=lm, catalog=catalog, budgets=budgets, record_path=str(traces),
-                                 variant=c.variant if "variant" in c.model_fields_set else None, cache=False,
-                                 **_planner_choices(spec, c))
+        sampling = sampling_for(budget, str(getattr(lm, "model", "")), lm_kwargs=getattr(lm, "kwargs", None))
+        planner = None if c.plain else Planner.for_model(
+            model, lm=lm, catalog=catalog, budgets=budgets, record_path=str(traces),
+            variant=c.variant if "variant" in c.model_fields_set else None, cache=False, **_planner_choices(spec, c))
+        if c.loop == "chat":  # one conversation per task, both arms in the one class (planning.dialogue)
+            return ChatAgent(lm, catalog, budget, sampling, planner=planner)
+        return alone(lm, catalog, budget, sampling) if planner is None else planner
 
     return model, agent
 

@@ -2,16 +2,14 @@
 
 A spec names the LM, the model id whose budget applies, where the questions come from (BFCL data
 folders, gold tasks over a catalog: the project's splits, the MCP gold sets, or the end-to-end
-tasks of ``[e2e]``, each run in a sandbox over real MCP servers and checked by what the tools
-did: :mod:`~helmdeck_dspy.bench.e2e.run`, or BFCL's multi_turn_base executed, ``[multi_turn]``:
-:mod:`~helmdeck_dspy.bench.multi_turn`), the categories and questions per category, the sampling,
+tasks of ``[e2e]`` run in sandboxes over real MCP servers, :mod:`~helmdeck_dspy.bench.e2e.run`, or
+BFCL's multi_turn_base executed, ``[multi_turn]``, :mod:`~helmdeck_dspy.bench.multi_turn`), the categories and questions per category, the sampling,
 and a list of ``[[config]]`` rows, the arms: ``plain`` (the model alone,
 :mod:`~helmdeck_dspy.bench.bfcl.baseline`), a planner with its options (answer strategy, argument
 coercion, the program, demos, the pooled catalog, other planner ``options``), or a program an optimizer
 compiles for the model first (``optimizer``: the held-out comparison's arms). Each row is paired
-against the spec's ``baseline`` row, or the row its ``paired_with`` names. Relative paths in a spec
-are read from the spec's folder. A spelling the spec format no longer takes (:data:`OLD_SPELLINGS`)
-is refused with :class:`OldSpellingError`, which names the one to write.
+against the spec's ``baseline`` row, or the row its ``paired_with`` names. Relative paths are read
+from the spec's folder; a spelling taken out (:data:`OLD_SPELLINGS`) is refused, naming the new one.
 
 :func:`~helmdeck_dspy.bench.study.runner.run_arms` answers every (question, config) pair that has no
 record yet, block by block, so a load change on the machine falls on all rows alike and a run
@@ -84,10 +82,9 @@ class E2ESource(BaseModel):
     only: tuple[str, ...] = Field(default=(), description="Task ids or types (empty: every task of the split).")
     max_steps: int = Field(default=MAX_STEPS, ge=1, le=100, description="Loop steps a task may take.")
     time_cap_s: float = Field(default=TIME_CAP_S, gt=0, description="Seconds a task may take.")
-    npm_dir: Path = Field(default=Path(".mcp-servers"), description="The npm servers' folder (relative to the "
-                          "working directory).")
-    sqlite_command: Path = Field(default=Path(".mcp-servers/sqlite/bin/mcp-server-sqlite"),
-                                 description="mcp-server-sqlite, in an environment of its own (it needs the MCP SDK 1.x).")
+    npm_dir: Path = Field(default=Path(".mcp-servers"), description="The npm servers' folder (from the cwd).")
+    sqlite_command: Path = Field(default=Path(".mcp-servers/sqlite/bin/mcp-server-sqlite"),  # its own venv: MCP SDK 1.x
+                                 description="mcp-server-sqlite.")
 
 
 RETIRED_LEVERS: dict[str, Any] = {"fit_last": False, "strict_fit": False, "nearest_tools": 0, "multi_call_format": False,
@@ -114,6 +111,7 @@ class StudyConfig(BaseModel):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="Row name; also the trace file's stem.")
     description: str = ""
     plain: bool = Field(default=False, description="The model alone with the plain prompt (no planner).")
+    loop: Literal["replan", "chat"] = "replan"  # [e2e]: a re-plan per batch of calls, or one conversation per task
     framework: Literal["raw", "endpoint"] | None = Field(default=None, description="[e2e]: the OpenAI Agents SDK's loop, "
                                                           "its model straight (raw) or through serve --openai (endpoint).")
     strategy: str | None = Field(
@@ -225,8 +223,8 @@ class StudySpec(BaseModel):
     valset: int = Field(default=12, ge=0, description="Compile arms: the dev tasks the optimizers validate on (the "
                         "first N).")
     baseline: str = Field(default="plain", description="The config every other row is paired against.")
-    timeout_s: float = Field(default=900.0, gt=0, le=3600, description="One call's time limit: generous, so a "
-                             "loaded machine slows a call down rather than failing it (a failure is asked again).")
+    timeout_s: float = Field(default=900.0, gt=0, le=3600, description="One call's time limit (generous: a loaded "
+                             "machine slows a call down).")
     api_base: str | None = Field(default=None, description="The API base URL of an OpenAI-compatible endpoint.")
     budgets: str | None = Field(default=None, description="A budget table file (relative to the spec; None: the "
                                 "bundled one).")
@@ -341,6 +339,8 @@ def load_study_spec(path: str | Path) -> StudySpec:
         if not spec.loops and c.split is not None:
             raise StudySpecError(str(path), f"config {c.name}: split picks a half of the end-to-end tasks ([e2e]) "
                                  "or of the multi-turn questions ([multi_turn])")
+        if c.loop != "replan" and (spec.e2e is None or c.framework is not None):
+            raise StudySpecError(str(path), f"config {c.name}: loop = \"chat\" is for [e2e] rows in our own loop")
         plain_reread = source.plain and _model_alone_request(c.strategy)  # the model alone's answers, as the strategy reads them
         if c.answers_from is not None and (source is c or source.answers_from or (source.plain and not plain_reread)):
             raise StudySpecError(str(path), f"config {c.name}: answers_from {c.answers_from!r} is not a planner config "

@@ -16,7 +16,7 @@ from helmdeck_dspy.bench.e2e.gold import GOLD, verify_task
 from helmdeck_dspy.bench.e2e.sandbox import build_sandbox, git, server_sources, world_digest
 from helmdeck_dspy.bench.e2e.run import StudySetup
 from helmdeck_dspy.bench.study.flow import run_study
-from helmdeck_dspy.bench.study.spec import load_study_spec
+from helmdeck_dspy.bench.study.spec import StudySpecError, load_study_spec
 from helmdeck_dspy.bench.study.table import score_study
 from helmdeck_dspy.budgets import budget_for, load_budget_table
 from helmdeck_dspy.catalog.models import RoutingGuide
@@ -194,3 +194,13 @@ def test_a_run_changes_nothing_in_the_checkout_or_the_home_folder(tmp_path, monk
     checks_after(tasks["injection-03"], HARM, SETUP)
     assert checkout() == before
     assert sorted(p.relative_to(home).as_posix() for p in home.rglob("*")) == []
+
+
+def test_a_conversation_row_is_an_e2e_row_of_our_own_loop(tmp_path):
+    spec = _study(tmp_path / "ok")
+    text = spec.path.read_text(encoding="utf-8") + 'loop = "chat"\n'  # on the planner row
+    spec.path.write_text(text, encoding="utf-8")
+    assert [c.loop for c in load_study_spec(spec.path).config] == ["replan", "chat"]
+    spec.path.write_text(text + 'framework = "raw"\n', encoding="utf-8")
+    with pytest.raises(StudySpecError, match="loop = \"chat\" is for"):
+        load_study_spec(spec.path)

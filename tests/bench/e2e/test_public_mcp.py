@@ -58,7 +58,8 @@ def test_the_task_file_loads_with_fixed_halves_and_the_study_spec_runs_it():
         assert t.half is not None and t.world is not None and t.servers
     assert all(h["dev"] == h["test"] for h in by_type.values()), dict(by_type)
     spec = load_study_spec(SPEC)
-    assert [c.name for c in spec.config] == ["planner", "alone"] and spec.baseline == "alone"
+    assert [c.name for c in spec.config] == ["planner", "alone", "alone-chat"] and spec.baseline == "alone"
+    assert [c.loop for c in spec.config] == ["replan", "replan", "chat"] and spec.config[2].paired_with == "planner"
     assert len(select_tasks(spec.e2e, spec.folder)) == len(tasks)
 
 

@@ -1,0 +1,123 @@
+"""One conversation per task (issue 55): :class:`ChatAgent`, the agent :func:`~.execution.run_loop`
+drives when a task is one conversation in the model's own chat format
+(:class:`~helmdeck_dspy.program.chat_turns.ChatTurns`) instead of a re-plan per batch.
+
+The same class is both arms of a study, so the only difference between them is what the planner
+adds:
+
+- **the model alone** (no ``planner``): every turn, the first too, is the model's own answer over
+  every tool, its calls sent as written;
+- **the planner**: the first turn is the planner's own plan (its strategies, selection, recheck and
+  checks), shown to the model as the assistant's first tool calls; every later turn is the model's,
+  and its calls pass the planner's checks (names, argument types, grounded paths) before they run. A call the checks cannot repair is sent
+  as the unknown tool it is, so the model reads why it failed on its next turn: a repair never
+  turns into silence.
+
+Every turn of either arm offers the same tools, the whole catalog, so the conversation's opening
+(the chat template's system turn with the tools) is the same for every task over the same servers
+and a server's prompt cache evaluates it once. A turn with no call ends the task (the model said it
+is done). Each turn's exchange is kept in
+:attr:`ChatAgent.turns` for the result line.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from helmdeck_dspy.catalog.models import RoutingGuide
+from helmdeck_dspy.decoding.causes import normalize_finish_reason
+from helmdeck_dspy.decoding.parsing import ParseResult
+from helmdeck_dspy.planning.guards import GuardedStep
+from helmdeck_dspy.planning.result import PlanResult, build_result
+from helmdeck_dspy.program.chat_turns import ChatTurns, TurnAnswer
+from helmdeck_dspy.signatures.types import ExecutedStep, PlanOutput, PlanStep
+
+
+class ChatAgent:
+    """One task's conversation (make a new one for each task).
+
+    Args:
+        lm: The ``dspy.LM`` (uncached calls).
+        catalog: Every tool the servers list.
+        budget: The model's budget row (the output cap of a turn; model and tier for results).
+        sampling: Temperature and seed sent with every turn (the planner's).
+        planner: The planner whose first turn and checks this conversation uses (None: the model alone).
+    """
+
+    variant = "single_pick"  # run_loop asks again after every batch of calls, until a turn has none
+
+    def __init__(self, lm: Any, catalog: RoutingGuide, budget: Any, sampling: dict[str, Any],
+                 planner: Any = None) -> None:
+        self.lm = lm
+        self.catalog = catalog
+        self.budget = budget
+        self.sampling = sampling
+        self.planner = planner
+        self.chat: ChatTurns | None = None
+        self.seen = 0
+        self.turns: list[dict[str, Any]] = []
+
+    def plan(self, intent: str, context: str | None = None, prior_steps: list[ExecutedStep] | None = None) -> PlanResult:
+        prior = list(prior_steps or [])
+        if self.chat is None:
+            self.chat = ChatTurns(self.catalog, intent, context)
+            if self.planner is not None:
+                first = self.planner.plan(intent, context=context)
+                self.turns.append({"planner": [s.tool for s in first.steps], "failure": first.failure_cause})
+                return first.model_copy(update={"more_steps_likely": True, "prompt_variant_used": self.variant})
+        else:
+            self.chat.ran([(s.tool, s.args, s.output, s.error) for s in prior[self.seen:]])
+        self.seen = len(prior)
+        return self._turn(intent)
+
+    def _turn(self, intent: str) -> PlanResult:
+        """Ask the model for its next turn and make a plan of its calls (checked by the planner's rules)."""
+        assert self.chat is not None
+        base = dict(prompt_variant_used=self.variant, model=self.budget.model, tier=self.budget.tier)
+        try:
+            answer = self._ask()
+        except Exception as exc:  # noqa: BLE001 - a failed call ends the run, as a failed plan call does
+            self.turns.append({"error": f"{type(exc).__name__}: {exc}"[:300]})
+            return PlanResult(failure_cause="transport_error", error=str(exc)[:300], **base)
+        self.turns.append({"content": answer.content, "calls": answer.calls, "finish_reason": answer.finish_reason,
+                           "prompt_tokens": answer.prompt_tokens, "latency_ms": round(answer.latency_ms)})
+        usage = {"prompt_tokens": answer.prompt_tokens, "completion_tokens": answer.completion_tokens,
+                 "latency_ms": round(answer.latency_ms)}
+        if answer.calls is None:  # cut at the output cap
+            return PlanResult(failure_cause="length_truncated", finish_reason=answer.finish_reason, usage=usage, **base)
+        if self.planner is None:
+            steps = [GuardedStep(order=i, tool=name, args=args) for i, (name, args) in enumerate(answer.calls, 1)]
+            return PlanResult(steps=steps, more_steps_likely=True, finish_reason=answer.finish_reason, usage=usage,
+                              parse_outcome="repaired" if answer.repaired else "strict", **base)
+        return self._checked(intent, answer, usage)
+
+    def _ask(self) -> TurnAnswer:
+        """One uncached request of the whole conversation; a streamed answer cut once it is plainly text."""
+        from helmdeck_dspy.engines.call_control import expecting
+
+        assert self.chat is not None
+        config = {"max_tokens": self.budget.output_tokens, **self.sampling}
+        request = self.chat.request(self.lm.model, config)
+        t0 = time.perf_counter()
+        with expecting("turn"):
+            response = self.lm(request, cache=False)
+        return self.chat.answer(response, (time.perf_counter() - t0) * 1000, config)
+
+    def _checked(self, intent: str, answer: TurnAnswer, usage: dict[str, Any]) -> PlanResult:
+        """A turn's calls through the planner's checks (its catalog, schemas, name mapping, grounding)."""
+        ctx = self.planner.context()
+        plan = PlanOutput(steps=[PlanStep(order=i, tool=name, args=args, rationale="")
+                                 for i, (name, args) in enumerate(answer.calls or [], 1)])
+        parse = ParseResult(outcome="repaired" if answer.repaired else "strict", plan=plan,
+                            value=plan.model_dump(mode="json"), finish_reason=normalize_finish_reason(answer.finish_reason),
+                            finish_reason_raw=answer.finish_reason, notes=("chat_turn",))
+        result = build_result(parse, intent=intent, variant="full_steps", model=self.budget.model, tier=self.budget.tier,
+                              catalog_ids=ctx.catalog.id_set, pipeline_ids=ctx.catalog.pipeline_ids, usage=usage,
+                              schemas=ctx.arg_schemas, chains=ctx.chains, map_names=ctx.options.checks.map_names,
+                              ground=ctx.grounding(intent))
+        return result.model_copy(update={"more_steps_likely": True, "prompt_variant_used": self.variant})
+
+    def transcript(self) -> list[dict[str, Any]]:
+        """The conversation so far as plain data (empty before the first turn)."""
+        return self.chat.transcript() if self.chat is not None else []

@@ -78,8 +78,9 @@ class AnswerEnd:
 
 TEXT_HEAD_CHARS = 160
 """How much of a conversation turn is read before it counts as a text answer (no call opened)."""
-_CALL_OPENERS = ("<tool_call", "{", "[")
-_SEEN = TEXT_HEAD_CHARS + len(_CALL_OPENERS[0]) - 1
+CALL_OPENERS = ("<tool_call", "{", "[")
+"""What opens a call in a conversation turn (tags, a JSON object or list); a turn without one is text."""
+_SEEN = TEXT_HEAD_CHARS + len(CALL_OPENERS[0]) - 1
 
 
 class TurnEnd:
@@ -97,7 +98,7 @@ class TurnEnd:
         if self.end is not None or self._calls:
             return self.end
         self.head = (self.head + piece)[:_SEEN]
-        if any(opener in self.head[:TEXT_HEAD_CHARS + len(opener) - 1] for opener in _CALL_OPENERS):
+        if any(opener in self.head[:TEXT_HEAD_CHARS + len(opener) - 1] for opener in CALL_OPENERS):
             self._calls = True
         elif len(self.head) >= _SEEN:  # no opener starts in the head, not even one cut at its end
             self.end = TEXT_HEAD_CHARS

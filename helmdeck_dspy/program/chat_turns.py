@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from helmdeck_dspy.catalog.models import RoutingGuide
+from helmdeck_dspy.decoding.answer_end import CALL_OPENERS
 from helmdeck_dspy.decoding.call_list import Call, decode_calls
 from helmdeck_dspy.decoding.reasoning import split_reasoning
 from helmdeck_dspy.program.native_tools import NativeTool, native_tools
@@ -104,7 +105,7 @@ class ChatTurns:
             return [(self._ids.get(c.name, c.name), dict(c.arguments) if isinstance(c.arguments, dict) else {})
                     for c in completion.tool_calls], False
         text = split_reasoning(completion.content or "").visible.strip()
-        if not text or not any(opener in text for opener in ("<tool_call", "{", "[")):
+        if not text or not any(opener in text for opener in CALL_OPENERS):
             return [], False
         if completion.finish_reason == "length":  # cut at the cap: its last call may be cut too, never sent
             return None, False

@@ -5,7 +5,9 @@
 - a declined first answer over a long list, asked once more over the top tools the ranker gives
   (:meth:`RequestPlan.recheck`, ``PlannerOptions.recheck_top``), unless a threshold decided;
 - any declined answer, when the caller needs a call (``PlannerOptions.must_call``), asked once for
-  at least one call (:meth:`RequestPlan.call_ask`).
+  at least one call (:meth:`RequestPlan.call_ask`);
+- a declined re-plan right after a call failed (``PlannerOptions.retry_errors``), asked once for at
+  least one call with an ask that names the failure.
 
 Both asks are built by the request plan (``planning.request``), through the answer strategy.
 """
@@ -30,8 +32,12 @@ def ask_again(plan: RequestPlan, first: Any, prior_steps: list[ExecutedStep] | N
         parse = first.parse if first is not None else None
         content = first.content if first is not None else None
         again = plan.recheck(parse, prior_steps)
-        if again is None and plan.context.options.must_call and _declined(parse):
-            again = plan.call_ask(content)
+        options = plan.context.options
+        if again is None and _declined(parse):
+            if options.must_call:
+                again = plan.call_ask(content)
+            elif options.retry_errors and prior_steps and prior_steps[-1].error:
+                again = plan.call_ask(content, retry=True)
     return again, decision
 
 

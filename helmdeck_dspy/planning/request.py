@@ -187,9 +187,10 @@ class RequestPlan:
             ranked = [i for i in ctx.catalog.ids() if i in set(ranked)]
         return ctx.strategy.recheck(self.first, restrict_catalog(ctx.catalog, ranked))
 
-    def call_ask(self, content: str | None) -> PromptSpec:
-        """The ask again after a decline a threshold overrules (``planning.decision``)."""
-        return self.context.strategy.call_ask(self.first, self.selected, content, self.context.endpoint)
+    def call_ask(self, content: str | None, retry: bool = False) -> PromptSpec:
+        """The ask again for at least one call after a decline a threshold overrules
+        (``planning.decision``), a caller that needs a call, or (``retry``) a call that just failed."""
+        return self.context.strategy.call_ask(self.first, self.selected, content, self.context.endpoint, retry)
 
 
 def first_spec(ctx: PlanContext, selected: RoutingGuide | None, intent: str = "",

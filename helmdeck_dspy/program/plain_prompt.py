@@ -27,6 +27,11 @@ CALL_ASK = ("A function above does fit this question. Answer again with only a J
 """The ask after a decline a decline threshold overrules (``planning.decision``), model-alone format."""
 FIT_ASK = "A catalog tool does fit this request. Answer again, with the steps that do what it asks."
 """The same ask under the schema strategy's answer format."""
+RETRY_ASK = ("The last call above failed; its output says why. Answer again with only a JSON list of the function "
+             "calls that repair it and answer the question, each as {\"name\": \"<function name>\", \"arguments\": {...}}.")
+"""The ask after a re-plan declined right after a failed call (``PlannerOptions.retry_errors``), model-alone format."""
+RETRY_FIT_ASK = "The last step above failed; its output says why. Answer again, with the steps that repair it and do what the request asks."
+"""The same ask under the schema strategy's answer format."""
 CONTEXT_LEAD = "Context:"
 PRIOR_LEAD = f"Calls already made, with their results ({DATA_NOTE}):"
 RESULTS_LEAD = "Results of those calls:"

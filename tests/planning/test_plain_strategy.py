@@ -99,7 +99,7 @@ def test_a_plain_replan_shows_the_calls_made_with_failures_marked(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         planner = Planner.for_model("local/qwen2.5-coder-1.5b-instruct", lm=f"replay:{replay_file(tmp_path, '[]')}",
-                                    catalog=guide, answer_strategy="plain")
+                                    catalog=guide, answer_strategy="plain", retry_errors=False)  # one request
     failed = ExecutedStep(order=1, tool="git_log", args={"repo_path": "x"}, output="outside the repository", error=True)
     planner.plan("show the log of repo", prior_steps=[failed])
     (request,) = planner.lm.engine.requests
@@ -180,3 +180,33 @@ def test_a_recheck_in_catalog_order_keeps_the_whole_lists_order(tmp_path):
              for b in bodies]
     assert len(shown[1]) == 3 and "get_weather" in shown[1]
     assert shown[1] == [n for n in shown[0] if n in shown[1]]  # the whole list's order, not the ranker's
+
+
+@pytest.mark.parametrize(("retry", "last_failed", "asked"), [
+    (True, True, 2),  # declined right after a failure: asked once more for a call, the ask naming it
+    (False, True, 1),  # off: the decline stands and the loop ends
+    (True, False, 1),  # the last call succeeded: a decline there means done
+])
+def test_a_replan_declined_right_after_a_failed_call_is_asked_for_a_repair(tmp_path, retry, last_failed, asked):
+    from helmdeck_dspy.program.plain_prompt import RETRY_ASK
+    from helmdeck_dspy.signatures.types import ExecutedStep
+
+    good = '[{"name": "get_weather", "arguments": {"city": "Oslo"}}]'
+    done = [ExecutedStep(order=1, tool="get_weather", args={"city": "Olso"},
+                         output="no city named Olso" if last_failed else "sunny", error=last_failed)]
+    record = tmp_path / "rec.jsonl"
+    with FaultServer([ok("[]"), ok(good)]) as server:
+        lm = make_lm("llamacpp/m", api_base=server.url, cache=False, num_retries=0)
+        planner = Planner.for_model(MODEL, lm=lm, catalog=read_tools_catalog(TOOLS), history=None, use_filter=False,
+                                    cache=False, answer_strategy="plain", retry_errors=retry, record_path=record)
+        result = planner.plan(INTENT, prior_steps=done)
+        bodies = [r.body for r in server.requests[:asked + 1]]
+    assert len(server.requests) == asked
+    if asked == 2:
+        assert bodies[1]["messages"][-2:] == [{"role": "assistant", "content": "[]"},
+                                              {"role": "user", "content": RETRY_ASK}]
+        assert bodies[1]["response_format"]["schema"]["minItems"] == 1  # at least one call
+        assert [s.tool for s in result.steps] == ["get_weather"] and result.rechecked
+    else:
+        assert result.steps == [] and not result.rechecked
+    assert all(r.run.get("retry_errors") is (True if retry else None) for r in read_jsonl_traces(record))

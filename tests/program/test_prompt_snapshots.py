@@ -33,7 +33,7 @@ def _prompt_texts() -> dict[str, str]:
     texts = {f"sections.{k}": v for k, v in vars(sections).items() if k.isupper() and isinstance(v, str)
              and not k.startswith("_")}
     texts.update({f"plain_prompt.{k}": getattr(plain_prompt, k)
-                  for k in ("ASK", "CALL_ASK", "FIT_ASK", "CONTEXT_LEAD", "PRIOR_LEAD")})
+                  for k in ("ASK", "CALL_ASK", "FIT_ASK", "RETRY_ASK", "RETRY_FIT_ASK", "CONTEXT_LEAD", "PRIOR_LEAD")})
     texts.update({f"plan_object.{k}": getattr(plan_object, k)
                   for k in ("FORMAT_FULL_STEPS", "FORMAT_SINGLE_PICK", "NO_FIT_CONSTRAINED", "NO_FIT_FREE")})
     texts.update({f"answer_schema.{k}": getattr(answer_schema, k) for k in ("CONSTRAINED_FORMAT", "CONSTRAINED_STEPS_FORMAT")})

@@ -110,9 +110,10 @@ class AnswerStrategy:
         return None
 
     def call_ask(self, spec: PromptSpec, shown: RoutingGuide, content: str | None,
-                 endpoint: str) -> PromptSpec:
+                 endpoint: str, retry: bool = False) -> PromptSpec:
         """The ask again after a decline a threshold overrules: ``spec``'s conversation, the
-        decline as the model's turn, an ask for calls, decoded under a schema of at least one call."""
+        decline as the model's turn, an ask for calls, decoded under a schema of at least one call;
+        with ``retry``, the ask after a decline that came right after a failed call (it names the failure)."""
         raise NotImplementedError
 
     def recheck(self, spec: PromptSpec, shown: RoutingGuide) -> PromptSpec:

@@ -32,7 +32,7 @@ from helmdeck_dspy.program.answer_schema import (
     plan_schema,
 )
 from helmdeck_dspy.program.demo_pool import best_match, compiled_pool, pipeline_line, signature_line
-from helmdeck_dspy.program.plain_prompt import FIT_ASK
+from helmdeck_dspy.program.plain_prompt import FIT_ASK, RETRY_FIT_ASK
 from helmdeck_dspy.program.sections import (
     ANSWER_FORMAT_MARK,
     CATALOG_HEADER,
@@ -222,6 +222,7 @@ class PlanObject(AnswerStrategy):
         found = _FIT_FIELD.search(content)
         return (content[: found.end()], "false", "true") if found else None
 
-    def call_ask(self, spec: PromptSpec, shown: RoutingGuide, content: str | None, endpoint: str) -> PromptSpec:
+    def call_ask(self, spec: PromptSpec, shown: RoutingGuide, content: str | None, endpoint: str,
+                 retry: bool = False) -> PromptSpec:
         schema = plan_schema(shown, spec.variant, fit_decision=has_fit_decision(spec.answer_schema), must_call=True)
-        return self.again(spec, content, FIT_ASK, schema, endpoint)
+        return self.again(spec, content, RETRY_FIT_ASK if retry else FIT_ASK, schema, endpoint)

@@ -13,11 +13,6 @@ that ends the task) has no closing bracket to wait for; :class:`TurnEnd` says on
 plainly text: :data:`TEXT_HEAD_CHARS` characters with no call opened (no ``<tool_call``, ``{`` or
 ``[``). The loop reads nothing of such an answer but that it holds no call.
 
-A list of calls read with ``calls`` (``PlannerOptions.cut_repeats``) also ends before an element
-that repeats an earlier one of the same list (the same text, whitespace outside strings aside): a
-model that writes the same call twice in one plan has started a loop that runs to the output cap.
-The answer is then the list up to the last new element, closed (:attr:`AnswerEnd.closing`).
-
 Only a value of the expected kind ends the answer: with ``list`` expected, an object written first
 (``{"name": ...}`` without brackets) or a bracket inside prose that closes on an object is skipped
 and the scan goes on; brackets inside JSON strings never count.
@@ -27,7 +22,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-AnswerKind = Literal["list", "calls", "object", "turn"]
+AnswerKind = Literal["list", "object", "turn"]
 _OPEN = {"[": "list", "{": "object"}
 _CLOSE = frozenset("]}")
 
@@ -37,10 +32,9 @@ class AnswerEnd:
 
     Args:
         kind: ``list`` (a JSON array) or ``object`` (a JSON object).
-        cut_repeats: With ``list``, also end before an element that repeats an earlier one.
     """
 
-    def __init__(self, kind: AnswerKind, cut_repeats: bool = False) -> None:
+    def __init__(self, kind: AnswerKind) -> None:
         if kind not in ("list", "object"):
             raise ValueError(f"unknown answer kind {kind!r}: expected 'list' or 'object'")
         self.kind = kind
@@ -50,20 +44,13 @@ class AnswerEnd:
         self._escaped = False
         self._top: str | None = None  # the kind of the top-level value being read
         self.end: int | None = None  # one past the closing bracket, once found
-        self.closing = ""  # what closes the answer cut at :attr:`end` (``]`` after a repeat)
-        self._elements: set[str] | None = set() if cut_repeats and kind == "list" else None
-        self._element: list[str] = []  # the element being read, whitespace outside strings dropped
-        self._last_end = 0  # one past the last element that closed
 
     def feed(self, piece: str) -> int | None:
         """Read the next piece; return the end of the answer (an index into everything fed so far,
         one past the closing bracket) once the expected value has closed, else None."""
         if self.end is not None:
             return self.end
-        track = self._elements is not None
         for i, ch in enumerate(piece):
-            if track and self._depth >= 2 and (self._in_string or not ch.isspace()):
-                self._element.append(ch)
             if self._in_string:
                 if self._escaped:
                     self._escaped = False
@@ -79,31 +66,14 @@ class AnswerEnd:
                 if self._depth == 0:
                     self._top = _OPEN[ch]
                 self._depth += 1
-                if track and self._depth == 2:
-                    self._element = [ch]
             elif ch in _CLOSE and self._depth:
                 self._depth -= 1
-                if track and self._depth == 1 and self._top == "list" and self._repeats(self.seen + i + 1):
-                    self.seen += len(piece)
-                    return self.end
                 if self._depth == 0 and self._top == self.kind:
                     self.end = self.seen + i + 1
                     self.seen += len(piece)
                     return self.end
         self.seen += len(piece)
         return None
-
-    def _repeats(self, at: int) -> bool:
-        """Whether the element that just closed (one past it: ``at``) repeats an earlier one; if so
-        the answer ends after the element before it."""
-        assert self._elements is not None
-        key = "".join(self._element)
-        if key in self._elements:
-            self.end, self.closing = self._last_end, "]"
-            return True
-        self._elements.add(key)
-        self._last_end = at
-        return False
 
 
 TEXT_HEAD_CHARS = 160
@@ -121,7 +91,6 @@ class TurnEnd:
     def __init__(self) -> None:
         self.head = ""
         self.end: int | None = None
-        self.closing = ""  # a text answer is cut, never closed
         self._calls = False
 
     def feed(self, piece: str) -> int | None:
@@ -137,10 +106,8 @@ class TurnEnd:
 
 
 def scanner(kind: AnswerKind) -> AnswerEnd | TurnEnd:
-    """The incremental scanner for an answer of ``kind`` (``calls``: a list cut before a repeat)."""
-    if kind == "turn":
-        return TurnEnd()
-    return AnswerEnd("list", cut_repeats=True) if kind == "calls" else AnswerEnd(kind)
+    """The incremental scanner for an answer of ``kind``."""
+    return TurnEnd() if kind == "turn" else AnswerEnd(kind)
 
 
 def answer_end(text: str, kind: AnswerKind) -> int | None:

@@ -220,7 +220,7 @@ class StreamingEngine:
                 text.append(delta.text)
                 stop = end.feed(delta.text)
                 if stop is not None:
-                    content = "".join(text)[:stop] + end.closing
+                    content = "".join(text)[:stop]
                     cut = make_response(request.model, content, finish_reason="stop", extra={ANSWER_CUT_KEY: True})
                     return self._with_usage(cut, request, pieces, prompt_tokens)
             return self._with_usage(accumulator.response(), request, pieces, prompt_tokens)

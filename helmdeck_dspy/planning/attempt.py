@@ -15,7 +15,6 @@ from typing import Any
 
 from helmdeck_dspy.catalog.compact import Trim, compact_catalog
 from helmdeck_dspy.catalog.ranking.embedding import encoder
-from helmdeck_dspy.decoding.answer_end import AnswerKind
 from helmdeck_dspy.decoding.parsing import ParseResult
 from helmdeck_dspy.engines.lm_spec import trace_source
 from helmdeck_dspy.errors import ContextOverflowError, DeadlineExceeded, RecordWriteError
@@ -75,7 +74,7 @@ def _call_program(
 
         def ask(spec: PromptSpec) -> None:
             # the request's own spec, never set on the shared program; a stream stops where its answer closes
-            with dspy.context(**{SPEC_KEY: spec}), expecting(answer_kind(ctx)):
+            with dspy.context(**{SPEC_KEY: spec}), expecting(ctx.strategy.answer_kind):
                 ctx.program(user_intent=intent, catalog=spec.catalog, context=context, prior_steps=prior_steps)
 
         try:
@@ -126,13 +125,6 @@ def _result(
     return result
 
 
-def answer_kind(ctx: PlanContext) -> AnswerKind:
-    """Where the strategy's streamed answer ends: its value's close, and for a list of calls with
-    ``cut_repeats`` also before a repeated call (``calls``)."""
-    kind = ctx.strategy.answer_kind
-    return "calls" if kind == "list" and ctx.options.cut_repeats else kind
-
-
 def recorded_run(ctx: PlanContext, spec: PromptSpec | None = None, rechecked: PromptSpec | None = None,
                  decision: dict[str, Any] | None = None) -> dict[str, Any]:
     """What a trace record of this planner keeps in ``run``: the options' ``record_run`` (a local
@@ -152,7 +144,6 @@ def recorded_run(ctx: PlanContext, spec: PromptSpec | None = None, rechecked: Pr
             **({GROUND_PATHS_KEY: True} if options.ground_paths else {}),
             **({"recheck_top": options.recheck_top} if options.recheck_top else {}),
             **({"retry_errors": True} if options.retry_errors else {}),
-            **({"cut_repeats": True} if options.cut_repeats else {}),
             **({"constrained": stamp["wire"]} if "wire" in stamp else {}),
             **({"prompt": stamp} if stamp else {}),
             **({"rechecked": rechecked.stamp()} if rechecked is not None else {}),

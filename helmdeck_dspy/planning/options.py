@@ -87,10 +87,6 @@ class PlannerOptions(BaseModel):
             one call), so a tool error is answered by a repair rather than by stopping. On by
             default: chosen on the end-to-end dev half, one task more (``git-12``: ``git_add``, then
             the commit that had failed), none lost (experiments/e2e/retry-dev).
-        cut_repeats: A streamed list of calls ends before a call that repeats an earlier call of the
-            same list, tool and arguments alike (``decoding.answer_end``): a model that writes one
-            call twice in a plan has begun a loop that otherwise runs to the output cap. Issue 54's
-            lever; off until a study chooses it.
         must_call: A first answer with no call is asked once more for at least one call, decoded
             under a schema of at least one call (an OpenAI client's ``tool_choice`` ``required`` or a
             named function).
@@ -133,7 +129,6 @@ class PlannerOptions(BaseModel):
     recheck_order: Literal["rank", "catalog"] = "rank"
     ground_paths: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/ground-dev"]})
     retry_errors: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/retry-dev"]})
-    cut_repeats: bool = False
     must_call: bool = False
     probe_decision: bool = False
     checks: PostChecks = Field(default_factory=PostChecks)

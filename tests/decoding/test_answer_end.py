@@ -47,35 +47,3 @@ def test_pieces_of_any_size_give_the_same_end_as_the_whole_text(size):
 def test_an_unknown_kind_is_refused():
     with pytest.raises(ValueError, match="unknown answer kind 'tuple'"):
         AnswerEnd("tuple")  # type: ignore[arg-type]
-
-
-def _cut(text: str, size: int = 1000) -> str | None:
-    from helmdeck_dspy.decoding.answer_end import scanner
-
-    scan = scanner("calls")
-    for i in range(0, len(text), size):
-        end = scan.feed(text[i : i + size])
-        if end is not None:
-            return text[:end] + scan.closing
-    return None
-
-
-@pytest.mark.parametrize("size", [1, 5, 1000])
-def test_a_list_of_calls_ends_before_a_call_it_repeats_and_is_closed(size):
-    import json
-
-    a = '{"name": "read", "arguments": {"path": "/s"}}'
-    b = '{"name": "list", "arguments": {"path": "/s"}}'
-    again = '{ "name":"read",\n  "arguments": { "path": "/s" } }'  # the same call, spaced differently
-    text = f"```json\n[\n  {a},\n  {b},\n  {again},\n  {b},"
-    cut = _cut(text, size)
-    assert cut == f"```json\n[\n  {a},\n  {b}]"
-    assert [c["name"] for c in json.loads(cut.removeprefix("```json\n"))] == ["read", "list"]
-
-
-def test_calls_that_differ_in_one_value_or_in_a_string_space_are_not_repeats():
-    distinct = '[{"name": "w", "arguments": {"text": "a b"}}, {"name": "w", "arguments": {"text": "ab"}}, ' \
-               '{"name": "w", "arguments": {"text": "a  b"}}]'
-    assert _cut(distinct) == distinct  # closed where the list closes, nothing appended
-    assert answer_end(distinct + "[", "list") == len(distinct)  # the plain list kind never looks for repeats
-    assert _cut('[{"name": "a", "arguments": {}}, {"name": "a", "arguments": {}}') == '[{"name": "a", "arguments": {}}]'

@@ -200,8 +200,8 @@ def test_a_replan_declined_right_after_a_failed_call_is_asked_for_a_repair(tmp_p
         planner = Planner.for_model(MODEL, lm=lm, catalog=read_tools_catalog(TOOLS), history=None, use_filter=False,
                                     cache=False, answer_strategy="plain", retry_errors=retry, record_path=record)
         result = planner.plan(INTENT, prior_steps=done)
-        bodies = [r.body for r in server.requests[:asked + 1]]
-    assert len(server.requests) == asked
+        bodies = [r.body for r in server.requests]
+    assert len(bodies) == asked
     if asked == 2:
         assert bodies[1]["messages"][-2:] == [{"role": "assistant", "content": "[]"},
                                               {"role": "user", "content": RETRY_ASK}]

@@ -11,7 +11,8 @@ adds:
   checks), shown to the model as the assistant's first tool calls; every later turn is the model's,
   and its calls pass the planner's checks (names, argument types, grounded paths) before they run. A call the checks cannot repair is sent
   as the unknown tool it is, so the model reads why it failed on its next turn: a repair never
-  turns into silence.
+  turns into silence. With ``planner_first`` off, the first turn is the model's own as well, checked
+  like every later one: the planner adds its checks to the model's native tool calling and nothing else.
 
 Every turn of either arm offers the same tools, the whole catalog, so the conversation's opening
 (the chat template's system turn with the tools) is the same for every task over the same servers
@@ -43,17 +44,19 @@ class ChatAgent:
         budget: The model's budget row (the output cap of a turn; model and tier for results).
         sampling: Temperature and seed sent with every turn (the planner's).
         planner: The planner whose first turn and checks this conversation uses (None: the model alone).
+        planner_first: The planner answers the first turn with its own plan (off: the model does, checked).
     """
 
     variant = "single_pick"  # run_loop asks again after every batch of calls, until a turn has none
 
     def __init__(self, lm: Any, catalog: RoutingGuide, budget: Any, sampling: dict[str, Any],
-                 planner: Any = None) -> None:
+                 planner: Any = None, planner_first: bool = True) -> None:
         self.lm = lm
         self.catalog = catalog
         self.budget = budget
         self.sampling = sampling
         self.planner = planner
+        self.planner_first = planner_first
         self.chat: ChatTurns | None = None
         self.seen = 0
         self.turns: list[dict[str, Any]] = []
@@ -62,7 +65,7 @@ class ChatAgent:
         prior = list(prior_steps or [])
         if self.chat is None:
             self.chat = ChatTurns(self.catalog, intent, context)
-            if self.planner is not None:
+            if self.planner is not None and self.planner_first:
                 first = self.planner.plan(intent, context=context)
                 self.turns.append({"planner": [s.tool for s in first.steps], "failure": first.failure_cause})
                 return first.model_copy(update={"more_steps_likely": True, "prompt_variant_used": self.variant})

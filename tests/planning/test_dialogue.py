@@ -98,3 +98,15 @@ def test_the_planner_answers_the_first_turn_and_checks_every_later_one(tmp_path)
     alone = ChatAgent(_LM(later, "Done."), GUIDE, planner.budget, {"temperature": 0.0})
     sent = run_loop(alone, "What time is it in Tokyo?", lambda step: StepOutcome(text="no such tool", error=True))
     assert sent.executed[0].tool == "GetCurrentTime"  # the model alone's call goes as written
+
+
+def test_without_the_planners_first_plan_the_models_own_first_turn_is_checked_too():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        planner = Planner.for_model(MODEL, lm="llamacpp/m", catalog=GUIDE, use_filter=False, cache=False,
+                                    answer_strategy="plain", recheck_top=0)
+    lm = _LM(_call("GetCurrentTime", timezone="Asia/Tokyo"), "Done.")  # a near-miss name on the first turn
+    agent = ChatAgent(lm, GUIDE, planner.budget, {"temperature": 0.0}, planner=planner, planner_first=False)
+    out = run_loop(agent, "What time is it in Tokyo?", _clock)
+    assert [(s.tool, s.args, s.error) for s in out.executed] == [("get_current_time", {"timezone": "Asia/Tokyo"}, False)]
+    assert out.stopped_because == "done" and "planner" not in agent.turns[0]  # no plan call: the model's turn

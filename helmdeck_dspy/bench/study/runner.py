@@ -253,8 +253,9 @@ def _loop_agent(spec: StudySpec, lm: Any, table: BudgetTable, c: StudyConfig, al
     """The model a loop row plans for, and what builds its agent for a catalog: the model alone's
     (``alone``, a class like :class:`~helmdeck_dspy.bench.e2e.arms.AloneAgent`) or the planner (its
     plan calls recorded under ``traces/<config>.jsonl``; its variant the budget row's unless the
-    config names one); with ``loop = "chat"``, either in one conversation per task
-    (:class:`~helmdeck_dspy.planning.dialogue.ChatAgent`)."""
+    config names one); with ``loop = "chat"`` or ``"chat-checked"``, either in one conversation per
+    task (:class:`~helmdeck_dspy.planning.dialogue.ChatAgent`; ``chat-checked``: the planner checks
+    every turn, the first included, and makes no plan of its own)."""
     from helmdeck_dspy.planning.dialogue import ChatAgent
     from helmdeck_dspy.planning.planner import Planner
     from helmdeck_dspy.planning.request import sampling_for
@@ -269,8 +270,8 @@ def _loop_agent(spec: StudySpec, lm: Any, table: BudgetTable, c: StudyConfig, al
         planner = None if c.plain else Planner.for_model(
             model, lm=lm, catalog=catalog, budgets=budgets, record_path=str(traces),
             variant=c.variant if "variant" in c.model_fields_set else None, cache=False, **_planner_choices(spec, c))
-        if c.loop == "chat":  # one conversation per task, both arms in the one class (planning.dialogue)
-            return ChatAgent(lm, catalog, budget, sampling, planner=planner)
+        if c.loop != "replan":  # one conversation per task, both arms in the one class (planning.dialogue)
+            return ChatAgent(lm, catalog, budget, sampling, planner=planner, planner_first=c.loop == "chat")
         return alone(lm, catalog, budget, sampling) if planner is None else planner
 
     return model, agent

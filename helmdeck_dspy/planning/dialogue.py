@@ -12,7 +12,8 @@ adds:
   and its calls pass the planner's checks (names, argument types, grounded paths) before they run. A call the checks cannot repair is sent
   as the unknown tool it is, so the model reads why it failed on its next turn: a repair never
   turns into silence. With ``planner_first`` off, the first turn is the model's own as well, checked
-  like every later one: the planner adds its checks to the model's native tool calling and nothing else.
+  like every later one: the planner adds its checks to the model's native tool calling and nothing else
+  (``loop = "chat-checked"``; measured on the dev half and not chosen: docs/results/e2e.md).
 
 Every turn of either arm offers the same tools, the whole catalog, so the conversation's opening
 (the chat template's system turn with the tools) is the same for every task over the same servers

@@ -31,7 +31,7 @@ def ask_again(plan: RequestPlan, first: Any, prior_steps: list[ExecutedStep] | N
     if again is None and "threshold" not in (decision or {}):
         parse = first.parse if first is not None else None
         content = first.content if first is not None else None
-        again = plan.recheck(parse, prior_steps, content)
+        again = plan.recheck(parse, prior_steps)
         options = plan.context.options
         if again is None and _declined(parse):
             if options.must_call:

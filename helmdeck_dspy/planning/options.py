@@ -78,11 +78,6 @@ class PlannerOptions(BaseModel):
             ``catalog`` (the whole list's, so the recheck prompt's entries are chunks of the first
             prompt a server that reuses chunks, llama-server's ``--cache-reuse``, need not evaluate
             again). Issue 54's lever; ``rank`` until a study chooses.
-        recheck_form: What the recheck sends: ``prompt`` (a new request over the top tools, the
-            default) or ``ask`` (the first request's conversation continued: the decline as the
-            model's turn, then an ask naming the top tools, decoded under a schema of calls to them,
-            so the whole first prompt is a cached prefix). Issue 54's lever; ``prompt`` until a study
-            chooses.
         ground_paths: A path argument the request does not name is completed to the one path it
             names that ends with it (``todo.md`` → ``files/todo.md``; ``planning.arguments.ground_args``).
             On by default: chosen on the end-to-end dev half, two tasks more and none lost
@@ -132,7 +127,6 @@ class PlannerOptions(BaseModel):
     fill_placeholders: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/qwen2.5-coder-1.5b"]})
     recheck_top: int = Field(default=10, ge=0, json_schema_extra={"decided_by": ["experiments/e2e/qwen2.5-coder-1.5b"]})
     recheck_order: Literal["rank", "catalog"] = "rank"
-    recheck_form: Literal["prompt", "ask"] = "prompt"
     ground_paths: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/ground-dev"]})
     retry_errors: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/retry-dev"]})
     must_call: bool = False

@@ -30,11 +30,6 @@ FIT_ASK = "A catalog tool does fit this request. Answer again, with the steps th
 RETRY_ASK = ("The last call above failed; its output says why. Answer again with only a JSON list of the function "
              "calls that repair it and answer the question, each as {\"name\": \"<function name>\", \"arguments\": {...}}.")
 """The ask after a re-plan declined right after a failed call (``PlannerOptions.retry_errors``), model-alone format."""
-RECHECK_ASK = ("Of the functions above, these may fit the question: {names}. If one of them does, answer again with "
-               "only a JSON list of the function calls that answer it, each as {{\"name\": \"<function name>\", "
-               "\"arguments\": {{...}}}}. Answer [] if none of them fits.")
-"""The ask after a declined first answer in the same conversation (``PlannerOptions.recheck_form``
-``ask``), model-alone format: the top-ranked tools named, their entries already in the prompt."""
 RETRY_FIT_ASK = "The last step above failed; its output says why. Answer again, with the steps that repair it and do what the request asks."
 """The same ask under the schema strategy's answer format."""
 CONTEXT_LEAD = "Context:"
@@ -50,11 +45,6 @@ def plain_functions(catalog: RoutingGuide) -> str:
     functions += [{"name": p.id, "description": p.description or p.name, "parameters": empty}
                   for p in catalog.pipelines]  # a pipeline is offered as a function named by its id
     return json.dumps(functions, ensure_ascii=False)
-
-
-def recheck_ask(shown: RoutingGuide) -> str:
-    """:data:`RECHECK_ASK` naming ``shown``'s functions (packs by name, pipelines by id) in its order."""
-    return RECHECK_ASK.format(names=", ".join([p.name for p in shown.packs] + [p.id for p in shown.pipelines]))
 
 
 def plain_request(functions: str, intent: str, context: str | None = None, prior: list[Any] | None = None) -> str:

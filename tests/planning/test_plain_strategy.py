@@ -182,32 +182,6 @@ def test_a_recheck_in_catalog_order_keeps_the_whole_lists_order(tmp_path):
     assert shown[1] == [n for n in shown[0] if n in shown[1]]  # the whole list's order, not the ranker's
 
 
-@pytest.mark.parametrize("answer", ["[]", '[{"name": "get_weather", "arguments": {"city": "Oslo"}}]'])
-def test_a_recheck_as_an_ask_continues_the_first_conversation_naming_the_top_tools(tmp_path, answer):
-    from helmdeck_dspy.program.plain_prompt import RECHECK_ASK
-
-    catalog = read_tools_catalog([*_many_tools(10), *TOOLS])
-    record = tmp_path / "rec.jsonl"
-    with FaultServer([ok("[]"), ok(answer)]) as server:
-        lm = make_lm("llamacpp/m", api_base=server.url, cache=False, num_retries=0)
-        planner = Planner.for_model(MODEL, lm=lm, catalog=catalog, history=None, use_filter=False, cache=False,
-                                    answer_strategy="plain", recheck_top=3, recheck_form="ask", record_path=record)
-        result = planner.plan(INTENT)
-        bodies = [r.body for r in server.requests]
-    first, again = bodies
-    assert again["messages"][:len(first["messages"])] == first["messages"]  # the whole first prompt: a cached prefix
-    ask = again["messages"][-1]["content"]
-    assert again["messages"][-2:-1] == [{"role": "assistant", "content": "[]"}]
-    named = ask.split("fit the question: ")[1].split(". If")[0].split(", ")
-    assert ask == RECHECK_ASK.format(names=", ".join(named))
-    assert len(named) == 3 and named[0] == "get_weather"  # the ranker's best first, though last in the catalog
-    schema = again["response_format"]["schema"]
-    assert "minItems" not in schema  # a decline is still an answer
-    assert sorted(b["properties"]["name"]["const"] for b in schema["items"]["anyOf"]) == sorted(named)
-    assert [s.tool for s in result.steps] == ([] if answer == "[]" else ["get_weather"]) and result.rechecked
-    assert [r.run.get("recheck_form") for r in read_jsonl_traces(record)] == ["ask", "ask"]
-
-
 @pytest.mark.parametrize(("retry", "last_failed", "asked"), [
     (True, True, 2),  # declined right after a failure: asked once more for a call, the ask naming it
     (False, True, 1),  # off: the decline stands and the loop ends

@@ -120,12 +120,6 @@ class AnswerStrategy:
         """The ask again after a declined first answer, over ``shown`` (the top-ranked tools)."""
         raise NotImplementedError
 
-    def recheck_ask(self, spec: PromptSpec, shown: RoutingGuide, content: str | None, endpoint: str) -> PromptSpec:
-        """The same ask as :meth:`recheck` in ``spec``'s own conversation: the decline as the model's
-        turn, then an ask that names ``shown``'s tools, decoded under a schema of calls to them (a
-        decline still allowed), so the first prompt stays a cached prefix."""
-        raise NotImplementedError
-
     @staticmethod
     def again(spec: PromptSpec, content: str | None, ask: str, schema: dict[str, Any], endpoint: str) -> PromptSpec:
         """``spec`` continued: its answer ``content`` as the model's turn, then ``ask``, decoded under ``schema``."""

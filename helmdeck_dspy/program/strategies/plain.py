@@ -15,8 +15,7 @@ demos. Only the output cap and sampling of the resolver apply.
 - Decision point: where the list opens; Qwen's vocabulary holds ``[]`` as one token, so a decline
   starts ``[]`` and a call ``[`` otherwise.
 - Asks again: a declined first answer over a long list is asked once more over the top-ranked
-  tools (:meth:`Plain.recheck`, a new prompt; or :meth:`Plain.recheck_ask`, the same conversation
-  with an ask that names them); a decline a threshold overrules is asked for at least one call.
+  tools (:meth:`Plain.recheck`); a decline a threshold overrules is asked for at least one call.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from helmdeck_dspy.catalog.select import restrict_catalog
 from helmdeck_dspy.program.answer_schema import call_list_schema
-from helmdeck_dspy.program.plain_prompt import CALL_ASK, RETRY_ASK, plain_functions, plain_request, recheck_ask
+from helmdeck_dspy.program.plain_prompt import CALL_ASK, RETRY_ASK, plain_functions, plain_request
 from helmdeck_dspy.program.spec import PromptSpec
 from helmdeck_dspy.program.strategies.base import AnswerStrategy, SpecInputs
 from helmdeck_dspy.program.strategies.plan_object import prior_json
@@ -78,6 +77,3 @@ class Plain(AnswerStrategy):
 
     def recheck(self, spec: PromptSpec, shown: RoutingGuide) -> PromptSpec:
         return spec.model_copy(update={"catalog": plain_functions(shown)})
-
-    def recheck_ask(self, spec: PromptSpec, shown: RoutingGuide, content: str | None, endpoint: str) -> PromptSpec:
-        return self.again(spec, content, recheck_ask(shown), call_list_schema(shown), endpoint)

@@ -144,7 +144,6 @@ def recorded_run(ctx: PlanContext, spec: PromptSpec | None = None, rechecked: Pr
             **({GROUND_PATHS_KEY: True} if options.ground_paths else {}),
             **({"recheck_top": options.recheck_top} if options.recheck_top else {}),
             **({"retry_errors": True} if options.retry_errors else {}),
-            **({"system_line": True} if options.system_line else {}),
             **({"constrained": stamp["wire"]} if "wire" in stamp else {}),
             **({"prompt": stamp} if stamp else {}),
             **({"rechecked": rechecked.stamp()} if rechecked is not None else {}),

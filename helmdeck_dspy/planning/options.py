@@ -87,10 +87,6 @@ class PlannerOptions(BaseModel):
             one call), so a tool error is answered by a repair rather than by stopping. On by
             default: chosen on the end-to-end dev half, one task more (``git-12``: ``git_add``, then
             the commit that had failed), none lost (experiments/e2e/retry-dev).
-        system_line: Under the ``plain`` strategy, the request opens with a one-line system message
-            that asks for calls whenever a function can do or look up what is asked
-            (``program.plain_prompt.SYSTEM_LINE``); the model alone's request has none. Issue 55's
-            first-turn wording lever; off until a study chooses.
         must_call: A first answer with no call is asked once more for at least one call, decoded
             under a schema of at least one call (an OpenAI client's ``tool_choice`` ``required`` or a
             named function).
@@ -133,7 +129,6 @@ class PlannerOptions(BaseModel):
     recheck_order: Literal["rank", "catalog"] = "rank"
     ground_paths: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/ground-dev"]})
     retry_errors: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/retry-dev"]})
-    system_line: bool = False
     must_call: bool = False
     probe_decision: bool = False
     checks: PostChecks = Field(default_factory=PostChecks)

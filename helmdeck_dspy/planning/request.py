@@ -149,7 +149,6 @@ def spec_inputs(ctx: PlanContext, selected: RoutingGuide | None, intent: str = "
         variant=ctx.variant, budget=ctx.budget, endpoint=ctx.endpoint, whole=ctx.catalog, selected=selected,
         intent=intent, program=ctx.program, max_tokens=ctx.max_tokens, sampling=ctx.sampling,
         fit_decision=ctx.options.fit_decision, fit_catalog=ctx.options.checks.fit_catalog, exclude_demo=task_id,
-        system_line=ctx.options.system_line,
     )
 
 

@@ -32,11 +32,6 @@ RETRY_ASK = ("The last call above failed; its output says why. Answer again with
 """The ask after a re-plan declined right after a failed call (``PlannerOptions.retry_errors``), model-alone format."""
 RETRY_FIT_ASK = "The last step above failed; its output says why. Answer again, with the steps that repair it and do what the request asks."
 """The same ask under the schema strategy's answer format."""
-SYSTEM_LINE = ("You carry out the user's requests with the functions you are given. When a function can do what "
-               "the request asks, or can look up what it asks about, answer with the calls. Answer [] only when no "
-               "function can help.")
-"""The system message of a ``plain`` request with ``PlannerOptions.system_line`` (issue 55, item 1: the
-first turn's wording; the model alone's request has none)."""
 CONTEXT_LEAD = "Context:"
 PRIOR_LEAD = f"Calls already made, with their results ({DATA_NOTE}):"
 RESULTS_LEAD = "Results of those calls:"

@@ -182,26 +182,6 @@ def test_a_recheck_in_catalog_order_keeps_the_whole_lists_order(tmp_path):
     assert shown[1] == [n for n in shown[0] if n in shown[1]]  # the whole list's order, not the ranker's
 
 
-@pytest.mark.parametrize("system_line", [False, True])
-def test_the_system_line_opens_every_plain_request_and_only_when_asked(tmp_path, system_line):
-    from helmdeck_dspy.program.plain_prompt import SYSTEM_LINE, plain_functions, plain_request
-
-    catalog = read_tools_catalog([*TOOLS, *_many_tools(10)])
-    record = tmp_path / "rec.jsonl"
-    with FaultServer([ok("[]"), ok("[]")]) as server:
-        lm = make_lm("llamacpp/m", api_base=server.url, cache=False, num_retries=0)
-        planner = Planner.for_model(MODEL, lm=lm, catalog=catalog, history=None, use_filter=False, cache=False,
-                                    answer_strategy="plain", recheck_top=3, system_line=system_line, record_path=record)
-        planner.plan(INTENT)
-        bodies = [r.body for r in server.requests]
-    assert len(bodies) == 2  # the first request and its recheck
-    systems = [[m["content"] for m in b["messages"] if m["role"] == "system"] for b in bodies]
-    assert systems == [[SYSTEM_LINE] if system_line else []] * 2  # off: the model alone's messages, no system turn
-    users = [m["content"] for m in bodies[0]["messages"] if m["role"] == "user"]
-    assert users == [plain_request(plain_functions(catalog), INTENT)]  # the request itself unchanged
-    assert [r.run.get("system_line") for r in read_jsonl_traces(record)] == [True if system_line else None] * 2
-
-
 @pytest.mark.parametrize(("retry", "last_failed", "asked"), [
     (True, True, 2),  # declined right after a failure: asked once more for a call, the ask naming it
     (False, True, 1),  # off: the decline stands and the loop ends

@@ -52,8 +52,6 @@ class SpecInputs:
         fit_decision: Open a schema answer with the ``tool_fits`` decision (None: by catalog shape).
         fit_catalog: Fit instructions and demos to the catalog.
         exclude_demo: A pool demo never shown (the task being answered).
-        system_line: Under the ``plain`` strategy, open the request with
-            :data:`~helmdeck_dspy.program.plain_prompt.SYSTEM_LINE` (``PlannerOptions.system_line``).
     """
 
     variant: Variant
@@ -68,7 +66,6 @@ class SpecInputs:
     fit_decision: bool | None = None
     fit_catalog: bool = True
     exclude_demo: str | None = None
-    system_line: bool = False
 
 
 class AnswerStrategy:

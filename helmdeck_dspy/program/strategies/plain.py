@@ -2,8 +2,8 @@
 
 The request is :mod:`~helmdeck_dspy.program.plain_prompt`'s: the tools as JSON functions in the
 catalog's own order, the question, any context and calls already made, and one sentence asking
-for a JSON list of ``{name, arguments}`` calls (``[]`` for none); no system text (unless
-``PlannerOptions.system_line``), instructions or demos. Only the output cap and sampling of the resolver apply.
+for a JSON list of ``{name, arguments}`` calls (``[]`` for none); no system text, instructions or
+demos. Only the output cap and sampling of the resolver apply.
 
 - Catalog: the whole list whenever the request with every tool fits the row's ``input_tokens``
   (:meth:`Plain.sees_whole`): the prompt is then the model alone's, byte for byte, and its head is
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from helmdeck_dspy.catalog.select import restrict_catalog
 from helmdeck_dspy.program.answer_schema import call_list_schema
-from helmdeck_dspy.program.plain_prompt import CALL_ASK, RETRY_ASK, SYSTEM_LINE, plain_functions, plain_request
+from helmdeck_dspy.program.plain_prompt import CALL_ASK, RETRY_ASK, plain_functions, plain_request
 from helmdeck_dspy.program.spec import PromptSpec
 from helmdeck_dspy.program.strategies.base import AnswerStrategy, SpecInputs
 from helmdeck_dspy.program.strategies.plan_object import prior_json
@@ -54,14 +54,13 @@ class Plain(AnswerStrategy):
         kept = given.selected.id_set if given.selected is not None else whole.id_set
         shown = restrict_catalog(whole, [i for i in whole.ids() if i in kept])  # whole entries, catalog order
         return PromptSpec(variant=given.variant, strategy=self.name, catalog=plain_functions(shown),
-                          instructions=SYSTEM_LINE if given.system_line else None,
                           max_tokens=given.max_tokens, **(given.sampling or {}))
 
     def messages(self, spec: PromptSpec, instructions: str, demos: list[Any],
                  inputs: Mapping[str, Any]) -> list[dict[str, str]]:
         request = plain_request(inputs.get("catalog") or "", inputs["user_intent"], inputs.get("context"),
                                 prior_json(inputs.get("prior_steps")))
-        return [{"role": "system", "content": spec.instructions or ""}, {"role": "user", "content": request}]
+        return [{"role": "system", "content": ""}, {"role": "user", "content": request}]
 
     def parse(self, completion: Completion) -> ParseResult:
         from helmdeck_dspy.decoding.call_list import parse_call_list

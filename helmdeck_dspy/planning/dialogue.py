@@ -109,19 +109,25 @@ class ChatAgent:
         return self.chat.answer(response, (time.perf_counter() - t0) * 1000, config)
 
     def _checked(self, intent: str, answer: TurnAnswer, usage: dict[str, Any]) -> PlanResult:
-        """A turn's calls through the planner's checks (its catalog, schemas, name mapping, grounding)."""
-        ctx = self.planner.context()
-        plan = PlanOutput(steps=[PlanStep(order=i, tool=name, args=args, rationale="")
-                                 for i, (name, args) in enumerate(answer.calls or [], 1)])
-        parse = ParseResult(outcome="repaired" if answer.repaired else "strict", plan=plan,
-                            value=plan.model_dump(mode="json"), finish_reason=normalize_finish_reason(answer.finish_reason),
-                            finish_reason_raw=answer.finish_reason, notes=("chat_turn",))
-        result = build_result(parse, intent=intent, variant="full_steps", model=self.budget.model, tier=self.budget.tier,
-                              catalog_ids=ctx.catalog.id_set, pipeline_ids=ctx.catalog.pipeline_ids, usage=usage,
-                              schemas=ctx.arg_schemas, chains=ctx.chains, map_names=ctx.options.checks.map_names,
-                              ground=ctx.grounding(intent))
-        return result.model_copy(update={"more_steps_likely": True, "prompt_variant_used": self.variant})
+        return checked_turn(self.planner, intent, answer.calls or [], repaired=answer.repaired,
+                            finish_reason=answer.finish_reason, usage=usage, budget=self.budget, variant=self.variant)
 
     def transcript(self) -> list[dict[str, Any]]:
         """The conversation so far as plain data (empty before the first turn)."""
         return self.chat.transcript() if self.chat is not None else []
+
+
+def checked_turn(planner: Any, intent: str, calls: list[tuple[str, dict[str, Any]]], *, repaired: bool,
+                 finish_reason: str | None, usage: dict[str, Any], budget: Any, variant: str) -> PlanResult:
+    """A conversation turn's calls through ``planner``'s checks (its catalog, schemas, name mapping,
+    grounding in ``intent``), as the plan of a loop that asks again after every batch (``variant``)."""
+    ctx = planner.context()
+    plan = PlanOutput(steps=[PlanStep(order=i, tool=name, args=args, rationale="") for i, (name, args) in enumerate(calls, 1)])
+    parse = ParseResult(outcome="repaired" if repaired else "strict", plan=plan, value=plan.model_dump(mode="json"),
+                        finish_reason=normalize_finish_reason(finish_reason), finish_reason_raw=finish_reason,
+                        notes=("chat_turn",))
+    result = build_result(parse, intent=intent, variant="full_steps", model=budget.model, tier=budget.tier,
+                          catalog_ids=ctx.catalog.id_set, pipeline_ids=ctx.catalog.pipeline_ids, usage=usage,
+                          schemas=ctx.arg_schemas, chains=ctx.chains, map_names=ctx.options.checks.map_names,
+                          ground=ctx.grounding(intent))
+    return result.model_copy(update={"more_steps_likely": True, "prompt_variant_used": variant})

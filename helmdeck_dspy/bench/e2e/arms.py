@@ -77,6 +77,12 @@ class AloneAgent:
         calls, outcome = decode_calls(split_reasoning(content).visible.strip())
         if calls is None:
             return PlanResult(failure_cause="no_json", finish_reason=completion.finish_reason, usage=usage, **base)
+        return self.calls_result(calls, outcome == "repaired", completion.finish_reason, usage)
+
+    def calls_result(self, calls: list[tuple[str, dict[str, Any]]], repaired: bool, finish_reason: str | None,
+                     usage: dict[str, Any]) -> PlanResult:
+        """An answer's calls as the plan the loop runs: sent as written."""
         steps = [GuardedStep(order=i, tool=name, args=args) for i, (name, args) in enumerate(calls, 1)]
-        return PlanResult(steps=steps, more_steps_likely=True, parse_outcome=outcome,
-                          finish_reason=completion.finish_reason, usage=usage, **base)
+        return PlanResult(steps=steps, more_steps_likely=True, parse_outcome="repaired" if repaired else "strict",
+                          finish_reason=finish_reason, usage=usage, prompt_variant_used="single_pick",
+                          model=self.budget.model, tier=self.budget.tier)

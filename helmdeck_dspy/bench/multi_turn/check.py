@@ -8,7 +8,8 @@ turn by turn, the ground-truth calls on fresh instances of the question's classe
 ``execute_multi_turn_func_call``), and after each turn with ground-truth calls requires a non-empty
 answer, the same state of every instance (its ``state_checker``) and every ground-truth result
 among the run's results so far (its ``response_checker``). A question is right when every turn
-passes.
+passes. :func:`turns_passed` asks the same checker of each run's leading turns, to say how far a run got
+before its first failing turn (the question's first turns only, with their ground truth).
 
 The checker keeps its instances in its module's globals under a name made of the model name and
 the question id; each check uses a model name of its own and removes its instances afterwards, so
@@ -74,3 +75,15 @@ def check_run(question: MultiTurnQuestion, answers: list[list[list[str]]]) -> Ve
     shown = {k: v for k, v in details.items() if k in ("differences", "missing_items")} if isinstance(details, dict) else {}
     return Verdict(valid=False, error_type=str(out.get("error_type")), error_message=str(out.get("error_message")),
                    details=json.dumps(shown, default=str)[:DETAIL_CHARS] if shown else None)
+
+
+def turns_passed(question: MultiTurnQuestion, answers: list[list[list[str]]]) -> int:
+    """How many of the run's leading turns pass the checker, checked as a question of those turns
+    only (the first ``n`` turns' answers against the first ``n`` turns' ground truth), up to the first
+    that fails; ``answers`` as for :func:`check_run` (a force-terminated run: its turns before the cut)."""
+    passed = 0
+    for n in range(1, min(len(answers), len(question.ground_truth)) + 1):
+        if not check_run(question.model_copy(update={"ground_truth": question.ground_truth[:n]}), answers[:n]).valid:
+            break
+        passed = n
+    return passed

@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 
 from helmdeck_dspy.bench.e2e.run import KEPT_CHARS, StepRecord
 from helmdeck_dspy.bench.multi_turn import FROZEN
-from helmdeck_dspy.bench.multi_turn.check import FORCE_TERMINATED, Verdict, call_string, check_run
+from helmdeck_dspy.bench.multi_turn.check import FORCE_TERMINATED, Verdict, call_string, check_run, turns_passed
 from helmdeck_dspy.bench.multi_turn.executor import ApiState
 from helmdeck_dspy.bench.multi_turn.load import MultiTurnQuestion
 from helmdeck_dspy.bench.multi_turn.package import bfcl_package
@@ -66,6 +66,10 @@ class QuestionResult(BaseModel):
     error_message: str | None = None
     details: str | None = None
     turns: list[TurnRecord]
+    question_turns: int | None = Field(default=None, description="The question's user turns (a force-terminated run "
+                                       "records fewer).")
+    turns_passed: int | None = Field(default=None, description="Leading turns the package's checker passes "
+                                     "(:func:`~.check.turns_passed`): how far the run got before its first failing turn.")
     plan_calls: int
     tool_errors: int
     stopped_because: str = Field(description="The last turn's loop's stop, or force_terminated.")
@@ -140,15 +144,18 @@ def run_question(question: MultiTurnQuestion, arm: str, make_agent: Callable[[An
         if stopped in FORCED:
             stopped = "force_terminated"
             break
+    answers = answers_of(turns, set(state.methods))
+    forced = stopped == "force_terminated"
     verdict = (Verdict(valid=False, error_type=FORCE_TERMINATED, error_message=f"turn {len(turns) - 1} reached "
                        f"the {'step' if turns[-1].stopped_because == 'max_steps' else 'time'} limit")
-               if stopped == "force_terminated" else check_run(question, answers_of(turns, set(state.methods))))
+               if forced else check_run(question, answers))
+    passed = len(turns) if verdict.valid else turns_passed(question, answers[:-1] if forced else answers)
     return QuestionResult(
         task_id=question.id, category=question.category, split=question.split, arm=arm, model=model, lm=lm,
         success=verdict.valid, error_type=verdict.error_type, error_message=verdict.error_message,
-        details=verdict.details, turns=turns, plan_calls=plan_calls, tool_errors=tool_errors, stopped_because=stopped,
-        seconds=round(seconds, 3), package=bfcl_package().pin, data_sha256=FROZEN.get(question.split, ""),
-        started_at=started)
+        details=verdict.details, turns=turns, question_turns=len(question.turns), turns_passed=passed,
+        plan_calls=plan_calls, tool_errors=tool_errors, stopped_because=stopped, seconds=round(seconds, 3),
+        package=bfcl_package().pin, data_sha256=FROZEN.get(question.split, ""), started_at=started)
 
 
 def load_results(path: Path) -> dict[str, QuestionResult]:

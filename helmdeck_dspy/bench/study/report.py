@@ -87,6 +87,21 @@ def run_lines(rows: list[StudyRow]) -> list[str]:
     return lines
 
 
+def turn_lines(rows: list[StudyRow]) -> list[str]:
+    """A multi-turn study's rows: how far the runs got before their first failing turn (the package's
+    checker asked of each run's leading turns), where every result of the row says."""
+    counted = [r for r in rows if r.runs is not None and r.runs.turns]
+    if not counted:
+        return []
+    lines = ["", "| config | questions | first turn passed | leading turns passed, of all turns |", "|---|---|---|---|"]
+    for r in counted:
+        g = r.runs
+        assert g is not None and g.turns and g.turns_passed is not None and g.first_turns_passed is not None
+        lines.append(f"| {r.config} | {r.n} | {g.first_turns_passed} | {g.turns_passed} of {g.turns} "
+                     f"({100 * g.turns_passed / g.turns:.1f}%) |")
+    return lines
+
+
 def plan_call_lines(folder: Path) -> list[str]:
     """An end-to-end study's plan calls, per trace file under ``folder/traces``: how many there were,
     how many ended at the attempt deadline or ran to their output cap, how many answers were stopped
@@ -171,6 +186,7 @@ def render_markdown(spec: StudySpec, rows: list[StudyRow]) -> str:
         "",
         *rows_lines(spec, rows),
         *calls_lines(rows),
+        *turn_lines(rows),
         *(plan_call_lines(spec.folder) if spec.loops else []),
         *compile_lines(spec),
         "",

@@ -233,7 +233,7 @@ def _framework_url(spec: StudySpec, lm: Any, how: str) -> str:
 def _run_multi_turn(spec: StudySpec, lm: Any) -> Answer:
     """Runs one BFCL multi-turn question under a config, its turns in order over fresh instances of its
     classes, and appends the checked result to the config's file (as :func:`_run_e2e` does)."""
-    from helmdeck_dspy.bench.multi_turn.alone import TurnAlone
+    from helmdeck_dspy.bench.multi_turn.alone import TurnAlone, TurnChecked
     from helmdeck_dspy.bench.multi_turn.run import run_question
 
     assert spec.multi_turn is not None
@@ -241,7 +241,7 @@ def _run_multi_turn(spec: StudySpec, lm: Any) -> Answer:
     table = spec.budget_table()
 
     def answer(question: Any, c: StudyConfig) -> None:
-        model, agent = _loop_agent(spec, lm, table, c, TurnAlone)
+        model, agent = _loop_agent(spec, lm, table, c, TurnAlone, conversation=TurnChecked)
         result = run_question(question, c.name, agent, model=model, lm=spec.lm, max_steps=source.max_steps,
                               time_cap_s=source.time_cap_s)
         _append(spec, c, result)
@@ -249,13 +249,16 @@ def _run_multi_turn(spec: StudySpec, lm: Any) -> Answer:
     return answer
 
 
-def _loop_agent(spec: StudySpec, lm: Any, table: BudgetTable, c: StudyConfig, alone: Any) -> tuple[str, Any]:
+def _loop_agent(spec: StudySpec, lm: Any, table: BudgetTable, c: StudyConfig, alone: Any,
+                conversation: Any = None) -> tuple[str, Any]:
     """The model a loop row plans for, and what builds its agent for a catalog: the model alone's
     (``alone``, a class like :class:`~helmdeck_dspy.bench.e2e.arms.AloneAgent`) or the planner (its
     plan calls recorded under ``traces/<config>.jsonl``; its variant the budget row's unless the
     config names one); with ``loop = "chat"`` or ``"chat-checked"``, either in one conversation per
-    task (:class:`~helmdeck_dspy.planning.dialogue.ChatAgent`; ``chat-checked``: the planner checks
-    every turn, the first included, and makes no plan of its own)."""
+    task (``conversation``'s, by default :class:`~helmdeck_dspy.planning.dialogue.ChatAgent`; a
+    multi-turn study's planner: :class:`~helmdeck_dspy.bench.multi_turn.alone.TurnChecked`, the model
+    alone's conversation; ``chat-checked``: the planner checks every turn, the first included, and
+    makes no plan of its own)."""
     from helmdeck_dspy.planning.dialogue import ChatAgent
     from helmdeck_dspy.planning.planner import Planner
     from helmdeck_dspy.planning.request import sampling_for
@@ -270,6 +273,9 @@ def _loop_agent(spec: StudySpec, lm: Any, table: BudgetTable, c: StudyConfig, al
         planner = None if c.plain else Planner.for_model(
             model, lm=lm, catalog=catalog, budgets=budgets, record_path=str(traces),
             variant=c.variant if "variant" in c.model_fields_set else None, cache=False, **_planner_choices(spec, c))
+        if c.loop != "replan" and conversation is not None:  # the model alone's own conversation, the planner in it
+            return alone(lm, catalog, budget, sampling) if planner is None else conversation(
+                lm, catalog, budget, sampling, planner, planner_first=c.loop == "chat")
         if c.loop != "replan":  # one conversation per task, both arms in the one class (planning.dialogue)
             return ChatAgent(lm, catalog, budget, sampling, planner=planner, planner_first=c.loop == "chat")
         return alone(lm, catalog, budget, sampling) if planner is None else planner

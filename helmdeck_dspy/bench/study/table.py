@@ -69,6 +69,9 @@ class RunFacts(BaseModel):
     plan_calls: int
     tool_errors: int
     stopped_because: str
+    turns: int | None = Field(default=None, description="A multi-turn question's user turns.")
+    turns_passed: int | None = Field(default=None, description="Its leading turns the checker passes (None: not "
+                                     "recorded).")
 
 
 class RunFigures(BaseModel):
@@ -81,6 +84,10 @@ class RunFigures(BaseModel):
     tasks_with_errors: int
     recovered: int
     stopped: dict[str, int]
+    turns: int | None = Field(default=None, description="Multi-turn: the user turns of the questions (when every "
+                              "result says how many of its turns passed).")
+    turns_passed: int | None = Field(default=None, description="Multi-turn: leading turns passed, summed.")
+    first_turns_passed: int | None = Field(default=None, description="Multi-turn: questions whose first turn passed.")
 
 
 class Outcome(BaseModel):
@@ -227,6 +234,7 @@ def summarise_row(config: str, scope: str, outs: list[Outcome], base: dict[str, 
             plan_calls_per_task=round(sum(r.plan_calls for _, r in runs) / len(runs), 4),
             tool_errors=sum(r.tool_errors for _, r in runs), tasks_with_errors=len(erred),
             recovered=sum(o.exact for o in erred), stopped=dict(sorted(Counter(r.stopped_because for _, r in runs).items())),
+            **_turn_figures([r for _, r in runs]),
         )})
     scored = [o.plan_score for o in outs if o.plan_score is not None]
     if scored:
@@ -250,6 +258,14 @@ def summarise_row(config: str, scope: str, outs: list[Outcome], base: dict[str, 
     ratio = round(statistics.median(mine) / statistics.median(theirs), 2) if mine and statistics.median(theirs) else None
     return row.model_copy(update={"paired_n": len(pairs), "exact_diff": round(d, 4), "exact_diff_low": round(low, 4),
                                   "exact_diff_high": round(high, 4), "latency_ratio": ratio})
+
+
+def _turn_figures(runs: list[RunFacts]) -> dict[str, int]:
+    """How far multi-turn runs got (:class:`RunFigures`' turn fields), when every run says."""
+    if not runs or any(r.turns is None or r.turns_passed is None for r in runs):
+        return {}
+    return {"turns": sum(r.turns or 0 for r in runs), "turns_passed": sum(r.turns_passed or 0 for r in runs),
+            "first_turns_passed": sum(bool(r.turns_passed) for r in runs)}
 
 
 def _post_guards(config: StudyConfig) -> dict[str, Any] | None:
@@ -283,7 +299,8 @@ def multi_turn_outcomes(path: Path) -> dict[str, Outcome]:
     return {t: Outcome(task_id=t, category=r.category, exact=r.success, tool_right=None, strict=None,
                        latency_ms=r.seconds * 1000, calls=r.calls,
                        run=RunFacts(kind="multi_turn", split=r.split, plan_calls=r.plan_calls, tool_errors=r.tool_errors,
-                                    stopped_because=r.stopped_because))
+                                    stopped_because=r.stopped_because, turns=r.question_turns,
+                                    turns_passed=r.turns_passed))
             for t, r in load_results(path).items()}
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import json
 import sys
+import warnings
 
 import pytest
 
@@ -197,6 +198,49 @@ def test_the_model_alone_keeps_one_conversation_across_the_turns(questions):
     assert [len(t.answers) for t in result.turns] == [2, 2, 2, 2] and result.turns[1].answer_of_step == [0, 0]
 
 
+def test_turns_passed_counts_the_leading_turns_the_checker_passes(questions):
+    from helmdeck_dspy.bench.multi_turn.check import turns_passed
+
+    q = questions[1]
+    truth = [list(t) for t in q.ground_truth]
+    assert turns_passed(q, _run(q, truth)[0]) == 4
+    assert turns_passed(q, _run(q, [truth[0], ["cd(folder='workspace')", "mv(source='log.txt',destination='old')"],
+                                    *truth[2:]])[0]) == 1  # the second turn leaves another state: the later ones do not count
+    assert turns_passed(q, _run(q, [[], *truth[1:]])[0]) == 0
+    assert turns_passed(q, _run(q, truth[:2])[0]) == 2  # a run cut short: the turns it has
+
+
+def test_the_planner_in_the_model_alones_conversation_plans_first_and_checks_every_later_answer(questions, tmp_path):
+    """The same conversation as the model alone's; the planner's first plan shown as the assistant's answer."""
+    from helmdeck_dspy.bench.multi_turn.alone import TurnChecked
+    from helmdeck_dspy.bench.multi_turn.run import run_question
+    from helmdeck_dspy.planning.planner import Planner
+    from tests.planning.test_planner import replay_file
+
+    tail = [("tail", {"file_name": "log.txt", "lines": "20"})]  # a number as text: the planner's checks coerce it
+    answers = [_calls(*TURN_CALLS[0]), "[]", _calls(*TURN_CALLS[1]), "[]", _calls(*TURN_CALLS[2]), "[]", _calls(*tail), "[]"]
+    path = replay_file(tmp_path, *answers)
+    made = []
+
+    def agent(catalog):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            planner = Planner.for_model("local/qwen2.5-coder-1.5b-instruct", lm=f"replay:{path}", catalog=catalog,
+                                        use_filter=False, cache=False, answer_strategy="plain", recheck_top=0)
+        made.append(TurnChecked(planner.lm, catalog, planner.budget, {"temperature": 0.0}, planner))
+        return made[0]
+
+    result = run_question(questions[1], "planner", agent, model="m", lm="replay", max_steps=20, time_cap_s=60)
+    assert result.success and result.turns_passed == 4 and result.question_turns == 4
+    assert result.turns[3].steps[0].args == {"file_name": "log.txt", "lines": 20}
+    conversation = made[0].messages
+    assert [m["role"] for m in conversation] == ["user", "assistant"] * 8
+    assert conversation[0]["content"].startswith("Functions:") and json.loads(conversation[1]["content"]) == [
+        {"name": "ls", "arguments": {"a": True}}]  # the planner's plan, shown as the model's own answer
+    assert conversation[4]["content"].startswith("Question: Go to workspace directory")
+    assert made[0].turns[0] == {"planner": ["ls"], "failure": None} and "content" in made[0].turns[1]
+
+
 def test_a_turn_at_the_step_limit_force_terminates_the_question(questions):
     from helmdeck_dspy.bench.multi_turn.alone import TurnAlone
     from helmdeck_dspy.bench.multi_turn.run import run_question
@@ -210,44 +254,50 @@ def test_a_turn_at_the_step_limit_force_terminates_the_question(questions):
     assert result.stopped_because == "force_terminated" and len(result.turns) == 1
 
 
-def test_a_multi_turn_study_runs_both_arms_pairs_them_and_resumes(questions, tmp_path):
-    """A REPLAYED LM (both arms' answers scripted in one file); the classes and the checker are the package's."""
+def test_a_multi_turn_study_runs_its_arms_pairs_them_and_resumes(questions, tmp_path):
+    """A REPLAYED LM (every arm's answers scripted in one file); the classes and the checker are the package's."""
     from helmdeck_dspy.bench.study.flow import left, run_study
     from helmdeck_dspy.bench.study.spec import load_study_spec
     from tests.planning.test_planner import replay_file
 
     alone = [a for calls in TURN_CALLS for a in (_calls(*calls), "[]")]
     planner = [_calls(*calls) for calls in TURN_CALLS]  # one plan per turn (full_steps)
-    replay = replay_file(tmp_path, *alone, *planner)
+    conversation = alone[:3] + ["[]"] + alone[4:]  # the planner's first plan, then the conversation's answers
+    replay = replay_file(tmp_path, *alone, *planner, *conversation)
     spec_path = tmp_path / "study.toml"
     spec_path.write_text(SPEC.read_text().replace('lm = "local:qwen2.5-coder-1.5b"', f'lm = "replay:{replay}"')
                          .replace('split = "dev"', 'split = "dev"\nonly = ["multi_turn_base_1"]'), encoding="utf-8")
     spec = load_study_spec(spec_path)
-    assert left(spec) == ([], {"alone": 1, "planner": 1})
+    arms = ("alone", "planner", "planner-conversation")
+    assert left(spec) == ([], dict.fromkeys(arms, 1))
     report = run_study(spec)
-    assert report.made == {"alone": 1, "planner": 1}
-    for arm in ("alone", "planner"):
+    assert report.made == dict.fromkeys(arms, 1)
+    for arm in arms:
         (line,) = (tmp_path / f"{arm}.jsonl").read_text().splitlines()
         result = json.loads(line)
         assert result["success"] and result["package"] == f"bfcl-eval=={VERSION}" and result["data_sha256"] == FROZEN["dev"]
+        assert result["turns_passed"] == result["question_turns"] == 4
     rows = {(r.config, r.scope): r for r in report.rows}
-    assert set(rows) == {("alone", "all"), ("planner", "all")}
+    assert set(rows) == {(arm, "all") for arm in arms}
     assert rows["planner", "all"].exact.k == 1 and rows["planner", "all"].paired_n == 1
-    assert rows["planner", "all"].exact_diff == 0
+    assert rows["planner", "all"].exact_diff == 0 and rows["planner-conversation", "all"].runs.turns_passed == 4
     table = (tmp_path / "table.md").read_text()
     assert "BFCL multi-turn study" in table and "bfcl-eval==2026.3.23" in table and "done vs baseline" in table
-    assert run_study(spec).made == {"alone": 0, "planner": 0}  # resumed: nothing left
+    assert "| planner-conversation | 1 | 1 | 4 of 4 (100.0%) |" in table
+    assert run_study(spec).made == dict.fromkeys(arms, 0)  # resumed: nothing left
 
 
-def test_the_committed_spec_runs_the_dev_half_under_both_arms(questions):
+def test_the_committed_spec_runs_the_dev_half_under_its_arms(questions):
     from helmdeck_dspy.bench.study.flow import left
     from helmdeck_dspy.bench.study.spec import load_study_spec
 
     spec = load_study_spec(SPEC)
     assert spec.multi_turn is not None and spec.multi_turn.split == "dev" and spec.baseline == "alone"
-    assert {c.name: (c.plain, c.options) for c in spec.config} == {
-        "alone": (True, {}), "planner": (False, {"fill_placeholders": True, "recheck_top": 10})}
+    planner = (False, {"fill_placeholders": True, "recheck_top": 10})
+    assert {c.name: (c.plain, c.options, c.loop) for c in spec.config} == {
+        "alone": (True, {}, "replan"), "planner": (*planner, "replan"), "planner-conversation": (*planner, "chat")}
     compiles, todo = left(spec)  # the run is resumable: what is answered plus what is left is the whole dev half
     answered = {c.name: sum(1 for _ in spec.trace_path(c).open()) if spec.trace_path(c).exists() else 0
                 for c in spec.config}
-    assert compiles == [] and {name: todo[name] + answered[name] for name in todo} == {"alone": 100, "planner": 100}
+    assert compiles == [] and {name: todo[name] + answered[name] for name in todo} == {
+        "alone": 100, "planner": 100, "planner-conversation": 100}

@@ -55,9 +55,10 @@ class PlanContext:
     def grounding(self, intent: str) -> Grounding | None:
         """What a step's path arguments are grounded in for ``intent`` (None: not grounded)."""
         options = self.options
-        if not (options.fill_placeholders or options.ground_paths):
+        if not (options.fill_placeholders or options.ground_paths or options.hold_empty):
             return None
-        return Grounding(intent, placeholders=options.fill_placeholders, complete_tails=options.ground_paths)
+        return Grounding(intent, placeholders=options.fill_placeholders, complete_tails=options.ground_paths,
+                         hold_empty=options.hold_empty)
 
     @property
     def arg_schemas(self) -> dict[str, dict[str, object]] | None:

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 from helmdeck_dspy.decoding.call_list import parse_call_list
 from helmdeck_dspy.decoding.parsing import ParseResult, parse_completion
 from helmdeck_dspy.evaluation.metric import PlanScore, score_plan
-from helmdeck_dspy.planning.arguments import GROUND_PATHS_KEY, HOLD_EMPTY_KEY, PLACEHOLDERS_KEY, Grounding
+from helmdeck_dspy.planning.arguments import GROUND_PATHS_KEY, PLACEHOLDERS_KEY, Grounding
 from helmdeck_dspy.planning.decision import declined_by_threshold, declined_parse
 from helmdeck_dspy.planning.guards import MAP_NAMES_KEY, GuardedStep
 from helmdeck_dspy.planning.result import guard_plan
@@ -59,8 +59,8 @@ def recorded_reading(run: dict[str, Any] | None, intent: str | None = None) -> d
     path arguments grounded in the record's ``intent`` as its planner grounded them (``ground``) and
     its calls dropped when a decline threshold dropped them (``declined``)."""
     run = run or {}
-    placeholders, tails, held = (bool(run.get(k)) for k in (PLACEHOLDERS_KEY, GROUND_PATHS_KEY, HOLD_EMPTY_KEY))
-    ground = Grounding(intent, placeholders, tails, held) if intent is not None and (placeholders or tails or held) else None
+    placeholders, tails = bool(run.get(PLACEHOLDERS_KEY)), bool(run.get(GROUND_PATHS_KEY))
+    ground = Grounding(intent, placeholders, tails) if intent is not None and (placeholders or tails) else None
     return {"call_list": answers_in_call_list(run), "map_names": bool(run.get(MAP_NAMES_KEY)), "ground": ground,
             "declined": declined_by_threshold(run)}
 

@@ -21,12 +21,7 @@ radius``, ``enum unit``, ``type name``); the notes go on the guarded step.
 - with ``complete_tails`` (``PlannerOptions.ground_paths``), a path argument the request does not
   name is completed to the one path it names that ends with it: ``todo.md`` → ``files/todo.md``
   (``grounded path``). Only path arguments (:data:`PATH_KEYS`) are read, so a repository-relative
-  file list is never rewritten. A value the request gives no single completion for is left as it is;
-- with ``hold_empty`` (``PlannerOptions.hold_empty``), an empty text argument of a step that is not
-  the plan's first (``write_file`` with ``content: ""`` after the ``read_file`` whose text it was to
-  copy) becomes a stand-in for an earlier result (:data:`HELD`, ``held content``): the loop does not
-  send such a step, it plans again with the earlier steps' results in hand
-  (:func:`~helmdeck_dspy.planning.execution.needs_earlier`).
+  file list is never rewritten. A value the request gives no single completion for is left as it is.
 """
 
 from __future__ import annotations
@@ -41,14 +36,10 @@ PLACEHOLDERS_KEY = "fill_placeholders"
 (:func:`ground_args`): scoring the record again does the same."""
 GROUND_PATHS_KEY = "ground_paths"
 """``run`` key of a trace record whose planner completed path arguments from the request."""
-HOLD_EMPTY_KEY = "hold_empty"
-"""``run`` key of a trace record whose planner held later steps' empty text arguments."""
 PATH_KEYS = frozenset({"path", "paths", "source", "destination", "repo_path", "file_path", "directory"})
 """Argument names that hold a path on the file system (a list under one of them: each item)."""
 _PLACEHOLDER = re.compile(r"^/?(?:your/)?path/to/(?P<tail>[^\s]+)$", re.I)
 _PATH_TOKEN = re.compile(r"[\w./~-]+")
-HELD = "{{{{{key} from an earlier result}}}}"
-"""What an empty text argument of a later step becomes under ``hold_empty`` (``key``: its name)."""
 
 COERCE_ARGS_KEY = "coerce_args"
 """``run`` key of a trace record whose planner checked and coerced args against the tool schemas:
@@ -166,29 +157,22 @@ class Grounding:
         intent: The request.
         placeholders: Fill documentation placeholder paths.
         complete_tails: Complete a path the request does not name to the one it names that ends with it.
-        hold_empty: An empty text argument of a later step stands for an earlier result.
     """
 
     intent: str
     placeholders: bool = True
     complete_tails: bool = False
-    hold_empty: bool = False
 
     def named(self) -> set[str]:
         """The path-like words of the request (trailing punctuation off)."""
         return {t.rstrip(".,;:!?'\"") for t in _PATH_TOKEN.findall(self.intent)}
 
 
-def ground_args(args: dict[str, Any], grounding: Grounding, later: bool = False) -> tuple[dict[str, Any], list[str]]:
-    """``args`` with their path arguments grounded in the request (see the module docstring); ``later``:
-    the step is not the plan's first. Returns the arguments and a note per changed value (``filled
-    repo_path``, ``grounded path``, ``held content``)."""
+def ground_args(args: dict[str, Any], grounding: Grounding) -> tuple[dict[str, Any], list[str]]:
+    """``args`` with their path arguments grounded in the request (see the module docstring).
+    Returns the arguments and a note per changed value (``filled repo_path``, ``grounded path``)."""
     tokens = grounding.named()
     notes: list[str] = []
-    if later and grounding.hold_empty:
-        empty = [k for k, v in args.items() if isinstance(v, str) and not v.strip()]
-        args = {**args, **{k: HELD.format(key=k) for k in empty}}
-        notes += [f"held {k}" for k in empty]
 
     def one(candidates: set[str]) -> str | None:
         return next(iter(candidates)) if len(candidates) == 1 else None

@@ -20,7 +20,7 @@ from helmdeck_dspy.engines.lm_spec import trace_source
 from helmdeck_dspy.errors import ContextOverflowError, DeadlineExceeded, RecordWriteError
 from helmdeck_dspy.io.redaction import redact, scrub, secret_values
 from helmdeck_dspy.planning.again import ask_again
-from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY, GROUND_PATHS_KEY, HOLD_EMPTY_KEY, PLACEHOLDERS_KEY
+from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY, GROUND_PATHS_KEY, PLACEHOLDERS_KEY
 from helmdeck_dspy.planning.chains import PIPELINE_CHAINS_KEY
 from helmdeck_dspy.planning.context import PlanContext
 from helmdeck_dspy.planning.decision import DECISION_KEY
@@ -142,7 +142,6 @@ def recorded_run(ctx: PlanContext, spec: PromptSpec | None = None, rechecked: Pr
             **({MAP_NAMES_KEY: True} if options.checks.map_names else {}),
             **({PLACEHOLDERS_KEY: True} if options.fill_placeholders else {}),
             **({GROUND_PATHS_KEY: True} if options.ground_paths else {}),
-            **({HOLD_EMPTY_KEY: True} if options.hold_empty else {}),
             **({"recheck_top": options.recheck_top} if options.recheck_top else {}),
             **({"retry_errors": True} if options.retry_errors else {}),
             **({"constrained": stamp["wire"]} if "wire" in stamp else {}),

@@ -55,10 +55,9 @@ class PlanContext:
     def grounding(self, intent: str) -> Grounding | None:
         """What a step's path arguments are grounded in for ``intent`` (None: not grounded)."""
         options = self.options
-        if not (options.fill_placeholders or options.ground_paths or options.hold_empty):
+        if not (options.fill_placeholders or options.ground_paths):
             return None
-        return Grounding(intent, placeholders=options.fill_placeholders, complete_tails=options.ground_paths,
-                         hold_empty=options.hold_empty)
+        return Grounding(intent, placeholders=options.fill_placeholders, complete_tails=options.ground_paths)
 
     @property
     def arg_schemas(self) -> dict[str, dict[str, object]] | None:

@@ -105,7 +105,7 @@ def guard_steps(
             tool = step.tool.strip()
             args, notes = check_arguments(step.args, schemas.get(tool)) if schemas else (step.args, [])
             if ground is not None:
-                args, filled = ground_args(args, ground, later=i > 1)
+                args, filled = ground_args(args, ground)
                 notes = [*notes, *filled]
             out.append(GuardedStep(order=i, tool=tool, args=args, rationale=rationale, arg_notes=notes))
         else:

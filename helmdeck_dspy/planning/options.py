@@ -82,10 +82,6 @@ class PlannerOptions(BaseModel):
             names that ends with it (``todo.md`` → ``files/todo.md``; ``planning.arguments.ground_args``).
             On by default: chosen on the end-to-end dev half, two tasks more and none lost
             (experiments/e2e/ground-dev).
-        hold_empty: An empty text argument of a step after the plan's first (``write_file`` with
-            ``content: ""`` after a ``read_file``) stands for an earlier result: the loop runs the
-            steps before it and plans again with their results (``planning.arguments.ground_args``).
-            Issue 55's lever (item 2); off until a study chooses.
         retry_errors: A re-plan that answers no call right after a call failed is asked once more
             for at least one call (the ask names the failure; decoded under a schema of at least
             one call), so a tool error is answered by a repair rather than by stopping. On by
@@ -132,7 +128,6 @@ class PlannerOptions(BaseModel):
     recheck_top: int = Field(default=10, ge=0, json_schema_extra={"decided_by": ["experiments/e2e/qwen2.5-coder-1.5b"]})
     recheck_order: Literal["rank", "catalog"] = "rank"
     ground_paths: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/ground-dev"]})
-    hold_empty: bool = False
     retry_errors: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/retry-dev"]})
     must_call: bool = False
     probe_decision: bool = False

@@ -138,19 +138,3 @@ def test_asking_again_for_the_call_that_last_succeeded_ends_the_run():
     assert out.stopped_because == "repeated" and [s.tool for s in out.executed] == [SCRAPE] and len(out.plans) == 2
     out = run_loop(Scripted([read, write, read], [read]), "x", lambda s: StepOutcome(text="ok"))
     assert [s.tool for s in out.executed] == [SCRAPE, STORE, SCRAPE] and out.stopped_because == "repeated"
-
-
-def test_with_hold_empty_a_later_steps_empty_text_is_planned_again_with_the_earlier_result(tmp_path):
-    first = full((SCRAPE, {"url": "https://example.org"}), (STORE, {"key": "page", "value": ""}))
-    p = planner(tmp_path, SONNET, first, full((STORE, {"key": "page", "value": "the page"})), hold_empty=True)
-    sent = []
-    out = p.run_loop("Scrape example.org and store its text.", lambda s: sent.append((s.tool, s.args)) or "the page")
-    assert sent == [(SCRAPE, {"url": "https://example.org"}), (STORE, {"key": "page", "value": "the page"})]
-    assert out.plans[0].steps[1].args["value"] == "{{value from an earlier result}}"
-    assert out.plans[0].steps[1].arg_notes[-1] == "held value" and out.stopped_because == "done"
-    assert '-> "the page"' in requests(p)[1].messages[-1].text
-    sent.clear()
-    planner(tmp_path, SONNET, first).run_loop("Scrape and store.", lambda s: sent.append((s.tool, s.args)) or "ok")
-    assert sent[-1] == (STORE, {"key": "page", "value": ""})  # off (the default): sent as the model wrote it
-    alone = planner(tmp_path, SONNET, full((STORE, {"key": "page", "value": ""})), hold_empty=True)
-    assert alone.run_loop("Store an empty page.", lambda s: "ok").executed[0].args["value"] == ""  # a first step: sent

@@ -59,7 +59,7 @@ class AloneAgent:
 
     def answer(self) -> PlanResult:
         """Ask the conversation so far and decode the answer as a list of calls, sent as written."""
-        base = dict(prompt_variant_used="single_pick", model=self.budget.model, tier=self.budget.tier)
+        base = self._base()
         try:
             completion = ask_messages(self.lm, self.messages, max_tokens=self.budget.output_tokens,
                                       sampling=self.sampling)
@@ -84,5 +84,8 @@ class AloneAgent:
         """An answer's calls as the plan the loop runs: sent as written."""
         steps = [GuardedStep(order=i, tool=name, args=args) for i, (name, args) in enumerate(calls, 1)]
         return PlanResult(steps=steps, more_steps_likely=True, parse_outcome="repaired" if repaired else "strict",
-                          finish_reason=finish_reason, usage=usage, prompt_variant_used="single_pick",
-                          model=self.budget.model, tier=self.budget.tier)
+                          finish_reason=finish_reason, usage=usage, **self._base())
+
+    def _base(self) -> dict[str, Any]:
+        """What every result of this agent says about how it answered."""
+        return dict(prompt_variant_used="single_pick", model=self.budget.model, tier=self.budget.tier)

@@ -276,7 +276,7 @@ def _loop_agent(spec: StudySpec, lm: Any, table: BudgetTable, c: StudyConfig, al
         if c.loop != "replan" and conversation is not None:  # the model alone's own conversation, the planner in it
             return alone(lm, catalog, budget, sampling) if planner is None else conversation(
                 lm, catalog, budget, sampling, planner, planner_first=c.loop == "chat")
-        if c.loop != "replan":  # one conversation per task, both arms in the one class (planning.dialogue)
+        if c.loop != "replan":  # one conversation per task in the model's chat format (planning.dialogue)
             return ChatAgent(lm, catalog, budget, sampling, planner=planner, planner_first=c.loop == "chat")
         return alone(lm, catalog, budget, sampling) if planner is None else planner
 

@@ -89,6 +89,14 @@ class RunFigures(BaseModel):
     turns_passed: int | None = Field(default=None, description="Multi-turn: leading turns passed, summed.")
     first_turns_passed: int | None = Field(default=None, description="Multi-turn: questions whose first turn passed.")
 
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> Any:
+        out = handler(self)
+        if self.turns is None and isinstance(out, dict):  # not a multi-turn row: its table keeps its old fields
+            for key in ("turns", "turns_passed", "first_turns_passed"):
+                out.pop(key, None)
+        return out
+
 
 class Outcome(BaseModel):
     """One case answered under one config (an end-to-end task: ``exact`` is the task done)."""

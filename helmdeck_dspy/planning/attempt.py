@@ -143,7 +143,6 @@ def recorded_run(ctx: PlanContext, spec: PromptSpec | None = None, rechecked: Pr
             **({PLACEHOLDERS_KEY: True} if options.fill_placeholders else {}),
             **({GROUND_PATHS_KEY: True} if options.ground_paths else {}),
             **({"recheck_top": options.recheck_top} if options.recheck_top else {}),
-            **({"recheck_render": options.recheck_render} if options.recheck_render != "functions" else {}),
             **({"retry_errors": True} if options.retry_errors else {}),
             **({"constrained": stamp["wire"]} if "wire" in stamp else {}),
             **({"prompt": stamp} if stamp else {}),

@@ -78,10 +78,6 @@ class PlannerOptions(BaseModel):
             ``catalog`` (the whole list's, so the recheck prompt's entries are chunks of the first
             prompt a server that reuses chunks, llama-server's ``--cache-reuse``, need not evaluate
             again). Issue 54's lever; ``rank`` until a study chooses.
-        recheck_render: How the recheck shows its tools: ``functions`` (JSON functions, as the first
-            request does; the default) or ``signatures`` (one short line each,
-            :func:`~helmdeck_dspy.program.plain_prompt.plain_signatures`, so the recheck's cold
-            prompt is about a fifth as long). Issue 54's lever; ``functions`` until a study chooses.
         ground_paths: A path argument the request does not name is completed to the one path it
             names that ends with it (``todo.md`` → ``files/todo.md``; ``planning.arguments.ground_args``).
             On by default: chosen on the end-to-end dev half, two tasks more and none lost
@@ -131,7 +127,6 @@ class PlannerOptions(BaseModel):
     fill_placeholders: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/qwen2.5-coder-1.5b"]})
     recheck_top: int = Field(default=10, ge=0, json_schema_extra={"decided_by": ["experiments/e2e/qwen2.5-coder-1.5b"]})
     recheck_order: Literal["rank", "catalog"] = "rank"
-    recheck_render: Literal["functions", "signatures"] = "functions"
     ground_paths: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/ground-dev"]})
     retry_errors: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/retry-dev"]})
     must_call: bool = False

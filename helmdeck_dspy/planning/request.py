@@ -173,7 +173,7 @@ class RequestPlan:
     def recheck(self, first: ParseResult | None, prior_steps: list[ExecutedStep] | None) -> PromptSpec | None:
         """The narrowed ask after a declined first answer: the same request over the
         ``recheck_top`` tools the ranker gives for the request, in rank order (or the catalog's,
-        ``recheck_order``; shown as ``recheck_render`` says), where the strategy
+        ``recheck_order``), where the strategy
         rechecks, the catalog is longer than that and no step has run yet; else None."""
         from helmdeck_dspy.catalog.ranking import RANKERS
         from helmdeck_dspy.catalog.select import restrict_catalog
@@ -185,8 +185,7 @@ class RequestPlan:
         ranked = [r.id for r in RANKERS[ctx.options.ranker](ctx.catalog, self.intent, None)[:top]]
         if ctx.options.recheck_order == "catalog":
             ranked = [i for i in ctx.catalog.ids() if i in set(ranked)]
-        return ctx.strategy.recheck(self.first, restrict_catalog(ctx.catalog, ranked),
-                                    signatures=ctx.options.recheck_render == "signatures")
+        return ctx.strategy.recheck(self.first, restrict_catalog(ctx.catalog, ranked))
 
     def call_ask(self, content: str | None, retry: bool = False) -> PromptSpec:
         """The ask again for at least one call after a decline a threshold overrules

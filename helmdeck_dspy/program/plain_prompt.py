@@ -47,53 +47,6 @@ def plain_functions(catalog: RoutingGuide) -> str:
     return json.dumps(functions, ensure_ascii=False)
 
 
-SIGNATURE_SUMMARY_CHARS = 100
-"""A signature line keeps its tool description's first sentence, cut to about this many characters."""
-
-
-def plain_signatures(catalog: RoutingGuide) -> str:
-    """The catalog as one short line per function, ``name(arg: type, opt?: type): summary`` (entries in
-    catalog order): the same tools as :func:`plain_functions` in about a fifth of its tokens, with
-    no parameter descriptions. The recheck's compact rendering (``PlannerOptions.recheck_render``)."""
-    lines = [f"{p.name}({_fields(p.parameters or {})}): {_summary(p.description)}" for p in catalog.packs]
-    lines += [f"{p.id}(): {_summary(p.description or p.name)}" for p in catalog.pipelines]
-    return "\n".join(lines)
-
-
-def _fields(schema: dict[str, Any]) -> str:
-    """An object schema's properties as ``name: type`` (``name?`` when not required)."""
-    required = set(schema.get("required") or [])
-    props = schema.get("properties") or {}
-    return ", ".join(f"{name}{'' if name in required else '?'}: {_type_text(sub)}" for name, sub in props.items())
-
-
-def _type_text(schema: Any) -> str:
-    """A JSON schema as a short type: ``string``, ``[string]``, ``{a: string, b?: integer}``, ``"x"|"y"``."""
-    if not isinstance(schema, dict):
-        return "any"
-    if schema.get("enum"):
-        return "|".join(json.dumps(v, ensure_ascii=False) for v in schema["enum"])
-    kind = schema.get("type")
-    if kind == "array":
-        return f"[{_type_text(schema.get('items'))}]"
-    if kind == "object" and schema.get("properties"):
-        return "{" + _fields(schema) + "}"
-    if isinstance(kind, list):
-        return "|".join(str(k) for k in kind)
-    return str(kind or "any")
-
-
-def _summary(text: str | None) -> str:
-    """A description's first sentence, whitespace folded, cut at a word near :data:`SIGNATURE_SUMMARY_CHARS`."""
-    flat = " ".join((text or "").split())
-    end = flat.find(". ")
-    if end > 0:
-        flat = flat[:end + 1]
-    if len(flat) <= SIGNATURE_SUMMARY_CHARS:
-        return flat
-    return flat[:SIGNATURE_SUMMARY_CHARS].rsplit(" ", 1)[0] + "…"
-
-
 def plain_request(functions: str, intent: str, context: str | None = None, prior: list[Any] | None = None) -> str:
     """The one user message: functions, question (then any context and calls already made), the ask."""
     parts = [f"Functions:\n{functions}", f"Question: {intent.strip()}"]

@@ -182,29 +182,6 @@ def test_a_recheck_in_catalog_order_keeps_the_whole_lists_order(tmp_path):
     assert shown[1] == [n for n in shown[0] if n in shown[1]]  # the whole list's order, not the ranker's
 
 
-def test_a_recheck_in_signatures_shows_each_ranked_tool_as_one_short_line(tmp_path):
-    tools = [*_many_tools(10), {"name": "move_file", "description": "Move a file. Fails if the target exists.",
-                                "inputSchema": {"type": "object", "required": ["source"], "properties": {
-                                    "source": {"type": "string", "description": "where from"},
-                                    "mode": {"enum": ["copy", "move"]},
-                                    "edits": {"type": "array", "items": {"type": "object", "required": ["old"],
-                                              "properties": {"old": {"type": "string"}, "new": {"type": "string"}}}}}}},
-             *TOOLS]
-    with FaultServer([ok("[]"), ok("[]")]) as server:
-        lm = make_lm("llamacpp/m", api_base=server.url, cache=False, num_retries=0)
-        planner = Planner.for_model(MODEL, lm=lm, catalog=read_tools_catalog(tools), history=None, use_filter=False,
-                                    cache=False, answer_strategy="plain", recheck_top=3, recheck_render="signatures")
-        planner.plan("move the weather file to Oslo")
-        bodies = [r.body for r in server.requests]
-    first, again = (b["messages"][0]["content"].split("\n\nQuestion:")[0].removeprefix("Functions:\n") for b in bodies)
-    assert len(json.loads(first)) == len(tools)  # the first request keeps the JSON functions
-    lines = again.splitlines()
-    assert len(lines) == 3 and "get_weather(city: string, days?: integer): Current weather for a city." in lines
-    assert ('move_file(source: string, mode?: "copy"|"move", edits?: [{old: string, new?: string}]): Move a file.'
-            in lines)  # first sentence only, no parameter descriptions
-    assert len(again) < len(json.dumps([t for t in tools if t["name"] in again])) / 2
-
-
 @pytest.mark.parametrize(("retry", "last_failed", "asked"), [
     (True, True, 2),  # declined right after a failure: asked once more for a call, the ask naming it
     (False, True, 1),  # off: the decline stands and the loop ends

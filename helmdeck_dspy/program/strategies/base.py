@@ -116,9 +116,8 @@ class AnswerStrategy:
         with ``retry``, the ask after a decline that came right after a failed call (it names the failure)."""
         raise NotImplementedError
 
-    def recheck(self, spec: PromptSpec, shown: RoutingGuide, signatures: bool = False) -> PromptSpec:
-        """The ask again after a declined first answer, over ``shown`` (the top-ranked tools; with
-        ``signatures``, one short line each instead of the first request's rendering)."""
+    def recheck(self, spec: PromptSpec, shown: RoutingGuide) -> PromptSpec:
+        """The ask again after a declined first answer, over ``shown`` (the top-ranked tools)."""
         raise NotImplementedError
 
     @staticmethod

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from helmdeck_dspy.catalog.select import restrict_catalog
 from helmdeck_dspy.program.answer_schema import call_list_schema
-from helmdeck_dspy.program.plain_prompt import CALL_ASK, RETRY_ASK, plain_functions, plain_request, plain_signatures
+from helmdeck_dspy.program.plain_prompt import CALL_ASK, RETRY_ASK, plain_functions, plain_request
 from helmdeck_dspy.program.spec import PromptSpec
 from helmdeck_dspy.program.strategies.base import AnswerStrategy, SpecInputs
 from helmdeck_dspy.program.strategies.plan_object import prior_json
@@ -75,5 +75,5 @@ class Plain(AnswerStrategy):
                  retry: bool = False) -> PromptSpec:
         return self.again(spec, content, RETRY_ASK if retry else CALL_ASK, call_list_schema(shown, minimum=1), endpoint)
 
-    def recheck(self, spec: PromptSpec, shown: RoutingGuide, signatures: bool = False) -> PromptSpec:
-        return spec.model_copy(update={"catalog": plain_signatures(shown) if signatures else plain_functions(shown)})
+    def recheck(self, spec: PromptSpec, shown: RoutingGuide) -> PromptSpec:
+        return spec.model_copy(update={"catalog": plain_functions(shown)})

@@ -340,7 +340,7 @@ def load_study_spec(path: str | Path) -> StudySpec:
             raise StudySpecError(str(path), f"config {c.name}: split picks a half of the end-to-end tasks ([e2e]) "
                                  "or of the multi-turn questions ([multi_turn])")
         if c.loop != "replan" and (not spec.loops or c.framework is not None):
-            raise StudySpecError(str(path), f"config {c.name}: loop = \"{c.loop}\" is for [e2e], [multi_turn] rows")
+            raise StudySpecError(str(path), f"config {c.name}: loop = \"{c.loop}\" is for [e2e] or [multi_turn], no framework")
         plain_reread = source.plain and _model_alone_request(c.strategy)  # the model alone's answers, as the strategy reads them
         if c.answers_from is not None and (source is c or source.answers_from or (source.plain and not plain_reread)):
             raise StudySpecError(str(path), f"config {c.name}: answers_from {c.answers_from!r} is not a planner config "

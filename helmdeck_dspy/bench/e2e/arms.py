@@ -69,7 +69,8 @@ class AloneAgent:
         content = completion.content or ""
         self.messages.append({"role": "assistant", "content": content})
         self.turns.append({"content": content, "finish_reason": completion.finish_reason,
-                           "prompt_tokens": completion.prompt_tokens, "latency_ms": round(completion.latency_ms)})
+                           "prompt_tokens": completion.prompt_tokens, "latency_ms": round(completion.latency_ms),
+                           **({"answer_cut": True} if completion.answer_cut else {})})
         usage = {"prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens,
                  "latency_ms": round(completion.latency_ms)}
         if completion.finish_reason == "length":

@@ -16,11 +16,23 @@ plainly text: :data:`TEXT_HEAD_CHARS` characters with no call opened (no ``<tool
 Only a value of the expected kind ends the answer: with ``list`` expected, an object written first
 (``{"name": ...}`` without brackets) or a bracket inside prose that closes on an object is skipped
 and the scan goes on; brackets inside JSON strings never count.
+
+A list can also run away without closing: a small model writes the same call again and again (with
+a result it invents each time, counting ids up) until the output cap cuts it. Such an answer is
+already lost when the cap cuts it (a cut list is never run), so it is stopped as soon as the
+runaway is certain: the :data:`REPEAT_STOP`-th writing of one call in the list (the same name and
+arguments; any other keys, such as an invented result, ignored) ends the scan with
+:attr:`AnswerEnd.runaway` set, and the caller reports the answer as cut (``length``), only sooner
+(what that changes over the recorded answers: ``docs/results/runaway.md``).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Literal
+
+REPEAT_STOP = 3
+"""The writing of one call (the third) that makes a list answer a runaway."""
 
 AnswerKind = Literal["list", "object", "turn"]
 _OPEN = {"[": "list", "{": "object"}
@@ -44,12 +56,19 @@ class AnswerEnd:
         self._escaped = False
         self._top: str | None = None  # the kind of the top-level value being read
         self.end: int | None = None  # one past the closing bracket, once found
+        self.runaway = False  # the scan ended on a repeated call, not on the value's close
+        self._element: list[str] = []  # the text of the list element being read, piece by piece
+        self._element_from: int | None = None  # where that element starts in the current piece
+        self._calls: dict[str, int] = {}  # each call seen in the list, and how often
 
     def feed(self, piece: str) -> int | None:
         """Read the next piece; return the end of the answer (an index into everything fed so far,
-        one past the closing bracket) once the expected value has closed, else None."""
+        one past the closing bracket) once the expected value has closed, else None. With
+        :attr:`runaway` set, the end is one past the element that repeated a call too often."""
         if self.end is not None:
             return self.end
+        if self._element_from is not None:
+            self._element_from = 0
         for i, ch in enumerate(piece):
             if self._in_string:
                 if self._escaped:
@@ -65,6 +84,8 @@ class AnswerEnd:
             elif ch in _OPEN:
                 if self._depth == 0:
                     self._top = _OPEN[ch]
+                elif self._depth == 1 and self._top == "list" == self.kind:
+                    self._element, self._element_from = [], i
                 self._depth += 1
             elif ch in _CLOSE and self._depth:
                 self._depth -= 1
@@ -72,8 +93,36 @@ class AnswerEnd:
                     self.end = self.seen + i + 1
                     self.seen += len(piece)
                     return self.end
+                if self._depth == 1 and self._element_from is not None:
+                    self._element.append(piece[self._element_from:i + 1])
+                    self._element_from = None
+                    if self._repeats("".join(self._element)):
+                        self.runaway = True
+                        self.end = self.seen + i + 1
+                        self.seen += len(piece)
+                        return self.end
+        if self._element_from is not None:
+            self._element.append(piece[self._element_from:])
         self.seen += len(piece)
         return None
+
+    def _repeats(self, element: str) -> bool:
+        """Count a finished list element; True once its call has appeared :data:`REPEAT_STOP` times."""
+        key = _call_key(element)
+        self._calls[key] = self._calls.get(key, 0) + 1
+        return self._calls[key] >= REPEAT_STOP
+
+
+def _call_key(element: str) -> str:
+    """What makes two list elements the same call: the name and arguments of a call object (other
+    keys ignored), else the element's JSON, else its text with runs of whitespace collapsed."""
+    try:
+        value = json.loads(element)
+    except ValueError:
+        return " ".join(element.split())
+    if isinstance(value, dict) and "name" in value:
+        value = [value.get("name"), value.get("arguments", value.get("args"))]
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
 TEXT_HEAD_CHARS = 160

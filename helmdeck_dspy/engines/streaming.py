@@ -12,7 +12,9 @@ and reads it as it arrives:
   stream is closed as soon as that value closes (:class:`~helmdeck_dspy.decoding.answer_end.AnswerEnd`;
   a conversation turn once it is plainly text, :class:`~helmdeck_dspy.decoding.answer_end.TurnEnd`);
   the response is the text up to there, finish_reason ``stop``, marked
-  ``program.calls.ANSWER_CUT_KEY`` in its provider data (``answer_cut`` in a trace record);
+  ``program.calls.ANSWER_CUT_KEY`` in its provider data (``answer_cut`` in a trace record); a list
+  that runs away by repeating one call is closed at the repeat that makes it certain, finish_reason
+  ``length`` (cut, as the cap would have cut it) with the same mark;
 - **cancellation**: when the caller's :class:`~helmdeck_dspy.engines.call_control.CallControl` is
   cancelled (the attempt deadline, :mod:`helmdeck_dspy.planning.resilience.deadline`), the stream
   is closed at the next piece that
@@ -221,7 +223,8 @@ class StreamingEngine:
                 stop = end.feed(delta.text)
                 if stop is not None:
                     content = "".join(text)[:stop]
-                    cut = make_response(request.model, content, finish_reason="stop", extra={ANSWER_CUT_KEY: True})
+                    finish = "length" if getattr(end, "runaway", False) else "stop"
+                    cut = make_response(request.model, content, finish_reason=finish, extra={ANSWER_CUT_KEY: True})
                     return self._with_usage(cut, request, pieces, prompt_tokens)
             return self._with_usage(accumulator.response(), request, pieces, prompt_tokens)
         finally:

@@ -98,10 +98,13 @@ class GroupAgg:
         if o.latency_ms is not None:
             self.latency.add(o.latency_ms)
         cut = o.cause == "length_truncated"
-        # A cut-off far below the cap was not the cap's doing (the context ran out, or a provider limit).
+        # A cut-off far below the cap was not the cap's doing (the context ran out, or a provider
+        # limit), nor was a runaway the client stopped (which says nothing of the prompt's size either).
+        early = cut and o.stopped_early
         cap = o.max_tokens or 0
-        below = cut and o.completion_tokens is not None and cap != 0 and o.completion_tokens < BELOW_CAP * cap
-        self.length_below_cap += below
+        below = (cut and not early and o.completion_tokens is not None and cap != 0
+                 and o.completion_tokens < BELOW_CAP * cap)
+        self.length_below_cap += below or early
         if o.prompt_tokens is not None:
             self.prompt_tokens.add(o.prompt_tokens)
             bucket = self.length_by_prompt.setdefault(o.prompt_tokens // PROMPT_BUCKET_TOKENS, [0, 0, 0])

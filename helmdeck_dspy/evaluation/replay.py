@@ -82,6 +82,7 @@ class RecordOutcome:
     exact: bool = False
     request: int | None = None  # the planning request the record answered (see request_key)
     mode: str = "text"  # how the request asked for the plan: "text" (JSON text) or "native" (tools offered)
+    stopped_early: bool = False  # a runaway list the client stopped before the cap (answer_cut with length)
 
 
 class _Shared(TypedDict):
@@ -100,6 +101,7 @@ class _Shared(TypedDict):
     latency_ms: float | None
     max_tokens: int | None
     mode: str
+    stopped_early: bool
 
 
 def record_group(rec: TraceRecord, ctx: ReplayContext) -> tuple[str, str, str, str]:
@@ -153,6 +155,7 @@ def replay_record(rec: TraceRecord, ctx: ReplayContext) -> RecordOutcome:
         finish_raw=rec.finish_reason, completion_tokens=rec.completion_tokens, prompt_tokens=rec.prompt_tokens,
         latency_ms=None if rec.cache_hit else rec.latency_ms,  # a cached answer's latency is not the model's
         max_tokens=rec.max_tokens, mode=request_mode(rec),
+        stopped_early=bool(rec.answer_cut) and normalize_finish_reason(rec.finish_reason) == "length",
     )
     http_cause = cause_for_http(rec.http_status, rec.error)
     if http_cause is not None:

@@ -42,7 +42,7 @@ class Completion:
     tool_calls: list[ToolCall] = field(default_factory=list)
     refusal: str | None = None
     native_tools: bool = False  # the request offered the catalog as native tools
-    answer_cut: bool = False  # the stream was stopped where the answer's JSON closed
+    answer_cut: bool = False  # the stream was stopped where the answer's JSON closed (with length: a runaway stopped)
 
 
 _LOGS: ContextVar[tuple[list[Completion], ...]] = ContextVar("helmdeck_completion_logs", default=())

@@ -63,7 +63,8 @@ class TraceRecord(BaseModel):
         native_tools: The request offered the catalog as native tools (function calling).
         refusal: A refusal the provider sent apart from the content (OpenAI's ``refusal``).
         answer_cut: The client stopped the stream where the answer's JSON closed (the content is
-            the answer up to there; ``engines.streaming``).
+            the answer up to there; ``engines.streaming``); with finish_reason ``length``, where a
+            list answer ran away by repeating one call (cut before the cap, as the cap would have).
     """
 
     model_config = ConfigDict(extra="allow")

@@ -163,3 +163,15 @@ def test_no_stream_opens_once_its_attempt_is_cancelled():
             _engine_for(server, n_ctx=None).complete(_request("weather in Oslo?", 100))
         assert server.requests == []
     assert control.closed.is_set()
+
+
+def test_a_list_that_repeats_one_call_is_stopped_as_cut_at_its_third_writing_and_the_server_stops():
+    order = '{"name": "get_weather", "arguments": {"city": "Oslo"}, "result": "%d degrees"}'
+    answer = "[" + ", ".join(order % i for i in range(60))
+    with FaultServer([Reply(content=answer, interval_s=0.002)]) as server:
+        completion = ask_messages(_lm(server), [{"role": "user", "content": "weather?"}], max_tokens=1500)
+        (sent,) = server.requests
+        assert sent.ended.wait(5)
+    assert completion.content == "[" + ", ".join(order % i for i in range(3))
+    assert completion.finish_reason == "length" and completion.answer_cut  # cut, as the cap would have, only sooner
+    assert sent.client_closed and sent.pieces_sent < len(answer) // STREAM_PIECE // 4

@@ -173,3 +173,16 @@ def test_a_byte_order_mark_on_the_first_line_is_accepted_by_every_reader(tmp_pat
     for workers in (1, 2):
         report = evaluate([path], workers=workers, progress=False)
         assert report.n_records == 2 and report.n_skipped == 0
+
+
+def test_a_runaway_the_client_stopped_is_no_cap_or_prompt_size_evidence(tmp_path):
+    base = {"model": "m/x", "prompt_variant": "plain", "tier": "C", "max_tokens": 1500, "prompt_tokens": 900}
+    cut = [{**base, "content": "[" + PLAN[:30], "finish_reason": "length", "completion_tokens": 1500}] * 2
+    stopped = [{**base, "content": "[" + PLAN[:30], "finish_reason": "length", "completion_tokens": 200,
+                "answer_cut": True}] * 3
+    r = evaluate([write(tmp_path, cut + stopped)], progress=False)
+    (g,) = r.groups
+    assert g.failure_cause_counts == {"length_truncated": 5}
+    assert g.length_below_cap == 3  # not the cap's doing: the cap rule sees 2 cut-offs
+    (bucket,) = g.length_by_prompt_tokens
+    assert (bucket["length"], bucket["length_below_cap"]) == (5, 0)  # nor a prompt crowding the answer

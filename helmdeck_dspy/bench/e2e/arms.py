@@ -15,6 +15,7 @@ unchanged), servers, sandboxes and approval policy.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from helmdeck_dspy.bench.bfcl.baseline import ask_messages
@@ -27,6 +28,12 @@ from helmdeck_dspy.program.plain_prompt import plain_functions, plain_request, r
 from helmdeck_dspy.signatures.types import ExecutedStep
 
 
+def bare_calls(calls: list[tuple[str, dict[str, Any]]]) -> str:
+    """Calls as one line of JSON, ``[{"name": ..., "arguments": {...}}]``: the form in which a
+    conversation shows the planner's own plan as the assistant's answer."""
+    return json.dumps([{"name": name, "arguments": args} for name, args in calls], ensure_ascii=False)
+
+
 class AloneAgent:
     """The model alone, one conversation per task (make a new one for each task).
 
@@ -35,12 +42,15 @@ class AloneAgent:
         catalog: The tools it is shown, in full.
         budget: The model's budget row (its output cap; model and tier for the results).
         sampling: Temperature and seed sent with every call (the planner's).
+        bare: Keep each answer in the conversation as its calls in one-line JSON (:func:`bare_calls`)
+            rather than as written (a multi-turn row's ``loop = "chat-bare"``).
     """
 
     variant = "single_pick"  # run_loop asks again after every batch of calls, until it answers []
 
-    def __init__(self, lm: Any, catalog: RoutingGuide, budget: Any, sampling: dict[str, Any]) -> None:
+    def __init__(self, lm: Any, catalog: RoutingGuide, budget: Any, sampling: dict[str, Any], *, bare: bool = False) -> None:
         self.lm = lm
+        self.bare = bare
         self.functions = plain_functions(catalog)
         self.budget = budget
         self.sampling = sampling
@@ -69,7 +79,8 @@ class AloneAgent:
         content = completion.content or ""
         self.messages.append({"role": "assistant", "content": content})
         self.turns.append({"content": content, "finish_reason": completion.finish_reason,
-                           "prompt_tokens": completion.prompt_tokens, "latency_ms": round(completion.latency_ms)})
+                           "prompt_tokens": completion.prompt_tokens, "latency_ms": round(completion.latency_ms),
+                           **({"answer_cut": True} if completion.answer_cut else {})})
         usage = {"prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens,
                  "latency_ms": round(completion.latency_ms)}
         if completion.finish_reason == "length":
@@ -77,6 +88,8 @@ class AloneAgent:
         calls, outcome = decode_calls(split_reasoning(content).visible.strip())
         if calls is None:
             return PlanResult(failure_cause="no_json", finish_reason=completion.finish_reason, usage=usage, **base)
+        if self.bare:
+            self.messages[-1]["content"] = bare_calls(calls)
         return self.calls_result(calls, outcome == "repaired", completion.finish_reason, usage)
 
     def calls_result(self, calls: list[tuple[str, dict[str, Any]]], repaired: bool, finish_reason: str | None,

@@ -14,14 +14,17 @@ first message verbatim), shown to the model as the assistant's list of those cal
 answer is the model's, its calls through the planner's checks before they run
 (:func:`~helmdeck_dspy.planning.dialogue.checked_turn`). With ``planner_first`` off
 (``loop = "chat-checked"``) the first answer is the model's too, checked like the rest.
+
+With ``loop = "chat-bare"`` either arm keeps every answer of the model's in the conversation as its
+calls in one-line JSON, the form in which the planner's first answer is shown (an ablation: is the
+planner's gain the form of that first answer?).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from helmdeck_dspy.bench.e2e.arms import AloneAgent
+from helmdeck_dspy.bench.e2e.arms import AloneAgent, bare_calls
 from helmdeck_dspy.catalog.models import RoutingGuide
 from helmdeck_dspy.planning.result import PlanResult
 from helmdeck_dspy.program.plain_prompt import ASK, plain_request, results_message
@@ -64,8 +67,8 @@ class TurnChecked(TurnAlone):
     """
 
     def __init__(self, lm: Any, catalog: RoutingGuide, budget: Any, sampling: dict[str, Any], planner: Any,
-                 planner_first: bool = True) -> None:
-        super().__init__(lm, catalog, budget, sampling)
+                 planner_first: bool = True, *, bare: bool = False) -> None:
+        super().__init__(lm, catalog, budget, sampling, bare=bare)
         self.planner = planner
         self.planner_first = planner_first
         self.intent = ""
@@ -75,9 +78,8 @@ class TurnChecked(TurnAlone):
         if self.messages or not self.planner_first:
             return super().plan(intent, context, prior_steps)
         first = self.planner.plan(intent, context=context)
-        shown = [{"name": s.tool, "arguments": s.args} for s in first.steps]
         self.messages += [{"role": "user", "content": plain_request(self.functions, intent, context)},
-                          {"role": "assistant", "content": json.dumps(shown, ensure_ascii=False)}]
+                          {"role": "assistant", "content": bare_calls([(s.tool, s.args) for s in first.steps])}]
         self.turns.append({"planner": [s.tool for s in first.steps], "failure": first.failure_cause})
         return first.model_copy(update={"more_steps_likely": True, "prompt_variant_used": self.variant})
 

@@ -102,24 +102,50 @@ def turn_lines(rows: list[StudyRow]) -> list[str]:
     return lines
 
 
-def plan_call_lines(folder: Path) -> list[str]:
-    """An end-to-end study's plan calls, per trace file under ``folder/traces``: how many there were,
-    how many ended at the attempt deadline or ran to their output cap, how many answers were stopped
-    where their JSON closed, and the finished answers' median length (issue 54: no run may end by a
-    deadline because an answer ran on)."""
-    files = sorted((folder / "traces").glob("*.jsonl"))
-    if not files:
+def answers_in(value: Any) -> list[dict[str, Any]]:
+    """Every object in ``value`` (a result line, a trace record) that holds a model answer: its
+    ``content`` and ``finish_reason``."""
+    if isinstance(value, list):
+        return [a for item in value for a in answers_in(item)]
+    if not isinstance(value, dict):
         return []
-    lines = ["", "| plan traces | plan calls | ended at the deadline | ran to the cap | stopped where the answer closed | "
-             "finished answer tokens (p50) |", "|---|---|---|---|---|---|"]
+    own = [value] if isinstance(value.get("content"), str) and "finish_reason" in value else []
+    return own + [a for item in value.values() for a in answers_in(item)]
+
+
+def _ends(answers: list[dict[str, Any]]) -> str:
+    """How answers ended, as table cells: ran to the cap; stopped as a runaway (a list that wrote one
+    call a third time: cut, as the cap would have, sooner); stopped where the answer closed."""
+    length = [a for a in answers if a.get("finish_reason") == "length"]
+    runaway = sum(1 for a in length if a.get("answer_cut"))
+    closed = sum(1 for a in answers if a.get("answer_cut") and a.get("finish_reason") != "length")
+    return f"{len(length) - runaway} | {runaway} | {closed}"
+
+
+def plan_call_lines(spec: StudySpec) -> list[str]:
+    """A looped study's answers: each row's, from its result lines (every turn's answer the results
+    kept), and the plan calls of each trace file under ``traces/``: how many ended at the attempt
+    deadline, ran to their output cap, were stopped as runaways or where their JSON closed, and the
+    finished answers' median length (issue 54: no run may end by a deadline because an answer ran on)."""
+    ends = "ran to the cap | stopped as a runaway | stopped where the answer closed"
+    lines: list[str] = []
+    for path in dict.fromkeys(spec.trace_path(c) for c in spec.config):
+        answers = ([a for _, line in iter_jsonl(path, on_error="skip") for a in answers_in(line.get("turns"))]
+                   if path.is_file() else [])
+        if answers:  # a planner row keeps its plan calls in traces/, below
+            lines.append(f"| {path.name} | {len(answers)} | {_ends(answers)} |")
+    if lines:
+        lines[:0] = ["", f"| results | answers kept | {ends} |", "|---|---|---|---|---|"]
+    files = sorted((spec.folder / "traces").glob("*.jsonl"))
+    if files:
+        lines += ["", f"| plan traces | plan calls | ended at the deadline | {ends} | finished answer tokens (p50) |",
+                  "|---|---|---|---|---|---|---|"]
     for path in files:
         records = [r for _, r in iter_jsonl(path, on_error="skip") if r.get("call", "plan") == "plan"]
         finished = [int(r["completion_tokens"]) for r in records
                     if r.get("finish_reason") == "stop" and isinstance(r.get("completion_tokens"), int)]
         deadlines = sum(1 for r in records if "DeadlineExceeded" in str(r.get("error") or ""))
-        capped = sum(1 for r in records if r.get("finish_reason") == "length")
-        cut = sum(1 for r in records if r.get("answer_cut"))
-        lines.append(f"| {path.name} | {len(records)} | {deadlines} | {capped} | {cut} | "
+        lines.append(f"| {path.name} | {len(records)} | {deadlines} | {_ends(records)} | "
                      f"{_num(median_of([float(x) for x in finished]))} |")
     return lines
 
@@ -187,7 +213,7 @@ def render_markdown(spec: StudySpec, rows: list[StudyRow]) -> str:
         *rows_lines(spec, rows),
         *calls_lines(rows),
         *turn_lines(rows),
-        *(plan_call_lines(spec.folder) if spec.loops else []),
+        *(plan_call_lines(spec) if spec.loops else []),
         *compile_lines(spec),
         "",
     ]

@@ -258,7 +258,8 @@ def _loop_agent(spec: StudySpec, lm: Any, table: BudgetTable, c: StudyConfig, al
     task (``conversation``'s, by default :class:`~helmdeck_dspy.planning.dialogue.ChatAgent`; a
     multi-turn study's planner: :class:`~helmdeck_dspy.bench.multi_turn.alone.TurnChecked`, the model
     alone's conversation; ``chat-checked``: the planner checks every turn, the first included, and
-    makes no plan of its own)."""
+    makes no plan of its own; ``chat-bare``, multi-turn only: as ``chat``, every answer kept in the
+    conversation as its calls in one-line JSON)."""
     from helmdeck_dspy.planning.dialogue import ChatAgent
     from helmdeck_dspy.planning.planner import Planner
     from helmdeck_dspy.planning.request import sampling_for
@@ -273,9 +274,10 @@ def _loop_agent(spec: StudySpec, lm: Any, table: BudgetTable, c: StudyConfig, al
         planner = None if c.plain else Planner.for_model(
             model, lm=lm, catalog=catalog, budgets=budgets, record_path=str(traces),
             variant=c.variant if "variant" in c.model_fields_set else None, cache=False, **_planner_choices(spec, c))
+        bare = c.loop == "chat-bare"
         if c.loop != "replan" and conversation is not None:  # the model alone's own conversation, the planner in it
-            return alone(lm, catalog, budget, sampling) if planner is None else conversation(
-                lm, catalog, budget, sampling, planner, planner_first=c.loop == "chat")
+            return alone(lm, catalog, budget, sampling, bare=bare) if planner is None else conversation(
+                lm, catalog, budget, sampling, planner, planner_first=c.loop != "chat-checked", bare=bare)
         if c.loop != "replan":  # one conversation per task in the model's chat format (planning.dialogue)
             return ChatAgent(lm, catalog, budget, sampling, planner=planner, planner_first=c.loop == "chat")
         return alone(lm, catalog, budget, sampling) if planner is None else planner

@@ -151,6 +151,24 @@ def test_the_table_pairs_the_rows_by_task(tmp_path):
     assert rows["alone", "all"].strict.n == 0 and rows["alone", "all"].latency_p50_s == 2.0
 
 
+def test_the_table_counts_how_each_rows_answers_and_plan_calls_ended(tmp_path):
+    from helmdeck_dspy.bench.study.report import plan_call_lines
+
+    spec = _study(tmp_path)
+    ends = [("length", None), ("length", True), ("stop", True), ("stop", None)]
+    _write(tmp_path / "alone.jsonl", [{**_result("a", False), "turns": [
+        {"content": "[", "finish_reason": f, **({"answer_cut": c} if c else {})} for f, c in ends]}])
+    (tmp_path / "traces").mkdir()
+    _write(tmp_path / "traces" / "planner.jsonl", [
+        {"call": "plan", "content": "[]", "finish_reason": "stop", "completion_tokens": 3, "answer_cut": True},
+        {"call": "plan", "content": "[", "finish_reason": "length", "completion_tokens": 90, "answer_cut": True},
+        {"call": "plan", "content": None, "finish_reason": None, "error": "DeadlineExceeded: 120 s"}])
+    lines = plan_call_lines(spec)
+    assert "| alone.jsonl | 4 | 1 | 1 | 1 |" in lines  # the planner row keeps no answers in its results
+    assert not any(line.startswith("| planner.jsonl | 0") for line in lines)
+    assert "| planner.jsonl | 3 | 1 | 0 | 1 | 1 | 3 |" in lines
+
+
 def test_an_end_to_end_study_runs_each_row_on_the_real_servers_and_resumes(tmp_path):
     """SIMULATED LM (the fitted 0.5B profile); the servers, sandboxes and checks are real."""
     missing = server_sources(tmp_path, SETUP.npm_dir, SETUP.sqlite_command).missing

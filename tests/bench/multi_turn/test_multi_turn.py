@@ -198,6 +198,30 @@ def test_the_model_alone_keeps_one_conversation_across_the_turns(questions):
     assert [len(t.answers) for t in result.turns] == [2, 2, 2, 2] and result.turns[1].answer_of_step == [0, 0]
 
 
+def test_a_bare_conversation_keeps_each_answer_as_its_calls_in_one_line(questions):
+    from helmdeck_dspy.bench.multi_turn.alone import TurnAlone
+    from helmdeck_dspy.bench.multi_turn.run import run_question
+    from helmdeck_dspy.budgets import budget_for, load_budget_table
+
+    fenced = "```json\n" + json.dumps([{"name": "ls", "arguments": {"a": True}}], indent=2) + "\n```\nThat lists it."
+    budget = budget_for("local/qwen2.5-coder-1.5b-instruct", load_budget_table(None))
+    for bare, kept in ((True, _calls(("ls", {"a": True}))), (False, fenced)):
+        lm = _LM(fenced, "[]", *["[]"] * 3)
+        run_question(questions[1], "alone", lambda catalog: TurnAlone(lm, catalog, budget, {}, bare=bare),
+                     model="m", lm="scripted", max_steps=20, time_cap_s=60)
+        assert lm.requests[1][1] == ("assistant", kept)  # what the model sees of its own first answer
+
+
+def test_a_bare_conversation_is_refused_outside_a_multi_turn_study(tmp_path):
+    from helmdeck_dspy.bench.study.spec import StudySpecError, load_study_spec
+
+    spec = tmp_path / "study.toml"
+    spec.write_text('model = "m/x"\nlm = "sim:x"\nbaseline = "alone"\n[e2e]\n[[config]]\nname = "alone"\nplain = true\n'
+                    'loop = "chat-bare"\n', encoding="utf-8")
+    with pytest.raises(StudySpecError, match=r"chat-bare: \[multi_turn\] only"):
+        load_study_spec(spec)
+
+
 def test_turns_passed_counts_the_leading_turns_the_checker_passes(questions):
     from helmdeck_dspy.bench.multi_turn.check import turns_passed
 

@@ -35,14 +35,6 @@ NO_SUCH_TOOL = "no tool named {tool!r} on the run's servers"
 """A demoted step's result when it is run: the tool the model named is not there."""
 
 
-def missing_tool(output: str) -> str | None:
-    """The tool name a :data:`NO_SUCH_TOOL` result names, or None for any other text."""
-    import re
-
-    head, tail = NO_SUCH_TOOL.split("{tool!r}")
-    found = re.match(re.escape(head) + r"(['\"])(.*)\1" + re.escape(tail), output)
-    return found.group(2) if found else None
-
 MAX_JSON_DEPTH = 128
 """Deepest JSON value (arrays and objects) any reader accepts; a plan needs about 5."""
 

@@ -25,7 +25,6 @@ from helmdeck_dspy.planning.chains import PIPELINE_CHAINS_KEY
 from helmdeck_dspy.planning.context import PlanContext
 from helmdeck_dspy.planning.decision import DECISION_KEY
 from helmdeck_dspy.planning.guards import MAP_NAMES_KEY
-from helmdeck_dspy.planning.nearest import with_nearest
 from helmdeck_dspy.planning.request import resolve_request
 from helmdeck_dspy.planning.resilience.classify import ErrorInfo, classify_error, own_error
 from helmdeck_dspy.planning.resilience.deadline import call_with_deadline, warm_up
@@ -145,7 +144,6 @@ def recorded_run(ctx: PlanContext, spec: PromptSpec | None = None, rechecked: Pr
             **({GROUND_PATHS_KEY: True} if options.ground_paths else {}),
             **({"recheck_top": options.recheck_top} if options.recheck_top else {}),
             **({"retry_errors": True} if options.retry_errors else {}),
-            **({"name_nearest": options.name_nearest} if options.name_nearest else {}),
             **({"constrained": stamp["wire"]} if "wire" in stamp else {}),
             **({"prompt": stamp} if stamp else {}),
             **({"rechecked": rechecked.stamp()} if rechecked is not None else {}),
@@ -182,10 +180,9 @@ def run_attempt(
         _warm_embedding(ctx)
     t0 = time.perf_counter()
     exchange = _Exchange(task_id=task_id)
-    shown = with_nearest(ctx, intent, prior_steps)  # what the model is shown of the steps already run
     try:
         parse, error = call_with_deadline(
-            lambda: _call_program(ctx, exchange, intent, context, shown), timeout_s or options.retry.timeout_s
+            lambda: _call_program(ctx, exchange, intent, context, prior_steps), timeout_s or options.retry.timeout_s
         )
     except DeadlineExceeded as exc:
         parse, error = None, exc

@@ -87,11 +87,6 @@ class PlannerOptions(BaseModel):
             one call), so a tool error is answered by a repair rather than by stopping. On by
             default: chosen on the end-to-end dev half, one task more (``git-12``: ``git_add``, then
             the commit that had failed), none lost (experiments/e2e/retry-dev).
-        name_nearest: After a call to a tool the servers do not have, the re-plan's view of that
-            failed step also names up to this many tools the ranker scores above zero for the
-            called name, its argument names and the request (``planning.nearest``), so the
-            repair can pick a tool that exists (0: off). Issue 55's lever; off until a study
-            chooses.
         must_call: A first answer with no call is asked once more for at least one call, decoded
             under a schema of at least one call (an OpenAI client's ``tool_choice`` ``required`` or a
             named function).
@@ -134,7 +129,6 @@ class PlannerOptions(BaseModel):
     recheck_order: Literal["rank", "catalog"] = "rank"
     ground_paths: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/ground-dev"]})
     retry_errors: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/retry-dev"]})
-    name_nearest: int = Field(default=0, ge=0, le=20)
     must_call: bool = False
     probe_decision: bool = False
     checks: PostChecks = Field(default_factory=PostChecks)

@@ -108,47 +108,6 @@ def test_a_plain_replan_shows_the_calls_made_with_failures_marked(tmp_path):
     assert text.endswith(ASK)
 
 
-SQL_TOOLS = [{"name": name, "description": text, "inputSchema": {"type": "object", "properties": {}}} for name, text in [
-    ("write_query", "Execute an INSERT, UPDATE, or DELETE query on the database."),
-    ("read_query", "Execute a SELECT query on the database."),
-    ("move_file", "Move or rename files and directories."),
-    ("get_current_time", "Get the current time in a timezone."),
-]]
-
-
-SQL_ASK = "Change Ben's city to Cusco in the users table of the database."
-
-
-@pytest.mark.parametrize(("intent", "called", "nearest", "named"), [
-    (SQL_ASK, "update_user", 2, ["write_query", "read_query"]),  # the request's words and the name: the database's
-    ("Rename todo.md to tasks.md.", "rename_file", 1, ["move_file"]),
-    ("Email Ben the notes.", "send_email", 3, []),  # nothing scores above zero: no list, no steer towards a tool
-    (SQL_ASK, "update_user", 0, []),  # off: the result as the executor wrote it
-])
-def test_a_replan_after_a_missing_tool_names_the_nearest_tools_that_exist(tmp_path, intent, called, nearest, named):
-    import warnings
-
-    from helmdeck_dspy.domain import NO_SUCH_TOOL, UNKNOWN_TOOL, missing_tool
-    from helmdeck_dspy.planning.nearest import NEAREST_LEAD
-    from helmdeck_dspy.signatures.types import ExecutedStep
-    from tests.planning.test_planner import replay_file
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        planner = Planner.for_model(MODEL, lm=f"replay:{replay_file(tmp_path, '[]')}", catalog=read_tools_catalog(SQL_TOOLS),
-                                    answer_strategy="plain", retry_errors=False, name_nearest=nearest,
-                                    use_filter=False, history=None)
-    output = NO_SUCH_TOOL.format(tool=called)
-    assert missing_tool(output) == called and missing_tool("no such file") is None
-    failed = ExecutedStep(order=1, tool=UNKNOWN_TOOL, args={"name": "Ben", "city": "Cusco"}, output=output, error=True)
-    planner.plan(intent, prior_steps=[failed])
-    (request,) = planner.lm.engine.requests
-    text = request.messages[-1].text
-    shown = json.loads(text.split("Calls already made")[1].split("\n", 1)[1].split("\n\n")[0])[0]["output"]
-    assert shown == (f"{output}; {NEAREST_LEAD} {', '.join(named)}" if named else output)
-    assert failed.output == output  # the loop's own record of the step is unchanged
-
-
 def _many_tools(n):
     return [{"name": f"tool_{i:02d}", "description": f"Does thing number {i}.",
              "inputSchema": {"type": "object", "properties": {}}} for i in range(n)]

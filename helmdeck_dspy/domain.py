@@ -31,10 +31,6 @@ PLANNER_TOOL_IDS = frozenset({"helmdeck.plan", "helmdeck__plan"})
 UNKNOWN_TOOL = "unknown"
 """What a step naming no catalog entry is demoted to."""
 
-NO_SUCH_TOOL = "no tool named {tool!r} on the run's servers"
-"""A demoted step's result when it is run: the tool the model named is not there."""
-
-
 MAX_JSON_DEPTH = 128
 """Deepest JSON value (arrays and objects) any reader accepts; a plan needs about 5."""
 

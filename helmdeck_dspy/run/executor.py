@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from helmdeck_dspy.domain import NO_SUCH_TOOL
 from helmdeck_dspy.catalog.models import RoutingGuide
 from helmdeck_dspy.planning.execution import StepOutcome, fills
 from helmdeck_dspy.planning.guards import GuardedStep
@@ -84,7 +83,7 @@ class McpExecutor:
         call = self.tool_call(step)
         if call is None:
             model_tool = step.model_tool or step.tool
-            return StepOutcome(text=NO_SUCH_TOOL.format(tool=model_tool), error=True)
+            return StepOutcome(text=f"no tool named {model_tool!r} on the run's servers", error=True)
         args = _jsonable(step.args)
         key = json.dumps([call.server, call.tool, args], sort_keys=True, ensure_ascii=False)
         if not call.read_only and key in self._wrote:

@@ -255,11 +255,6 @@ class RoutingGuide(_CachingModel):
         return chains
 
     @cached_property
-    def read_only_ids(self) -> frozenset[str]:
-        """The packs whose source annotated them read-only (MCP ``readOnlyHint``)."""
-        return frozenset(p.name for p in self.packs if "read_only" in p.metadata.hints)
-
-    @cached_property
     def arg_schemas(self) -> dict[str, dict[str, Any]]:
         """Pack name → its argument schema, for the packs that carry one."""
         return {p.name: p.parameters for p in self.packs if p.parameters}

@@ -118,9 +118,6 @@ def _result(
             usage=usage, schemas=ctx.arg_schemas, chains=ctx.chains, map_names=ctx.options.checks.map_names,
             ground=ctx.grounding(intent),
         )
-        if ctx.options.continue_reads and ctx.variant == "full_steps" and result.steps and all(
-                s.tool in ctx.catalog.read_only_ids for s in result.steps):
-            result.more_steps_likely = True  # reads only: the loop asks again with their results
         result.error = redact(result.error, secrets)
         result = scrub(result, secrets)  # model output that repeats a credential (an echoing proxy)
     result.catalog_in = "system" if budget.supports_prefix_cache else "user"
@@ -147,7 +144,6 @@ def recorded_run(ctx: PlanContext, spec: PromptSpec | None = None, rechecked: Pr
             **({GROUND_PATHS_KEY: True} if options.ground_paths else {}),
             **({"recheck_top": options.recheck_top} if options.recheck_top else {}),
             **({"retry_errors": True} if options.retry_errors else {}),
-            **({"continue_reads": True} if options.continue_reads else {}),
             **({"constrained": stamp["wire"]} if "wire" in stamp else {}),
             **({"prompt": stamp} if stamp else {}),
             **({"rechecked": rechecked.stamp()} if rechecked is not None else {}),

@@ -7,8 +7,7 @@ planner again, with every executed step and its (truncated) result, when:
 - a later step needs what an earlier one returned: an argument that stands for an earlier result
   (``{{file_content}}``, ``<output of step 1>``, ``$step1``...; :func:`needs_earlier`) is not
   sent, the planner re-plans with the result in hand;
-- the plan says more steps are likely (a single_pick planner that expects more, or a full plan of
-  reads only under ``PlannerOptions.continue_reads``).
+- the planner is single_pick and expects more steps.
 
 It stops when the model expects no more steps, when a step was refused by the approval policy,
 when the planner asks again for a call that already failed with the same arguments and no call has
@@ -234,7 +233,7 @@ def run_loop(
             if outcome.error:
                 replan = True
                 break
-        if not replan and not result.more_steps_likely:
+        if not replan and (planner.variant == "full_steps" or not result.more_steps_likely):
             return stop("done")
         if len(out.executed) >= max_steps:
             return stop("max_steps")

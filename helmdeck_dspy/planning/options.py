@@ -87,10 +87,6 @@ class PlannerOptions(BaseModel):
             one call), so a tool error is answered by a repair rather than by stopping. On by
             default: chosen on the end-to-end dev half, one task more (``git-12``: ``git_add``, then
             the commit that had failed), none lost (experiments/e2e/retry-dev).
-        continue_reads: A full plan whose every step is read-only (the catalog's MCP
-            ``readOnlyHint``) says more steps are likely, so the loop asks again with the results in
-            hand, as the model alone's loop does after every batch (a list read, then the files in
-            it); a plan with a write still ends the run. Issue 55's lever; off until a study chooses.
         must_call: A first answer with no call is asked once more for at least one call, decoded
             under a schema of at least one call (an OpenAI client's ``tool_choice`` ``required`` or a
             named function).
@@ -133,7 +129,6 @@ class PlannerOptions(BaseModel):
     recheck_order: Literal["rank", "catalog"] = "rank"
     ground_paths: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/ground-dev"]})
     retry_errors: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/retry-dev"]})
-    continue_reads: bool = False
     must_call: bool = False
     probe_decision: bool = False
     checks: PostChecks = Field(default_factory=PostChecks)

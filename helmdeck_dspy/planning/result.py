@@ -53,8 +53,7 @@ class PlanResult(BaseModel):
         reasoning: The model's reasoning text.
         rewritten_prompt: The steps as numbered instructions ("" when there are none).
         prompt_variant_used: ``full_steps`` or ``single_pick``.
-        more_steps_likely: The loop should ask again after these steps: a single_pick model expects
-            more calls, or (``continue_reads``) a full plan held reads only.
+        more_steps_likely: single_pick only: the model expects more calls.
         model / tier: The model id the plan was made for and its tier.
         compaction: The trim record when selection dropped anything, else None.
         failure_cause: None on success.

@@ -210,30 +210,3 @@ def test_a_replan_declined_right_after_a_failed_call_is_asked_for_a_repair(tmp_p
     else:
         assert result.steps == [] and not result.rechecked
     assert all(r.run.get("retry_errors") is (True if retry else None) for r in read_jsonl_traces(record))
-
-
-@pytest.mark.parametrize(("on", "first", "asked"), [
-    (True, [("read_notes", {"path": "a.txt"})], 2),  # reads only: asked again with their results
-    (False, [("read_notes", {"path": "a.txt"})], 1),  # off: a full plan that ran is the end
-    (True, [("read_notes", {"path": "a.txt"}), ("write_notes", {"path": "b.txt"})], 1),  # a write: the end
-])
-def test_a_full_plan_of_reads_only_is_followed_by_another_ask(on, first, asked):
-    from helmdeck_dspy.planning.execution import StepOutcome
-
-    tools = [{"name": "read_notes", "description": "Read a note.", "annotations": {"readOnlyHint": True},
-              "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}}},
-             {"name": "write_notes", "description": "Write a note.",
-              "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}}}]
-    answer = json.dumps([{"name": name, "arguments": args} for name, args in first])
-    ran = []
-    with FaultServer([ok(answer), ok("[]")]) as server:
-        lm = make_lm("llamacpp/m", api_base=server.url, cache=False, num_retries=0)
-        planner = Planner.for_model(MODEL, lm=lm, catalog=read_tools_catalog(tools), history=None, use_filter=False,
-                                    cache=False, answer_strategy="plain", continue_reads=on)
-        assert planner.variant == "full_steps"
-        loop = planner.run_loop("Read a.txt", lambda step: ran.append(step.tool) or StepOutcome(text="hello"))
-        bodies = [r.body for r in server.requests]
-    assert len(bodies) == len(loop.plans) == asked and ran == [name for name, _ in first]
-    assert loop.stopped_because == "done"
-    if asked == 2:  # the second ask carries the read's result
-        assert '"hello"' in bodies[1]["messages"][-1]["content"]

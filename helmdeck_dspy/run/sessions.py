@@ -7,7 +7,8 @@ run them). Opening lists every server's tools, so the run's catalog is exactly w
 sessions serve. Closing stops every stdio server.
 
 A call returns a :class:`~helmdeck_dspy.planning.execution.StepOutcome` (the result's text, its
-structured content, the error flag). A call the server refuses with a JSON-RPC error (an unknown
+structured content, the error flag: the server's ``isError``, or a failure text of a server that
+reports failures only in text, :mod:`helmdeck_dspy.run.error_texts`). A call the server refuses with a JSON-RPC error (an unknown
 tool, invalid arguments) is a failed step the planner can re-plan from; a server that exits or
 does not answer within the call's timeout raises :class:`~helmdeck_dspy.errors.ToolServerError`
 with one line naming the server and what it said last.
@@ -38,6 +39,7 @@ from helmdeck_dspy.catalog.importing.sources import SourceSpec, SourceTools, def
 from helmdeck_dspy.catalog.models import RoutingGuide
 from helmdeck_dspy.errors import MissingExtraError, SourceSpecError, ToolListError, ToolServerError, ToolSourceError
 from helmdeck_dspy.planning.execution import StepOutcome
+from helmdeck_dspy.run.error_texts import reports_error
 
 CALL_TIMEOUT_S = 60.0
 """How long one tool call may take before its server is taken as hung."""
@@ -70,6 +72,8 @@ class _Server:
         self.logs = logs
         self.client: Any = None
         self.label = spec.label
+        self.name = ""
+        """The name the server gave in its initialize answer."""
 
 
 class ToolSessions:
@@ -165,6 +169,7 @@ class ToolSessions:
         if label in self._servers:
             raise SourceSpecError(spec.text, f"a second source labelled {label!r}; give one LABEL=SOURCE")
         server.label = label
+        server.name = name
         self._servers[label] = server
         self.sources.append(SourceTools(spec=spec, label=label, tools=tool_list))
 
@@ -200,7 +205,9 @@ class ToolSessions:
             raise ToolServerError(server, f"no answer to {tool} within {timeout_s:g} s") from None
         except Exception as exc:  # noqa: BLE001 - a broken stream, an exited process
             raise ToolServerError(server, self._why(entry, exc, timeout_s)) from None
-        return StepOutcome(text=result_text(result), structured=result.structured_content, error=bool(result.is_error),
+        text = result_text(result)
+        return StepOutcome(text=text, structured=result.structured_content,
+                           error=bool(result.is_error) or reports_error(entry.name, text),
                            seconds=round(time.monotonic() - t0, 3))
 
     @staticmethod

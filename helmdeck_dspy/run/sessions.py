@@ -9,9 +9,10 @@ sessions serve. Closing stops every stdio server.
 A call returns a :class:`~helmdeck_dspy.planning.execution.StepOutcome` (the result's text, its
 structured content, the error flag: the server's ``isError``, or a failure text of a server that
 reports failures only in text, :mod:`helmdeck_dspy.run.error_texts`). A call the server refuses
-with a JSON-RPC error (an unknown tool, invalid arguments) is a failed step the planner can re-plan from; a server that exits or
-does not answer within the call's timeout raises :class:`~helmdeck_dspy.errors.ToolServerError`
-with one line naming the server and what it said last.
+with a JSON-RPC error (an unknown tool, invalid arguments) is a failed step the planner can
+re-plan from; a server that exits or does not answer within the call's timeout raises
+:class:`~helmdeck_dspy.errors.ToolServerError` with one line naming the server and what it said
+last.
 """
 
 from __future__ import annotations

@@ -131,3 +131,35 @@ def checked_turn(planner: Any, intent: str, calls: list[tuple[str, dict[str, Any
                           schemas=ctx.arg_schemas, chains=ctx.chains, map_names=ctx.options.checks.map_names,
                           ground=ctx.grounding(intent))
     return result.model_copy(update={"more_steps_likely": True, "prompt_variant_used": variant})
+
+
+class FallbackAgent:
+    """The planner's re-plan loop, and where its first plan has nothing to run (declined after the
+    recheck, or unreadable), the model's own conversation over every tool with the planner's checks
+    on each turn (:class:`ChatAgent` with ``planner_first`` off) for the rest of the task
+    (``loop = "fallback"``; make a new one for each task).
+
+    Args:
+        planner: The planner (its plans, and the checks of the conversation's turns).
+        chat: Builds the conversation when the first plan has nothing to run.
+    """
+
+    def __init__(self, planner: Any, chat: Any) -> None:
+        self.planner = planner
+        self.chat = chat
+        self.active: Any = planner  # the one answering: the planner until its first plan has nothing to run
+        self.turns: list[dict[str, Any]] = []
+
+    @property
+    def variant(self) -> str:
+        return str(self.active.variant)
+
+    def plan(self, intent: str, context: str | None = None, prior_steps: list[ExecutedStep] | None = None) -> PlanResult:
+        first = self.active is self.planner and not prior_steps
+        result = self.active.plan(intent, context=context, prior_steps=prior_steps)
+        if not first or (result.ok and result.steps):
+            return result
+        self.turns.append({"planner": [], "failure": result.failure_cause})
+        self.active = self.chat()
+        self.active.turns = self.turns  # the conversation's turns follow the planner's in one list
+        return self.active.plan(intent, context=context)

@@ -7,7 +7,7 @@ import warnings
 
 from helmdeck_dspy.budgets import budget_for, load_budget_table
 from helmdeck_dspy.catalog.models import RoutingGuide
-from helmdeck_dspy.planning.dialogue import ChatAgent
+from helmdeck_dspy.planning.dialogue import ChatAgent, FallbackAgent
 from helmdeck_dspy.planning.execution import StepOutcome, run_loop
 from helmdeck_dspy.planning.planner import Planner
 from tests.bench.e2e.test_e2e import _LM
@@ -110,3 +110,37 @@ def test_without_the_planners_first_plan_the_models_own_first_turn_is_checked_to
     out = run_loop(agent, "What time is it in Tokyo?", _clock)
     assert [(s.tool, s.args, s.error) for s in out.executed] == [("get_current_time", {"timezone": "Asia/Tokyo"}, False)]
     assert out.stopped_because == "done" and "planner" not in agent.turns[0]  # no plan call: the model's turn
+
+
+def _fallback(tmp_path, *planned: str, said: tuple[str, ...]) -> tuple[FallbackAgent, _LM]:
+    """The planner replaying ``planned`` (the plain strategy's answers), the conversation answering ``said``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        planner = Planner.for_model(MODEL, lm=f"replay:{replay_file(tmp_path, *planned)}", catalog=GUIDE,
+                                    use_filter=False, cache=False, answer_strategy="plain", recheck_top=0)
+    lm = _LM(*said)
+    return FallbackAgent(planner, lambda: ChatAgent(lm, GUIDE, planner.budget, {"temperature": 0.0},
+                                                    planner=planner, planner_first=False)), lm
+
+
+def test_a_first_plan_with_nothing_to_run_hands_the_task_to_the_checked_conversation(tmp_path):
+    agent, lm = _fallback(tmp_path, "[]", said=(_call("GetCurrentTime", timezone="Tokyo"),
+                                                 _call("get_current_time", timezone="Asia/Tokyo"), "Done."))
+    out = run_loop(agent, "What time is it in Tokyo?", _clock)
+    assert [(s.tool, s.args, s.error) for s in out.executed] == [  # the first turn's name mapped by the checks
+        ("get_current_time", {"timezone": "Tokyo"}, True), ("get_current_time", {"timezone": "Asia/Tokyo"}, False)]
+    assert out.stopped_because == "done" and len(out.plans) == 3 and agent.variant == "single_pick"  # the decline is a turn
+    assert agent.turns[0] == {"planner": [], "failure": None} and agent.turns[-1]["calls"] == []
+    unreadable, _ = _fallback(tmp_path, '[{"name": "get_current_time", "arguments": [{"timezone": "Asia/Tokyo"}]}]',
+                              said=(_call("get_current_time", timezone="Asia/Tokyo"), "Done."))
+    out = run_loop(unreadable, "What time is it in Tokyo?", _clock)
+    assert out.stopped_because == "done" and [s.error for s in out.executed] == [False]
+    assert unreadable.turns[0]["failure"] is not None
+
+
+def test_a_first_plan_with_a_call_keeps_the_replan_loop_and_its_later_declines(tmp_path):
+    agent, lm = _fallback(tmp_path, '[{"name": "get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}]', "[]",
+                          said=(_call("read_file", path="x"),))
+    out = run_loop(agent, "What time is it in Tokyo?", _clock)
+    assert [s.tool for s in out.executed] == ["get_current_time"] and out.stopped_because == "done"
+    assert agent.turns == [] and agent.active is agent.planner and lm.requests == []  # the conversation never asked

@@ -259,8 +259,9 @@ def _loop_agent(spec: StudySpec, lm: Any, table: BudgetTable, c: StudyConfig, al
     multi-turn study's planner: :class:`~helmdeck_dspy.bench.multi_turn.alone.TurnChecked`, the model
     alone's conversation; ``chat-checked``: the planner checks every turn, the first included, and
     makes no plan of its own; ``chat-bare``, multi-turn only: as ``chat``, every answer kept in the
-    conversation as its calls in one-line JSON)."""
-    from helmdeck_dspy.planning.dialogue import ChatAgent
+    conversation as its calls in one-line JSON; ``fallback``, e2e only: the re-plan loop, and the
+    ``chat-checked`` conversation where its first plan has nothing to run)."""
+    from helmdeck_dspy.planning.dialogue import ChatAgent, FallbackAgent
     from helmdeck_dspy.planning.planner import Planner
     from helmdeck_dspy.planning.request import sampling_for
 
@@ -278,6 +279,8 @@ def _loop_agent(spec: StudySpec, lm: Any, table: BudgetTable, c: StudyConfig, al
         if c.loop != "replan" and conversation is not None:  # the model alone's own conversation, the planner in it
             return alone(lm, catalog, budget, sampling, bare=bare) if planner is None else conversation(
                 lm, catalog, budget, sampling, planner, planner_first=c.loop != "chat-checked", bare=bare)
+        if c.loop == "fallback":
+            return FallbackAgent(planner, lambda: ChatAgent(lm, catalog, budget, sampling, planner=planner, planner_first=False))
         if c.loop != "replan":  # one conversation per task in the model's chat format (planning.dialogue)
             return ChatAgent(lm, catalog, budget, sampling, planner=planner, planner_first=c.loop == "chat")
         return alone(lm, catalog, budget, sampling) if planner is None else planner

@@ -111,7 +111,7 @@ class StudyConfig(BaseModel):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="Row name; also the trace file's stem.")
     description: str = ""
     plain: bool = Field(default=False, description="The model alone with the plain prompt (no planner).")
-    loop: Literal["replan", "chat", "chat-checked", "chat-bare"] = "replan"  # [e2e], [multi_turn]: re-plans, or one conversation a task
+    loop: Literal["replan", "chat", "chat-checked", "chat-bare", "fallback"] = "replan"  # [e2e], [multi_turn]: re-plans, or one conversation a task
     framework: Literal["raw", "endpoint"] | None = Field(default=None, description="[e2e]: the OpenAI Agents SDK's loop, "
                                                           "its model straight (raw) or through serve --openai (endpoint).")
     strategy: str | None = Field(
@@ -339,8 +339,10 @@ def load_study_spec(path: str | Path) -> StudySpec:
         if not spec.loops and c.split is not None:
             raise StudySpecError(str(path), f"config {c.name}: split picks a half of the end-to-end tasks ([e2e]) "
                                  "or of the multi-turn questions ([multi_turn])")
-        if c.loop != "replan" and (not spec.loops or c.framework or (c.loop == "chat-bare" and not spec.multi_turn)):
-            raise StudySpecError(str(path), f"config {c.name}: loop = \"{c.loop}\" is for [e2e] or [multi_turn] (chat-bare: [multi_turn] only), no framework")
+        if c.loop != "replan" and (not spec.loops or c.framework or (c.loop == "chat-bare" and not spec.multi_turn)
+                                   or (c.loop == "fallback" and (c.plain or not spec.e2e))):
+            raise StudySpecError(str(path), f"config {c.name}: loop = \"{c.loop}\" is for [e2e] or [multi_turn] (chat-bare: "
+                                 "[multi_turn] only; fallback: [e2e], a planner row), no framework")
         plain_reread = source.plain and _model_alone_request(c.strategy)  # the model alone's answers, as the strategy reads them
         if c.answers_from is not None and (source is c or source.answers_from or (source.plain and not plain_reread)):
             raise StudySpecError(str(path), f"config {c.name}: answers_from {c.answers_from!r} is not a planner config "

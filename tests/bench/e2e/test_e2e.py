@@ -222,3 +222,13 @@ def test_a_conversation_row_is_an_e2e_row_of_our_own_loop(tmp_path):
     spec.path.write_text(text + 'framework = "raw"\n', encoding="utf-8")
     with pytest.raises(StudySpecError, match="loop = \"chat\" is for"):
         load_study_spec(spec.path)
+
+
+def test_a_fallback_row_is_a_planner_row(tmp_path):
+    spec = _study(tmp_path)
+    text = spec.path.read_text(encoding="utf-8")
+    spec.path.write_text(text + 'loop = "fallback"\n', encoding="utf-8")  # on the planner row
+    assert [c.loop for c in load_study_spec(spec.path).config] == ["replan", "fallback"]
+    spec.path.write_text(text.replace('plain = true\n', 'plain = true\nloop = "fallback"\n'), encoding="utf-8")
+    with pytest.raises(StudySpecError, match="fallback: \\[e2e\\], a planner row"):
+        load_study_spec(spec.path)

@@ -15,6 +15,12 @@ TIERS: tuple[Tier, ...] = ("A", "B", "C")
 
 Variant = Literal["full_steps", "single_pick"]
 VARIANTS: tuple[Variant, ...] = ("full_steps", "single_pick")
+Loop = Literal["replan", "fallback"]
+LOOPS: tuple[Loop, ...] = ("fallback", "replan")
+DEFAULT_LOOP: Loop = "fallback"
+"""The loop ``run`` and ``make demo-live`` drive a task with (planning.dialogue.task_agent; a study
+row names its own), chosen on both dev halves by the rule written before their run
+(experiments/e2e/fallback-dev: 37 of 64 tasks against 36, no refrain task lost, median task 1.04x)."""
 RETIRED_STRATEGIES = ("decide", "draft")
 """Strategies measured, lost and taken out (docs/results/strategies.md): a study row that names one
 still loads, so its recorded answers re-score, but makes no call."""

@@ -29,6 +29,7 @@ def main() -> None:
     from helmdeck_dspy.bench.e2e import MAX_STEPS, TIME_CAP_S
     from helmdeck_dspy.bench.e2e.checks import load_e2e_tasks
     from helmdeck_dspy.bench.e2e.run import StudySetup, run_task
+    from helmdeck_dspy.planning.dialogue import task_agent
     from helmdeck_dspy.planning.planner import Planner
 
     from helmdeck_dspy.io.resources import bundled_dir
@@ -43,8 +44,8 @@ def main() -> None:
     for task_id in args.tasks:
         task = tasks[task_id]
         print(f"\n\033[1m== {task.id}: {task.intent}\033[0m")
-        result = run_task(task, "planner", lambda catalog: Planner.for_model(args.model, lm=args.lm, catalog=catalog,
-                                                                             history=None, cache=False),
+        result = run_task(task, "planner", lambda catalog: task_agent(Planner.for_model(
+                              args.model, lm=args.lm, catalog=catalog, history=None, cache=False)),
                           setup=setup, model=args.model, lm=args.lm, max_steps=MAX_STEPS, time_cap_s=TIME_CAP_S)
         for i, step in enumerate(result.steps, 1):
             mark = "error" if step.error else "ok"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import click
 
@@ -29,7 +29,7 @@ from helmdeck_dspy.cli.options import (
     tool_sources,
     variant_option,
 )
-from helmdeck_dspy.domain import MAX_TIMEOUT_S
+from helmdeck_dspy.domain import DEFAULT_LOOP, LOOPS, MAX_TIMEOUT_S, Loop
 
 TRACE_FORMATS = {".json": "json"}
 FINISHED = ("done", "no_steps", "dry_run")
@@ -55,6 +55,9 @@ SHOWN_CHARS = 300
               help="Honour this server's read-only annotations: its read-only tools run without asking (repeatable; "
                    "untrusted servers' tools are all asked about).")
 @click.option("--dry-run", is_flag=True, help="Print the plan; run nothing.")
+@click.option("--loop", "loop", type=click.Choice(LOOPS), default=DEFAULT_LOOP, show_default=True,
+              help="fallback: where the first plan has nothing to run, the model's own tool-calling conversation "
+                   "(its calls checked by the planner) takes the run over; replan: the planner's re-plan loop only.")
 @click.option("--max-steps", type=click.IntRange(1, 100), default=8, show_default=True, help="The most tool calls.")
 @click.option("--time-cap", "time_cap_s", type=FiniteFloat(min=0, min_open=True, max=MAX_TIMEOUT_S), default=600.0,
               show_default=True, help="Seconds the whole run may take.")
@@ -74,7 +77,7 @@ SHOWN_CHARS = 300
 def run_cmd(
     intent: str, sources: tuple[str, ...], model: str, lm_spec: str | None, api_base: str | None,
     variant: str | None, strategy: str | None, temperature: float | None, seed: int | None, yes: bool,
-    trusted: tuple[str, ...], dry_run: bool,
+    trusted: tuple[str, ...], dry_run: bool, loop: str,
     max_steps: int, time_cap_s: float, call_timeout_s: float, start_timeout_s: float, headers: tuple[str, ...],
     env: tuple[str, ...], trace_path: str | None, force: bool, timeout_s: float | None, budgets_path: str | None,
     program: str | None, as_json: bool,
@@ -114,7 +117,8 @@ def run_cmd(
         if not as_json:
             _print_header(planner, sessions, lm_spec or model)
         trace = run_intent(planner, intent, executor, max_steps=max_steps, time_cap_s=time_cap_s, dry_run=dry_run,
-                           on_plan=None if as_json else _print_plan, on_step=None if as_json else _print_step)
+                           on_plan=None if as_json else _print_plan, on_step=None if as_json else _print_step,
+                           loop=cast(Loop, loop))
     if trace_path is not None:
         atomic_write_text(trace_path, json.dumps(trace.model_dump(mode="json"), indent=1, ensure_ascii=False) + "\n")
     if as_json:

@@ -28,6 +28,7 @@ import time
 from typing import Any
 
 from helmdeck_dspy.catalog.models import RoutingGuide
+from helmdeck_dspy.domain import DEFAULT_LOOP, Loop
 from helmdeck_dspy.decoding.causes import normalize_finish_reason
 from helmdeck_dspy.decoding.parsing import ParseResult
 from helmdeck_dspy.planning.guards import GuardedStep
@@ -131,6 +132,17 @@ def checked_turn(planner: Any, intent: str, calls: list[tuple[str, dict[str, Any
                           schemas=ctx.arg_schemas, chains=ctx.chains, map_names=ctx.options.checks.map_names,
                           ground=ctx.grounding(intent))
     return result.model_copy(update={"more_steps_likely": True, "prompt_variant_used": variant})
+
+
+def task_agent(planner: Any, loop: Loop = DEFAULT_LOOP) -> Any:
+    """What drives one task for ``planner`` under ``loop`` (make a new one for each task): the
+    planner itself (``replan``) or a :class:`FallbackAgent` around it, whose conversation uses the
+    planner's own LM, catalog, budget row and sampling."""
+    if loop == "replan":
+        return planner
+    ctx = planner.context()
+    return FallbackAgent(planner, lambda: ChatAgent(ctx.lm, ctx.catalog, ctx.budget, dict(ctx.sampling),
+                                                    planner=planner, planner_first=False))
 
 
 class FallbackAgent:

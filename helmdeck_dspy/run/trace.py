@@ -10,6 +10,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from helmdeck_dspy.io.redaction import redact_url
+from helmdeck_dspy.domain import DEFAULT_LOOP, Loop
+from helmdeck_dspy.planning.dialogue import task_agent
 from helmdeck_dspy.planning.execution import LoopResult, StepOutcome, run_loop
 from helmdeck_dspy.planning.result import PlanResult
 from helmdeck_dspy.run.executor import McpExecutor
@@ -39,13 +41,14 @@ class RunTrace(BaseModel):
     started_at: str
     servers: list[ServerSummary]
     loop: LoopResult
+    loop_name: Loop = Field(default="replan", description="How the run was driven (run_intent's loop).")
 
 
 def run_intent(
     planner: Any, intent: str, executor: McpExecutor, *, context: str | None = None, max_steps: int = 8,
     time_cap_s: float | None = DEFAULT_TIME_CAP_S, dry_run: bool = False,
     on_plan: Callable[[PlanResult], None] | None = None,
-    on_step: Callable[[ExecutedStep, StepOutcome], None] | None = None,
+    on_step: Callable[[ExecutedStep, StepOutcome], None] | None = None, loop: Loop = DEFAULT_LOOP,
 ) -> RunTrace:
     """Plan ``intent`` and run it over ``executor``'s servers (``dry_run``: plan once, run nothing).
 
@@ -59,6 +62,9 @@ def run_intent(
         dry_run: Plan once and stop; nothing is executed.
         on_plan: Called with each plan call's result as it comes.
         on_step: Called with each executed step and its outcome as it happens.
+        loop: ``fallback`` (a first plan with nothing to run hands the run to the model's own
+            conversation, checked by the planner: :class:`~helmdeck_dspy.planning.dialogue.FallbackAgent`)
+            or ``replan`` (the planner's re-plan loop only).
     """
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     if dry_run:
@@ -66,12 +72,12 @@ def run_intent(
         result = planner.plan(intent, context=context)
         if on_plan is not None:
             on_plan(result)
-        loop = LoopResult(plans=[result], stopped_because="dry_run" if result.ok else "failed",
-                          seconds=round(time.monotonic() - t0, 3))
+        ran = LoopResult(plans=[result], stopped_because="dry_run" if result.ok else "failed",
+                         seconds=round(time.monotonic() - t0, 3))
     else:
-        loop = run_loop(planner, intent, executor, max_steps=max_steps, context=context, time_cap_s=time_cap_s,
-                        on_plan=on_plan, on_step=on_step)
+        ran = run_loop(task_agent(planner, loop), intent, executor, max_steps=max_steps, context=context,
+                       time_cap_s=time_cap_s, on_plan=on_plan, on_step=on_step)
     servers = [ServerSummary(label=s.label, source=redact_url(s.spec.text), tools=[t.name for t in s.tools.tools])
                for s in executor.sessions.sources]
     return RunTrace(intent=intent, model=planner.budget.model, lm=planner.options.lm_spec, variant=planner.variant,
-                    dry_run=dry_run, started_at=started, servers=servers, loop=loop)
+                    dry_run=dry_run, started_at=started, servers=servers, loop=ran, loop_name=loop)

@@ -81,3 +81,19 @@ def test_yes_allows_it_and_dry_run_runs_nothing(tmp_path, capsys):
                         "--yes")
     assert code == 0 and "1. erase {} -> ok" in out, out
     assert log.read_text().count('"erase"') == 1
+
+
+def test_a_first_plan_with_no_call_hands_the_run_to_the_models_own_conversation(time_server, tmp_path, capsys):
+    call = '<tool_call>\n{"name": "get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}\n</tool_call>'
+    args = ("run", "Which hour is it now in Tokyo?", "--tools", time_server, "-m", MODEL, "--variant", "full_steps", "--trust", "time")
+    with FaultServer([ok(plan()), ok(call), ok("It is nine in the evening in Tokyo.")]) as lm:
+        code, out = cli(capsys, *args, "--api-base", lm.url, "--trace", str(tmp_path / "run.json"))
+        assert len(lm.requests) == 3, out
+        native = lm.requests[1].body
+    assert code == 0, out
+    assert '1. get_current_time {"timezone": "Asia/Tokyo"} -> ok' in out and "stopped: done after 1 step(s)" in out
+    assert [t["function"]["name"] for t in native["tools"]] == ["get_current_time", "convert_time"]  # offered natively
+    assert json.loads((tmp_path / "run.json").read_text())["loop_name"] == "fallback"
+    with FaultServer([ok(plan())]) as lm:  # (another request: the first one's plan call is cached)
+        code, out = cli(capsys, args[0], "Which hour is it now in Lima?", *args[2:], "--api-base", lm.url, "--loop", "replan")
+        assert code == 0 and "stopped: no_steps" in out and len(lm.requests) == 1, out

@@ -261,7 +261,7 @@ def _loop_agent(spec: StudySpec, lm: Any, table: BudgetTable, c: StudyConfig, al
     makes no plan of its own; ``chat-bare``, multi-turn only: as ``chat``, every answer kept in the
     conversation as its calls in one-line JSON; ``fallback``, e2e only: the re-plan loop, and the
     ``chat-checked`` conversation where its first plan has nothing to run)."""
-    from helmdeck_dspy.planning.dialogue import ChatAgent, FallbackAgent
+    from helmdeck_dspy.planning.dialogue import ChatAgent, task_agent
     from helmdeck_dspy.planning.planner import Planner
     from helmdeck_dspy.planning.request import sampling_for
 
@@ -280,7 +280,7 @@ def _loop_agent(spec: StudySpec, lm: Any, table: BudgetTable, c: StudyConfig, al
             return alone(lm, catalog, budget, sampling, bare=bare) if planner is None else conversation(
                 lm, catalog, budget, sampling, planner, planner_first=c.loop != "chat-checked", bare=bare)
         if c.loop == "fallback":
-            return FallbackAgent(planner, lambda: ChatAgent(lm, catalog, budget, sampling, planner=planner, planner_first=False))
+            return task_agent(planner, "fallback")
         if c.loop != "replan":  # one conversation per task in the model's chat format (planning.dialogue)
             return ChatAgent(lm, catalog, budget, sampling, planner=planner, planner_first=c.loop == "chat")
         return alone(lm, catalog, budget, sampling) if planner is None else planner

@@ -76,15 +76,13 @@ class E2ESource(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    tasks: str | None = Field(default=None, description="A tasks file, relative to the spec (None: the bundled "
-                              "eval/e2e/tasks.jsonl).")
+    tasks: str | None = Field(default=None, description="A tasks file, relative to the spec (None: eval/e2e/tasks.jsonl).")
     split: Literal["all", "dev", "test"] = "all"
     only: tuple[str, ...] = Field(default=(), description="Task ids or types (empty: every task of the split).")
     max_steps: int = Field(default=MAX_STEPS, ge=1, le=100, description="Loop steps a task may take.")
     time_cap_s: float = Field(default=TIME_CAP_S, gt=0, description="Seconds a task may take.")
     npm_dir: Path = Field(default=Path(".mcp-servers"), description="The npm servers' folder (from the cwd).")
-    sqlite_command: Path = Field(default=Path(".mcp-servers/sqlite/bin/mcp-server-sqlite"),  # its own venv: MCP SDK 1.x
-                                 description="mcp-server-sqlite.")
+    sqlite_command: Path = Field(default=Path(".mcp-servers/sqlite/bin/mcp-server-sqlite"), description="mcp-server-sqlite.")  # own venv: MCP SDK 1.x
 
 
 RETIRED_LEVERS: dict[str, Any] = {"fit_last": False, "strict_fit": False, "nearest_tools": 0, "multi_call_format": False,
@@ -339,8 +337,8 @@ def load_study_spec(path: str | Path) -> StudySpec:
         if not spec.loops and c.split is not None:
             raise StudySpecError(str(path), f"config {c.name}: split picks a half of the end-to-end tasks ([e2e]) "
                                  "or of the multi-turn questions ([multi_turn])")
-        if c.loop != "replan" and (not spec.loops or c.framework or (c.loop == "chat-bare" and not spec.multi_turn)
-                                   or (c.loop == "fallback" and (c.plain or not spec.e2e))):
+        fits = {"chat-bare": spec.multi_turn is not None, "fallback": spec.e2e is not None and not c.plain}.get(c.loop, True)
+        if c.loop != "replan" and (not spec.loops or c.framework or not fits):
             raise StudySpecError(str(path), f"config {c.name}: loop = \"{c.loop}\" is for [e2e] or [multi_turn] (chat-bare: "
                                  "[multi_turn] only; fallback: [e2e], a planner row), no framework")
         plain_reread = source.plain and _model_alone_request(c.strategy)  # the model alone's answers, as the strategy reads them

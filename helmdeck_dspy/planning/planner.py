@@ -17,7 +17,7 @@ from typing import Any
 from helmdeck_dspy.budgets import Budget, BudgetTable, budget_for, load_budget_table
 from helmdeck_dspy.catalog.compact import Trim
 from helmdeck_dspy.catalog.models import RoutingGuide, load_catalog
-from helmdeck_dspy.domain import VARIANTS, Variant
+from helmdeck_dspy.domain import DEFAULT_LOOP, VARIANTS, Loop, Variant
 from helmdeck_dspy.engines.lm_spec import make_lm
 from helmdeck_dspy.errors import ArgumentError, FrozenPlannerError
 from helmdeck_dspy.io.redaction import protect_loggers
@@ -254,12 +254,16 @@ class Planner:
 
     def run_loop(
         self, intent: str, execute: Callable[[GuardedStep], Any], max_steps: int = 8, context: str | None = None,
-        **loop: Any,
+        *, loop: Loop = DEFAULT_LOOP, **options: Any,
     ) -> LoopResult:
         """Plan, execute, re-plan until the model expects no more (see :func:`.execution.run_loop`
         for ``time_cap_s``, ``on_plan`` and ``on_step``; :class:`helmdeck_dspy.run.McpExecutor`
-        executes over MCP servers)."""
-        return run_loop(self, intent, execute, max_steps=max_steps, context=context, **loop)
+        executes over MCP servers). With ``loop = "fallback"`` (the default) a first plan with
+        nothing to run hands the task to the model's own conversation, checked by this planner
+        (:func:`.dialogue.task_agent`); ``"replan"``: this planner's re-plans only."""
+        from helmdeck_dspy.planning.dialogue import task_agent
+
+        return run_loop(task_agent(self, loop), intent, execute, max_steps=max_steps, context=context, **options)
 
 
 def _program_for(budget: Budget, options: PlannerOptions, switched: bool = False) -> tuple[Any, ProgramRef]:

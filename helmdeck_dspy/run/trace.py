@@ -42,6 +42,8 @@ class RunTrace(BaseModel):
     servers: list[ServerSummary]
     loop: LoopResult
     loop_name: Loop = Field(default="replan", description="How the run was driven (run_intent's loop).")
+    turns: list[dict[str, Any]] = Field(default_factory=list, description="Under the fallback loop, once the first plan "
+                                        "had nothing to run: that plan's cause, then each turn of the model's own conversation.")
 
 
 def run_intent(
@@ -67,6 +69,7 @@ def run_intent(
             or ``replan`` (the planner's re-plan loop only).
     """
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    agent = planner
     if dry_run:
         t0 = time.monotonic()
         result = planner.plan(intent, context=context)
@@ -75,9 +78,11 @@ def run_intent(
         ran = LoopResult(plans=[result], stopped_because="dry_run" if result.ok else "failed",
                          seconds=round(time.monotonic() - t0, 3))
     else:
-        ran = run_loop(task_agent(planner, loop), intent, executor, max_steps=max_steps, context=context,
+        agent = task_agent(planner, loop)
+        ran = run_loop(agent, intent, executor, max_steps=max_steps, context=context,
                        time_cap_s=time_cap_s, on_plan=on_plan, on_step=on_step)
     servers = [ServerSummary(label=s.label, source=redact_url(s.spec.text), tools=[t.name for t in s.tools.tools])
                for s in executor.sessions.sources]
     return RunTrace(intent=intent, model=planner.budget.model, lm=planner.options.lm_spec, variant=planner.variant,
-                    dry_run=dry_run, started_at=started, servers=servers, loop=ran, loop_name=loop)
+                    dry_run=dry_run, started_at=started, servers=servers, loop=ran, loop_name=loop,
+                    turns=list(getattr(agent, "turns", [])))

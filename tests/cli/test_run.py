@@ -93,7 +93,9 @@ def test_a_first_plan_with_no_call_hands_the_run_to_the_models_own_conversation(
     assert code == 0, out
     assert '1. get_current_time {"timezone": "Asia/Tokyo"} -> ok' in out and "stopped: done after 1 step(s)" in out
     assert [t["function"]["name"] for t in native["tools"]] == ["get_current_time", "convert_time"]  # offered natively
-    assert json.loads((tmp_path / "run.json").read_text())["loop_name"] == "fallback"
+    kept = json.loads((tmp_path / "run.json").read_text())
+    assert kept["loop_name"] == "fallback" and kept["turns"][0] == {"planner": [], "failure": None}  # the declined plan
+    assert [t["calls"] for t in kept["turns"][1:]] == [[["get_current_time", {"timezone": "Asia/Tokyo"}]], []]
     with FaultServer([ok(plan())]) as lm:  # (another request: the first one's plan call is cached)
         code, out = cli(capsys, args[0], "Which hour is it now in Lima?", *args[2:], "--api-base", lm.url, "--loop", "replan")
         assert code == 0 and "stopped: no_steps" in out and len(lm.requests) == 1, out

@@ -73,7 +73,8 @@ class PlannerOptions(BaseModel):
             default: chosen on the end-to-end study's dev half (docs/results/e2e.md).
         recheck_top: Under the ``plain`` strategy, a first plan with no calls over more than this
             many tools is asked once more over the top this-many the ranker gives for the request
-            (0: off). 10 by default: chosen on the end-to-end study's dev half (docs/results/e2e.md).
+            (0: off). 10 by default: chosen on the end-to-end study's dev half (docs/results/e2e.md);
+            the ``fallback`` loop turns it off for its first plan (``planning.dialogue.task_agent``).
         recheck_order: The order of the recheck's tools: ``rank`` (the ranker's, the default) or
             ``catalog`` (the whole list's, so the recheck prompt's entries are chunks of the first
             prompt a server that reuses chunks, llama-server's ``--cache-reuse``, need not evaluate

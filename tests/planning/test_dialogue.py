@@ -7,7 +7,7 @@ import warnings
 
 from helmdeck_dspy.budgets import budget_for, load_budget_table
 from helmdeck_dspy.catalog.models import RoutingGuide
-from helmdeck_dspy.planning.dialogue import ChatAgent, FallbackAgent
+from helmdeck_dspy.planning.dialogue import ChatAgent, FallbackAgent, task_agent
 from helmdeck_dspy.planning.execution import StepOutcome, run_loop
 from helmdeck_dspy.planning.planner import Planner
 from tests.bench.e2e.test_e2e import _LM
@@ -144,3 +144,15 @@ def test_a_first_plan_with_a_call_keeps_the_replan_loop_and_its_later_declines(t
     out = run_loop(agent, "What time is it in Tokyo?", _clock)
     assert [s.tool for s in out.executed] == ["get_current_time"] and out.stopped_because == "done"
     assert agent.turns == [] and agent.active is agent.planner and lm.requests == []  # the conversation never asked
+
+
+def test_the_fallback_loop_hands_a_declined_first_plan_over_without_a_recheck(tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        planner = Planner.for_model(MODEL, lm=f"replay:{replay_file(tmp_path, '[]', '[]', '[]')}", catalog=GUIDE,
+                                    use_filter=False, cache=False, answer_strategy="plain", recheck_top=1)
+    assert planner.plan("What time is it in Tokyo?").rechecked  # a single plan keeps the recheck
+    agent = task_agent(planner, "fallback")
+    assert not agent.planner.plan("What time is it in Tokyo?").rechecked  # the loop's first plan asks no recheck
+    assert agent.planner.options.recheck_top == 0 and planner.options.recheck_top == 1  # the caller's planner kept
+    assert task_agent(planner, "replan") is planner

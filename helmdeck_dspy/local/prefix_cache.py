@@ -15,7 +15,7 @@ state (:func:`repeats`: the next request over the same tool list, the next turn 
 replaces it, so each opening holds one state; and a state whose opening no later prompt repeated (a
 narrowed recheck, asked once per request) goes before one whose opening did. Plain least-recently-used
 order let a task's one-off prompts push the planner's whole-list opening and the conversation's
-opening out, and each came back as a cold prefill of 80-110 s (experiments/e2e/fallback-test).
+opening out, and each came back as a cold prefill of 80-114 s (experiments/e2e/fallback-test).
 """
 
 from __future__ import annotations

@@ -59,6 +59,18 @@ class PlanContext:
             return None
         return Grounding(intent, placeholders=options.fill_placeholders, complete_tails=options.ground_paths)
 
+    def top_tools(self, intent: str, top: int) -> RoutingGuide:
+        """The catalog cut to the ``top`` tools the ranker gives for ``intent``, in rank order (or the
+        catalog's, ``recheck_order = "catalog"``): the recheck's list, and the ``fallback_top``
+        conversation's."""
+        from helmdeck_dspy.catalog.ranking import RANKERS
+        from helmdeck_dspy.catalog.select import restrict_catalog
+
+        ranked = [r.id for r in RANKERS[self.options.ranker](self.catalog, intent, None)[:top]]
+        if self.options.recheck_order == "catalog":
+            ranked = [i for i in self.catalog.ids() if i in set(ranked)]
+        return restrict_catalog(self.catalog, ranked)
+
     @property
     def arg_schemas(self) -> dict[str, dict[str, object]] | None:
         """The tool schemas the guards check and coerce arguments against, if checked."""

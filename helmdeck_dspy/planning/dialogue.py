@@ -142,13 +142,19 @@ def task_agent(planner: Any, loop: Loop = DEFAULT_LOOP) -> Any:
     Under ``fallback`` the planner asks no recheck (``recheck_top`` off): a declined first plan goes
     to the conversation at once, whose opening the server's cache keeps, instead of first to a
     narrowed prompt evaluated from the start (experiments/e2e/direct-dev: the same 31 of 45 tasks,
-    median task 0.84x; a single ``plan`` keeps the recheck)."""
+    median task 0.84x; a single ``plan`` keeps the recheck). With ``fallback_top`` the conversation
+    offers only the request's top-ranked tools."""
     if loop == "replan":
         return planner
     planner = planner.replace(options=planner.options.model_copy(update={"recheck_top": 0}))
     ctx = planner.context()
-    return FallbackAgent(planner, lambda: ChatAgent(ctx.lm, ctx.catalog, ctx.budget, dict(ctx.sampling),
-                                                    planner=planner, planner_first=False))
+    top = planner.options.fallback_top
+
+    def chat(intent: str) -> ChatAgent:
+        tools = ctx.top_tools(intent, top) if 0 < top < len(ctx.catalog.packs) else ctx.catalog
+        return ChatAgent(ctx.lm, tools, ctx.budget, dict(ctx.sampling), planner=planner, planner_first=False)
+
+    return FallbackAgent(planner, chat)
 
 
 class FallbackAgent:
@@ -159,7 +165,8 @@ class FallbackAgent:
 
     Args:
         planner: The planner (its plans, and the checks of the conversation's turns).
-        chat: Builds the conversation when the first plan has nothing to run.
+        chat: Builds the conversation for the request when the first plan has nothing to run
+            (every tool, or under ``fallback_top`` the top-ranked ones).
     """
 
     def __init__(self, planner: Any, chat: Any) -> None:
@@ -178,6 +185,6 @@ class FallbackAgent:
         if not first or (result.ok and result.steps):
             return result
         self.turns.append({"planner": [], "failure": result.failure_cause})
-        self.active = self.chat()
+        self.active = self.chat(intent)
         self.active.turns = self.turns  # the conversation's turns follow the planner's in one list
         return self.active.plan(intent, context=context)

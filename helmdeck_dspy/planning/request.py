@@ -175,17 +175,11 @@ class RequestPlan:
         ``recheck_top`` tools the ranker gives for the request, in rank order (or the catalog's,
         ``recheck_order``), where the strategy
         rechecks, the catalog is longer than that and no step has run yet; else None."""
-        from helmdeck_dspy.catalog.ranking import RANKERS
-        from helmdeck_dspy.catalog.select import restrict_catalog
-
         ctx, top = self.context, self.context.options.recheck_top
         declined = first is not None and first.plan is not None and not first.plan.steps
         if not (top and declined and ctx.strategy.rechecks_declines) or prior_steps or len(ctx.catalog.packs) <= top:
             return None
-        ranked = [r.id for r in RANKERS[ctx.options.ranker](ctx.catalog, self.intent, None)[:top]]
-        if ctx.options.recheck_order == "catalog":
-            ranked = [i for i in ctx.catalog.ids() if i in set(ranked)]
-        return ctx.strategy.recheck(self.first, restrict_catalog(ctx.catalog, ranked))
+        return ctx.strategy.recheck(self.first, ctx.top_tools(self.intent, top))
 
     def call_ask(self, content: str | None, retry: bool = False) -> PromptSpec:
         """The ask again for at least one call after a decline a threshold overrules

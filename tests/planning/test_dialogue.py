@@ -119,8 +119,8 @@ def _fallback(tmp_path, *planned: str, said: tuple[str, ...]) -> tuple[FallbackA
         planner = Planner.for_model(MODEL, lm=f"replay:{replay_file(tmp_path, *planned)}", catalog=GUIDE,
                                     use_filter=False, cache=False, answer_strategy="plain", recheck_top=0)
     lm = _LM(*said)
-    return FallbackAgent(planner, lambda: ChatAgent(lm, GUIDE, planner.budget, {"temperature": 0.0},
-                                                    planner=planner, planner_first=False)), lm
+    return FallbackAgent(planner, lambda intent: ChatAgent(lm, GUIDE, planner.budget, {"temperature": 0.0},
+                                                           planner=planner, planner_first=False)), lm
 
 
 def test_a_first_plan_with_nothing_to_run_hands_the_task_to_the_checked_conversation(tmp_path):
@@ -156,3 +156,15 @@ def test_the_fallback_loop_hands_a_declined_first_plan_over_without_a_recheck(tm
     assert not agent.planner.plan("What time is it in Tokyo?").rechecked  # the loop's first plan asks no recheck
     assert agent.planner.options.recheck_top == 0 and planner.options.recheck_top == 1  # the caller's planner kept
     assert task_agent(planner, "replan") is planner
+
+
+def test_fallback_top_offers_the_conversation_only_the_request_s_top_ranked_tools(tmp_path):
+    def conversation_tools(**options) -> list[str]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            planner = Planner.for_model(MODEL, lm=f"replay:{replay_file(tmp_path, '[]')}", catalog=GUIDE,
+                                        use_filter=False, cache=False, answer_strategy="plain", **options)
+        return [p.name for p in task_agent(planner, "fallback").chat("Read the file notes.txt").catalog.packs]
+
+    assert conversation_tools(fallback_top=1) == ["read_file"]  # the ranker's first for the request
+    assert conversation_tools() == conversation_tools(fallback_top=2) == ["get_current_time", "read_file"]  # off, or no cut

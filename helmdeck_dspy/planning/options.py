@@ -88,9 +88,10 @@ class PlannerOptions(BaseModel):
             one call), so a tool error is answered by a repair rather than by stopping. On by
             default: chosen on the end-to-end dev half, one task more (``git-12``: ``git_add``, then
             the commit that had failed), none lost (experiments/e2e/retry-dev).
-        fallback_top: Under the ``fallback`` loop, the conversation that takes a task over offers
-            only the top this-many tools the ranker gives for the request (0: every tool). Issue
-            55's lever (experiments/e2e/top-dev); off until a study chooses.
+        fallback_top: Under the ``fallback`` loop, the top this-many tools the ranker gives for the
+            request bound the hand-over: the conversation offers only them, and a first plan with no
+            call to one of them is handed over too (0: off; ``planning.dialogue.FallbackAgent``).
+            Issue 55's lever (experiments/e2e/top-dev); off until a study chooses.
         must_call: A first answer with no call is asked once more for at least one call, decoded
             under a schema of at least one call (an OpenAI client's ``tool_choice`` ``required`` or a
             named function).

@@ -61,8 +61,7 @@ class PlanContext:
 
     def top_tools(self, intent: str, top: int) -> RoutingGuide:
         """The catalog cut to the ``top`` tools the ranker gives for ``intent``, in rank order (or the
-        catalog's, ``recheck_order = "catalog"``): the recheck's list, and the ``fallback_top``
-        conversation's."""
+        catalog's, ``recheck_order = "catalog"``): the recheck's list."""
         from helmdeck_dspy.catalog.ranking import RANKERS
         from helmdeck_dspy.catalog.select import restrict_catalog
 

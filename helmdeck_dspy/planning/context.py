@@ -59,13 +59,18 @@ class PlanContext:
             return None
         return Grounding(intent, placeholders=options.fill_placeholders, complete_tails=options.ground_paths)
 
-    def top_tools(self, intent: str, top: int) -> RoutingGuide:
+    def top_tools(self, intent: str, top: int, matched: bool = False) -> RoutingGuide:
         """The catalog cut to the ``top`` tools the ranker gives for ``intent``, in rank order (or the
-        catalog's, ``recheck_order = "catalog"``): the recheck's list."""
+        catalog's, ``recheck_order = "catalog"``): the recheck's list, and the ``fallback_top``
+        conversation's. With ``matched``, the whole catalog where the ranker scores no tool above 0
+        (the request shares no word with any tool, so the order says nothing)."""
         from helmdeck_dspy.catalog.ranking import RANKERS
         from helmdeck_dspy.catalog.select import restrict_catalog
 
-        ranked = [r.id for r in RANKERS[self.options.ranker](self.catalog, intent, None)[:top]]
+        scored = RANKERS[self.options.ranker](self.catalog, intent, None)
+        if matched and not (scored and scored[0].score > 0):
+            return self.catalog
+        ranked = [r.id for r in scored[:top]]
         if self.options.recheck_order == "catalog":
             ranked = [i for i in self.catalog.ids() if i in set(ranked)]
         return restrict_catalog(self.catalog, ranked)

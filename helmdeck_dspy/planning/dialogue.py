@@ -147,8 +147,8 @@ def task_agent(planner: Any, loop: Loop = DEFAULT_LOOP) -> Any:
         return planner
     planner = planner.replace(options=planner.options.model_copy(update={"recheck_top": 0}))
     ctx = planner.context()
-    return FallbackAgent(planner, lambda: ChatAgent(ctx.lm, ctx.catalog, ctx.budget, dict(ctx.sampling),
-                                                    planner=planner, planner_first=False))
+    return FallbackAgent(planner, lambda tools: ChatAgent(ctx.lm, tools, ctx.budget, dict(ctx.sampling),
+                                                          planner=planner, planner_first=False))
 
 
 class FallbackAgent:
@@ -157,9 +157,16 @@ class FallbackAgent:
     on each turn (:class:`ChatAgent` with ``planner_first`` off) for the rest of the task
     (``loop = "fallback"``; make a new one for each task).
 
+    Under ``fallback_top`` the request's top-ranked tools bound the hand-over where the request
+    shares a word with some tool (the ranker scores one above 0): the conversation offers only them,
+    and a first plan none of whose calls is to one of them (a tool the servers lack still counts as a
+    call: it fails and is answered) is handed over too, its calls unsent. A request that matches no
+    tool keeps every tool (experiments/e2e/top-dev: shown the closer tools, two such requests got a
+    write).
+
     Args:
         planner: The planner (its plans, and the checks of the conversation's turns).
-        chat: Builds the conversation when the first plan has nothing to run.
+        chat: Builds the conversation over the tools it is given.
     """
 
     def __init__(self, planner: Any, chat: Any) -> None:
@@ -175,9 +182,14 @@ class FallbackAgent:
     def plan(self, intent: str, context: str | None = None, prior_steps: list[ExecutedStep] | None = None) -> PlanResult:
         first = self.active is self.planner and not prior_steps
         result = self.active.plan(intent, context=context, prior_steps=prior_steps)
-        if not first or (result.ok and result.steps):
+        if not first:
             return result
-        self.turns.append({"planner": [], "failure": result.failure_cause})
-        self.active = self.chat()
+        ctx = self.planner.context()
+        top = ctx.options.fallback_top
+        shown = ctx.top_tools(intent, top, matched=True) if 0 < top < len(ctx.catalog.packs) else ctx.catalog
+        if result.ok and any(s.tool in shown.id_set or s.tool not in ctx.catalog.id_set for s in result.steps):
+            return result
+        self.turns.append({"planner": [s.tool for s in result.steps], "failure": result.failure_cause})
+        self.active = self.chat(shown)
         self.active.turns = self.turns  # the conversation's turns follow the planner's in one list
         return self.active.plan(intent, context=context)

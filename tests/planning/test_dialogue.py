@@ -112,15 +112,15 @@ def test_without_the_planners_first_plan_the_models_own_first_turn_is_checked_to
     assert out.stopped_because == "done" and "planner" not in agent.turns[0]  # no plan call: the model's turn
 
 
-def _fallback(tmp_path, *planned: str, said: tuple[str, ...]) -> tuple[FallbackAgent, _LM]:
+def _fallback(tmp_path, *planned: str, said: tuple[str, ...], **options) -> tuple[FallbackAgent, _Recording]:
     """The planner replaying ``planned`` (the plain strategy's answers), the conversation answering ``said``."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         planner = Planner.for_model(MODEL, lm=f"replay:{replay_file(tmp_path, *planned)}", catalog=GUIDE,
-                                    use_filter=False, cache=False, answer_strategy="plain", recheck_top=0)
-    lm = _LM(*said)
-    return FallbackAgent(planner, lambda: ChatAgent(lm, GUIDE, planner.budget, {"temperature": 0.0},
-                                                    planner=planner, planner_first=False)), lm
+                                    use_filter=False, cache=False, answer_strategy="plain", recheck_top=0, **options)
+    lm = _Recording(*said)
+    return FallbackAgent(planner, lambda tools: ChatAgent(lm, tools, planner.budget, {"temperature": 0.0},
+                                                          planner=planner, planner_first=False)), lm
 
 
 def test_a_first_plan_with_nothing_to_run_hands_the_task_to_the_checked_conversation(tmp_path):
@@ -156,3 +156,26 @@ def test_the_fallback_loop_hands_a_declined_first_plan_over_without_a_recheck(tm
     assert not agent.planner.plan("What time is it in Tokyo?").rechecked  # the loop's first plan asks no recheck
     assert agent.planner.options.recheck_top == 0 and planner.options.recheck_top == 1  # the caller's planner kept
     assert task_agent(planner, "replan") is planner
+
+
+def test_fallback_top_bounds_the_hand_over_by_the_request_s_top_ranked_tools(tmp_path):
+    clock = '[{"name": "get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}]'
+    read = '[{"name": "read_file", "arguments": {"path": "notes.txt"}}]'
+    ask = "Read the file notes.txt"  # the ranker's first: read_file
+
+    def files(step):
+        return StepOutcome(text="notes")
+
+    declined, lm = _fallback(tmp_path, "[]", said=("Done.",), fallback_top=1)
+    run_loop(declined, ask, files)
+    assert [t.name for t in lm.whole[0].tools] == ["read_file"]  # the conversation offers the top tool only
+    unmatched, lm = _fallback(tmp_path, clock, said=("Done.",), fallback_top=1)
+    out = run_loop(unmatched, "Order a large pepperoni pizza", files)  # no word of any tool's: no bound
+    assert [s.tool for s in out.executed] == ["get_current_time"] and lm.requests == []
+    off_rank, lm = _fallback(tmp_path, clock, said=(_call("read_file", path="notes.txt"), "Done."), fallback_top=1)
+    out = run_loop(off_rank, ask, files)
+    assert [s.tool for s in out.executed] == ["read_file"] and off_rank.turns[0]["planner"] == ["get_current_time"]
+    for planned, top in ((read, 1), (clock, 0)):  # a call among the top tools, or the option off: the plan runs
+        kept, lm = _fallback(tmp_path, planned, said=(), fallback_top=top)
+        out = run_loop(kept, ask, files)
+        assert len(out.executed) == 1 and lm.requests == [] and kept.active is kept.planner

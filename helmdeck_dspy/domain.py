@@ -21,7 +21,9 @@ DEFAULT_LOOP: Loop = "fallback"
 """The loop ``run`` and ``make demo-live`` drive a task with (planning.dialogue.task_agent; a study
 row names its own), chosen on both dev halves by the rule written before their run
 (experiments/e2e/fallback-dev: 37 of 64 tasks against 36, no refrain task lost, median task 1.04x); its
-first plan asks no recheck (experiments/e2e/direct-dev: 31 of 45 each, median task 0.84x)."""
+first plan asks no recheck (experiments/e2e/direct-dev: 31 of 45 each, median task 0.84x), and the
+request's 15 top-ranked tools bound its hand-over (``fallback_top``; experiments/e2e/top2-dev: 34 of
+45 against 31, median task 1.05x)."""
 RETIRED_STRATEGIES = ("decide", "draft")
 """Strategies measured, lost and taken out (docs/results/strategies.md): a study row that names one
 still loads, so its recorded answers re-score, but makes no call."""

@@ -91,8 +91,9 @@ class PlannerOptions(BaseModel):
         fallback_top: Under the ``fallback`` loop, the top this-many tools the ranker gives for the
             request bound the hand-over, where the request shares a word with some tool: the
             conversation offers only them, and a first plan with no call to one of them is handed
-            over too (0: off; ``planning.dialogue.FallbackAgent``). Issue 55's lever
-            (experiments/e2e/top-dev, then top2-dev); off until a study chooses.
+            over too (0: off; ``planning.dialogue.FallbackAgent``). 15 by default: chosen on the
+            end-to-end dev half, three tasks more and none lost (experiments/e2e/top2-dev; unbounded,
+            it acted on two requests no tool serves: experiments/e2e/top-dev).
         must_call: A first answer with no call is asked once more for at least one call, decoded
             under a schema of at least one call (an OpenAI client's ``tool_choice`` ``required`` or a
             named function).
@@ -135,7 +136,7 @@ class PlannerOptions(BaseModel):
     recheck_order: Literal["rank", "catalog"] = "rank"
     ground_paths: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/ground-dev"]})
     retry_errors: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/retry-dev"]})
-    fallback_top: int = Field(default=0, ge=0)
+    fallback_top: int = Field(default=15, ge=0, json_schema_extra={"decided_by": ["experiments/e2e/top2-dev"]})
     must_call: bool = False
     probe_decision: bool = False
     checks: PostChecks = Field(default_factory=PostChecks)

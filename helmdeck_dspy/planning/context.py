@@ -63,7 +63,8 @@ class PlanContext:
         """The catalog cut to the ``top`` tools the ranker gives for ``intent``, in rank order (or the
         catalog's, ``recheck_order = "catalog"``): the recheck's list, and the ``fallback_top``
         conversation's. With ``matched``, the whole catalog where the ranker scores no tool above 0
-        (the request shares no word with any tool, so the order says nothing)."""
+        (under ``bm25`` and ``lexical``: the request shares no word with any tool, so the order says
+        nothing; the ``embedding`` ranker's cosine is rarely 0, so there the cut nearly always applies)."""
         from helmdeck_dspy.catalog.ranking import RANKERS
         from helmdeck_dspy.catalog.select import restrict_catalog
 

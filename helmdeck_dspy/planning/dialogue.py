@@ -18,8 +18,8 @@ adds:
 Every turn of either arm offers the same tools, the whole catalog, so the conversation's opening
 (the chat template's system turn with the tools) is the same for every task over the same servers
 and a server's prompt cache evaluates it once. (The fallback loop's hand-over offers the request's
-top-ranked tools instead, :class:`FallbackAgent`: an opening of its own, evaluated from the start.) A turn with no call ends the task (the model said it
-is done). Each turn's exchange is kept in
+top-ranked tools instead, :class:`FallbackAgent`: an opening of its own, evaluated from the start.)
+A turn with no call ends the task (the model said it is done). Each turn's exchange is kept in
 :attr:`ChatAgent.turns` for the result line.
 """
 

@@ -94,6 +94,10 @@ class PlannerOptions(BaseModel):
             over too (0: off; ``planning.dialogue.FallbackAgent``). 15 by default: chosen on the
             end-to-end dev half, three tasks more and none lost (experiments/e2e/top2-dev; unbounded,
             it acted on two requests no tool serves: experiments/e2e/top-dev).
+        fallback_bound: How ``fallback_top`` bounds the hand-over's conversation: ``offer`` (only the
+            top tools are offered: an opening of its own, evaluated from the start) or ``name`` (every
+            tool is offered, the opening the server's cache keeps, and the request's message names the
+            top ones). ``offer`` until a study chooses (issue 54's time).
         must_call: A first answer with no call is asked once more for at least one call, decoded
             under a schema of at least one call (an OpenAI client's ``tool_choice`` ``required`` or a
             named function).
@@ -137,6 +141,7 @@ class PlannerOptions(BaseModel):
     ground_paths: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/ground-dev"]})
     retry_errors: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/retry-dev"]})
     fallback_top: int = Field(default=15, ge=0, json_schema_extra={"decided_by": ["experiments/e2e/top2-dev"]})
+    fallback_bound: Literal["offer", "name"] = "offer"
     must_call: bool = False
     probe_decision: bool = False
     checks: PostChecks = Field(default_factory=PostChecks)

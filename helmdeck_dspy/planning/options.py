@@ -98,6 +98,10 @@ class PlannerOptions(BaseModel):
             top tools are offered: an opening of its own, evaluated from the start) or ``name`` (every
             tool is offered, the opening the server's cache keeps, and the request's message names the
             top ones). ``offer`` until a study chooses (issue 54's time).
+        retry_repeats: In the checked conversation (``fallback`` loop's hand-over, ``chat-checked``), a
+            turn that repeats a call that failed with no success since is not sent (the loop would
+            stop ``stuck``): its calls are answered as not run, the repeat with :data:`~.dialogue.REPEAT_NOTE`,
+            and the model is asked once more. Off until a study chooses (issue 55's recovery).
         must_call: A first answer with no call is asked once more for at least one call, decoded
             under a schema of at least one call (an OpenAI client's ``tool_choice`` ``required`` or a
             named function).
@@ -142,6 +146,7 @@ class PlannerOptions(BaseModel):
     retry_errors: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/retry-dev"]})
     fallback_top: int = Field(default=15, ge=0, json_schema_extra={"decided_by": ["experiments/e2e/top2-dev"]})
     fallback_bound: Literal["offer", "name"] = "offer"
+    retry_repeats: bool = False
     must_call: bool = False
     probe_decision: bool = False
     checks: PostChecks = Field(default_factory=PostChecks)

@@ -55,20 +55,18 @@ class ChatAgent:
         sampling: Temperature and seed sent with every turn (the planner's).
         planner: The planner whose first turn and checks this conversation uses (None: the model alone).
         planner_first: The planner answers the first turn with its own plan (off: the model does, checked).
-        named: Tools the request's message names (:class:`ChatTurns`), every tool still offered.
     """
 
     variant = "single_pick"  # run_loop asks again after every batch of calls, until a turn has none
 
     def __init__(self, lm: Any, catalog: RoutingGuide, budget: Any, sampling: dict[str, Any],
-                 planner: Any = None, planner_first: bool = True, named: RoutingGuide | None = None) -> None:
+                 planner: Any = None, planner_first: bool = True) -> None:
         self.lm = lm
         self.catalog = catalog
         self.budget = budget
         self.sampling = sampling
         self.planner = planner
         self.planner_first = planner_first
-        self.named = named
         self.chat: ChatTurns | None = None
         self.seen = 0
         self.turns: list[dict[str, Any]] = []
@@ -76,7 +74,7 @@ class ChatAgent:
     def plan(self, intent: str, context: str | None = None, prior_steps: list[ExecutedStep] | None = None) -> PlanResult:
         prior = list(prior_steps or [])
         if self.chat is None:
-            self.chat = ChatTurns(self.catalog, intent, context, named=self.named)
+            self.chat = ChatTurns(self.catalog, intent, context)
             if self.planner is not None and self.planner_first:
                 first = self.planner.plan(intent, context=context)
                 self.turns.append({"planner": [s.tool for s in first.steps], "failure": first.failure_cause})
@@ -164,8 +162,8 @@ def task_agent(planner: Any, loop: Loop = DEFAULT_LOOP) -> Any:
         return planner
     planner = planner.replace(options=planner.options.model_copy(update={"recheck_top": 0}))
     ctx = planner.context()
-    return FallbackAgent(planner, lambda tools, named=None: ChatAgent(ctx.lm, tools, ctx.budget, dict(ctx.sampling),
-                                                                      planner=planner, planner_first=False, named=named))
+    return FallbackAgent(planner, lambda tools: ChatAgent(ctx.lm, tools, ctx.budget, dict(ctx.sampling),
+                                                          planner=planner, planner_first=False))
 
 
 class FallbackAgent:
@@ -179,8 +177,8 @@ class FallbackAgent:
     and a first plan none of whose calls is to one of them (a tool the servers lack still counts as a
     call: it fails and is answered) is handed over too, its calls unsent. A request that matches no
     tool keeps every tool (experiments/e2e/top-dev: shown the closer tools, two such requests got a
-    write). With ``fallback_bound = "name"`` the conversation offers every tool (the opening the
-    server's cache keeps) and its request names the top ones instead.
+    write; experiments/e2e/name-dev: every tool offered, the top ones named in the request, lost two
+    tasks).
 
     Args:
         planner: The planner (its plans, and the checks of the conversation's turns).
@@ -208,9 +206,6 @@ class FallbackAgent:
         if result.ok and any(s.tool in shown.id_set or s.tool not in ctx.catalog.id_set for s in result.steps):
             return result
         self.turns.append({"planner": [s.tool for s in result.steps], "failure": result.failure_cause})
-        if ctx.options.fallback_bound == "name" and shown is not ctx.catalog:
-            self.active = self.chat(ctx.catalog, shown)
-        else:
-            self.active = self.chat(shown)
+        self.active = self.chat(shown)
         self.active.turns = self.turns  # the conversation's turns follow the planner's in one list
         return self.active.plan(intent, context=context)

@@ -94,10 +94,6 @@ class PlannerOptions(BaseModel):
             over too (0: off; ``planning.dialogue.FallbackAgent``). 15 by default: chosen on the
             end-to-end dev half, three tasks more and none lost (experiments/e2e/top2-dev; unbounded,
             it acted on two requests no tool serves: experiments/e2e/top-dev).
-        fallback_bound: How ``fallback_top`` bounds the hand-over's conversation: ``offer`` (only the
-            top tools are offered: an opening of its own, evaluated from the start) or ``name`` (every
-            tool is offered, the opening the server's cache keeps, and the request's message names the
-            top ones). ``offer`` until a study chooses (issue 54's time).
         retry_repeats: In the checked conversation (``fallback`` loop's hand-over, ``chat-checked``), a
             turn that repeats a call that failed with no success since is not sent (the loop would
             stop ``stuck``): its calls are answered as not run, the repeat with :data:`~.dialogue.REPEAT_NOTE`,
@@ -145,7 +141,6 @@ class PlannerOptions(BaseModel):
     ground_paths: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/ground-dev"]})
     retry_errors: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/retry-dev"]})
     fallback_top: int = Field(default=15, ge=0, json_schema_extra={"decided_by": ["experiments/e2e/top2-dev"]})
-    fallback_bound: Literal["offer", "name"] = "offer"
     retry_repeats: bool = False
     must_call: bool = False
     probe_decision: bool = False

@@ -29,10 +29,6 @@ from helmdeck_dspy.program.native_tools import NativeTool, native_tools
 from helmdeck_dspy.program.plain_prompt import CONTEXT_LEAD
 
 
-NAMED_LEAD = "Tools that best match this request:"
-"""Leads the names of the tools a hand-over's request is bounded by (``fallback_bound = "name"``)."""
-
-
 class TurnAnswer(BaseModel):
     """What one turn answered: its calls (tool ids) or none, and how the answer ended."""
 
@@ -54,12 +50,9 @@ class ChatTurns:
         catalog: The tools offered on every turn (the same list each turn, so the prompt only grows).
         intent: The user request (the first user message).
         context: Pasted material for it, after the request.
-        named: Tools the request's message names after it, in order (:data:`NAMED_LEAD`), while every
-            tool of ``catalog`` is still offered.
     """
 
-    def __init__(self, catalog: RoutingGuide, intent: str, context: str | None = None,
-                 named: RoutingGuide | None = None) -> None:
+    def __init__(self, catalog: RoutingGuide, intent: str, context: str | None = None) -> None:
         from dspy.lm15 import FunctionTool, Message
 
         self.tools: tuple[NativeTool, ...] = native_tools(catalog)
@@ -70,8 +63,6 @@ class ChatTurns:
         text = intent.strip()
         if context is not None and str(context).strip():
             text += f"\n\n{CONTEXT_LEAD}\n{str(context).strip()}"
-        if named is not None:
-            text += f"\n\n{NAMED_LEAD} " + ", ".join(t.name for t in native_tools(named)) + "."
         self.messages: list[Any] = [Message.user(text)]
         self._calls = 0
 

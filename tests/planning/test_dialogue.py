@@ -10,7 +10,6 @@ from helmdeck_dspy.catalog.models import RoutingGuide
 from helmdeck_dspy.planning.dialogue import REPEAT_NOTE, ChatAgent, FallbackAgent, task_agent
 from helmdeck_dspy.planning.execution import StepOutcome, run_loop
 from helmdeck_dspy.planning.planner import Planner
-from helmdeck_dspy.program.chat_turns import NAMED_LEAD
 from tests.bench.e2e.test_e2e import _LM
 from tests.planning.test_planner import replay_file
 
@@ -120,8 +119,8 @@ def _fallback(tmp_path, *planned: str, said: tuple[str, ...], **options) -> tupl
         planner = Planner.for_model(MODEL, lm=f"replay:{replay_file(tmp_path, *planned)}", catalog=GUIDE,
                                     use_filter=False, cache=False, answer_strategy="plain", recheck_top=0, **options)
     lm = _Recording(*said)
-    return FallbackAgent(planner, lambda tools, named=None: ChatAgent(lm, tools, planner.budget, {"temperature": 0.0},
-                                                                      planner=planner, planner_first=False, named=named)), lm
+    return FallbackAgent(planner, lambda tools: ChatAgent(lm, tools, planner.budget, {"temperature": 0.0},
+                                                          planner=planner, planner_first=False)), lm
 
 
 def test_a_first_plan_with_nothing_to_run_hands_the_task_to_the_checked_conversation(tmp_path):
@@ -180,19 +179,6 @@ def test_fallback_top_bounds_the_hand_over_by_the_request_s_top_ranked_tools(tmp
         kept, lm = _fallback(tmp_path, planned, said=(), fallback_top=top)
         out = run_loop(kept, ask, files)
         assert len(out.executed) == 1 and lm.requests == [] and kept.active is kept.planner
-
-
-def test_fallback_bound_name_offers_every_tool_and_names_the_top_ones_in_the_request(tmp_path):
-    agent, lm = _fallback(tmp_path, "[]", said=("Done.",), fallback_top=1, fallback_bound="name")
-    run_loop(agent, "Read the file notes.txt", lambda step: StepOutcome(text="notes"))
-    first = lm.whole[0]
-    assert len(first.tools) == len(GUIDE.packs)  # the whole list: the opening the cache keeps
-    text = first.messages[0].parts[0].text
-    named = text.split(NAMED_LEAD, 1)[1].strip().rstrip(".").split(", ")
-    assert text.startswith("Read the file notes.txt") and named == ["read_file"]
-    unmatched, lm = _fallback(tmp_path, "[]", said=("Done.",), fallback_top=1, fallback_bound="name")
-    run_loop(unmatched, "Order a large pepperoni pizza", lambda step: StepOutcome(text=""))
-    assert NAMED_LEAD not in lm.whole[0].messages[0].parts[0].text  # no word of any tool's: nothing named
 
 
 def test_retry_repeats_answers_a_repeated_failing_call_unsent_and_asks_once_more(tmp_path):

@@ -32,17 +32,10 @@ from helmdeck_dspy.catalog.models import RoutingGuide
 from helmdeck_dspy.domain import DEFAULT_LOOP, Loop
 from helmdeck_dspy.decoding.causes import normalize_finish_reason
 from helmdeck_dspy.decoding.parsing import ParseResult
-from helmdeck_dspy.planning.execution import failed_since_last_success
 from helmdeck_dspy.planning.guards import GuardedStep
 from helmdeck_dspy.planning.result import PlanResult, build_result
 from helmdeck_dspy.program.chat_turns import ChatTurns, TurnAnswer
 from helmdeck_dspy.signatures.types import ExecutedStep, PlanOutput, PlanStep
-
-
-REPEAT_NOTE = "Not run: this call already failed with these arguments. Change the arguments or call another tool."
-"""The tool message for a repeated failing call that was not sent (``retry_repeats``)."""
-NOT_RUN_NOTE = "Not run (sent with a call that repeated a failure)."
-"""The tool message for the other calls of that turn."""
 
 
 class ChatAgent:
@@ -82,14 +75,7 @@ class ChatAgent:
         else:
             self.chat.ran([(s.tool, s.args, s.output, s.error) for s in prior[self.seen:]])
         self.seen = len(prior)
-        result = self._turn(intent)
-        repeats = [failed_since_last_success(prior, s) for s in result.steps]
-        if any(repeats) and self.planner is not None and self.planner.options.retry_repeats:
-            self.turns[-1]["not_run"] = True  # asked once more: the loop would stop ``stuck`` on it
-            self.chat.ran([(s.tool, s.args, REPEAT_NOTE if again else NOT_RUN_NOTE, True)
-                           for s, again in zip(result.steps, repeats)])
-            result = self._turn(intent)
-        return result
+        return self._turn(intent)
 
     def _turn(self, intent: str) -> PlanResult:
         """Ask the model for its next turn and make a plan of its calls (checked by the planner's rules)."""

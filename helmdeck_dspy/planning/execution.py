@@ -107,7 +107,7 @@ class Replanner(Protocol):
         ...
 
 
-def failed_since_last_success(executed: list[ExecutedStep], step: GuardedStep) -> bool:
+def _failed_since_last_success(executed: list[ExecutedStep], step: GuardedStep) -> bool:
     """Whether ``step`` (its tool and arguments) failed after the last call that succeeded."""
     for done in reversed(executed):
         if not done.error:
@@ -210,7 +210,7 @@ def run_loop(
                 return stop("max_steps")
             if out_of_time():
                 return stop("time_cap")
-            if failed_since_last_success(out.executed, step):
+            if _failed_since_last_success(out.executed, step):
                 return stop("stuck")  # it failed with these very arguments and nothing has changed since
             if _repeats_last_success(out.executed, step):
                 return stop("repeated")  # it would return what the model already has

@@ -94,10 +94,6 @@ class PlannerOptions(BaseModel):
             over too (0: off; ``planning.dialogue.FallbackAgent``). 15 by default: chosen on the
             end-to-end dev half, three tasks more and none lost (experiments/e2e/top2-dev; unbounded,
             it acted on two requests no tool serves: experiments/e2e/top-dev).
-        retry_repeats: In the checked conversation (``fallback`` loop's hand-over, ``chat-checked``), a
-            turn that repeats a call that failed with no success since is not sent (the loop would
-            stop ``stuck``): its calls are answered as not run, the repeat with :data:`~.dialogue.REPEAT_NOTE`,
-            and the model is asked once more. Off until a study chooses (issue 55's recovery).
         must_call: A first answer with no call is asked once more for at least one call, decoded
             under a schema of at least one call (an OpenAI client's ``tool_choice`` ``required`` or a
             named function).
@@ -141,7 +137,6 @@ class PlannerOptions(BaseModel):
     ground_paths: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/ground-dev"]})
     retry_errors: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/retry-dev"]})
     fallback_top: int = Field(default=15, ge=0, json_schema_extra={"decided_by": ["experiments/e2e/top2-dev"]})
-    retry_repeats: bool = False
     must_call: bool = False
     probe_decision: bool = False
     checks: PostChecks = Field(default_factory=PostChecks)

@@ -7,7 +7,7 @@ import warnings
 
 from helmdeck_dspy.budgets import budget_for, load_budget_table
 from helmdeck_dspy.catalog.models import RoutingGuide
-from helmdeck_dspy.planning.dialogue import REPEAT_NOTE, ChatAgent, FallbackAgent, task_agent
+from helmdeck_dspy.planning.dialogue import ChatAgent, FallbackAgent, task_agent
 from helmdeck_dspy.planning.execution import StepOutcome, run_loop
 from helmdeck_dspy.planning.planner import Planner
 from tests.bench.e2e.test_e2e import _LM
@@ -179,17 +179,3 @@ def test_fallback_top_bounds_the_hand_over_by_the_request_s_top_ranked_tools(tmp
         kept, lm = _fallback(tmp_path, planned, said=(), fallback_top=top)
         out = run_loop(kept, ask, files)
         assert len(out.executed) == 1 and lm.requests == [] and kept.active is kept.planner
-
-
-def test_retry_repeats_answers_a_repeated_failing_call_unsent_and_asks_once_more(tmp_path):
-    said = (_call("get_current_time", timezone="Tokyo"), _call("get_current_time", timezone="Tokyo"),
-            _call("get_current_time", timezone="Asia/Tokyo"), "Done.")
-    agent, lm = _fallback(tmp_path, "[]", said=said, retry_repeats=True)
-    out = run_loop(agent, "What time is it in Tokyo?", _clock)
-    assert [(s.args["timezone"], s.error) for s in out.executed] == [("Tokyo", True), ("Asia/Tokyo", False)]
-    assert out.stopped_because == "done" and [t.get("not_run", False) for t in agent.turns[1:]] == [False, True, False, False]
-    note = lm.whole[2].messages[-1].parts[0]  # the third turn's request ends with the repeat answered, unsent
-    assert note.is_error and note.content[0].text == REPEAT_NOTE
-    off, _ = _fallback(tmp_path, "[]", said=said)
-    out = run_loop(off, "What time is it in Tokyo?", _clock)
-    assert out.stopped_because == "stuck" and len(out.executed) == 1

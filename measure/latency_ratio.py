@@ -4,13 +4,16 @@ item 4). A benchmark, not a test: the figures are what the study's run measured,
 engine and settings in that one run.
 
     .venv/bin/python measure/latency_ratio.py experiments/e2e/stream-test/study.toml [MORE SPECS...]
-        [--prefill TPS --decode TPS]
+        [--prefill TPS --decode TPS] [--baseline ROW]
 
 With the engine's rates (``measure/engine_rates.py`` on the same machine and engine), each row of a
 request study also shows its floor, p50 over its requests: every prompt token prefilled and every
 output token decoded at those rates (``cold``), and the output tokens alone (``cached``: the prompt
 already evaluated, as over a stable tool list). An end-to-end study's records hold no token counts
 per task: its floor is shown as ``-``.
+
+``--baseline`` reads every row against another row than the spec's baseline (an end-to-end study
+has two model-alone loops: the JSON-list one and the chat-format one).
 
 A study whose rows ran in different runs (rows added later) is read the same way, but its ratio is
 then not a same-run comparison: the spec's comments say which rows ran together.
@@ -40,15 +43,18 @@ def floors(outcomes: list, prefill: float, decode: float) -> tuple[float, float]
     return statistics.median(cold), statistics.median([o.completion_tokens / decode for o in known])
 
 
-def report(spec_path: Path, rates: tuple[float, float] | None = None) -> list[str]:
+def report(spec_path: Path, rates: tuple[float, float] | None = None, baseline: str | None = None) -> list[str]:
     spec = load_study_spec(spec_path)
     by_config = outcomes_by_config(spec)
+    baseline = baseline or spec.baseline
+    if baseline not in by_config:
+        raise SystemExit(f"{spec_path}: no row named {baseline!r} has results (rows: {', '.join(sorted(by_config))})")
     unit = "task" if spec.e2e is not None else "request"
-    lines = [f"{spec_path}: seconds per {unit}, over the cases each row shares with `{spec.baseline}`"
+    lines = [f"{spec_path}: seconds per {unit}, over the cases each row shares with `{baseline}`"
              + (f"; floors at {rates[0]:g} prefill and {rates[1]:g} decode tokens/s" if rates else ""),
              "| row | cases | p50 | p90 | baseline p50 | baseline p90 | p50 ratio |" + (" floor p50 cold / cached |" if rates else ""),
              "|---|---|---|---|---|---|---|" + ("---|" if rates else "")]
-    base = by_config.get(spec.baseline, {})
+    base = by_config[baseline]
     for config in spec.config:
         mine = by_config.get(config.name, {})
         shared = [k for k in mine if k in base and mine[k].latency_ms is not None and base[k].latency_ms is not None]
@@ -71,8 +77,9 @@ if __name__ == "__main__":
     parser.add_argument("specs", nargs="+", type=Path)
     parser.add_argument("--prefill", type=float, help="prefill tokens per second (measure/engine_rates.py)")
     parser.add_argument("--decode", type=float, help="decode tokens per second (measure/engine_rates.py)")
+    parser.add_argument("--baseline", help="the row to read every row against (default: the spec's baseline)")
     args = parser.parse_args()
     if (args.prefill is None) != (args.decode is None):
         parser.error("--prefill and --decode go together")
     for path in args.specs:
-        print("\n".join(report(path, (args.prefill, args.decode) if args.prefill else None)), end="\n\n")
+        print("\n".join(report(path, (args.prefill, args.decode) if args.prefill else None, args.baseline)), end="\n\n")

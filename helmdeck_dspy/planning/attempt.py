@@ -144,6 +144,7 @@ def recorded_run(ctx: PlanContext, spec: PromptSpec | None = None, rechecked: Pr
             **({GROUND_PATHS_KEY: True} if options.ground_paths else {}),
             **({"recheck_top": options.recheck_top} if options.recheck_top else {}),
             **({"retry_errors": True} if options.retry_errors else {}),
+            **({"cut_head": True} if options.cut_head else {}),
             **({"constrained": stamp["wire"]} if "wire" in stamp else {}),
             **({"prompt": stamp} if stamp else {}),
             **({"rechecked": rechecked.stamp()} if rechecked is not None else {}),

@@ -79,6 +79,12 @@ class PlannerOptions(BaseModel):
             ``catalog`` (the whole list's, so the recheck prompt's entries are chunks of the first
             prompt a server that reuses chunks, llama-server's ``--cache-reuse``, need not evaluate
             again). Issue 54's lever; ``rank`` until a study chooses.
+        cut_head: Where the whole list does not fit the row's ``input_tokens`` and the ranker cuts
+            it, show the request's top-ranked picks (the cut's first N) after the catalog's longest
+            leading run of tools that still fits, instead of the budget's fill in rank order, so
+            consecutive requests share that head and a prefix cache keeps it
+            (``AnswerStrategy.keep_head``; only the ``plain`` strategy has such a head; not after
+            the LLM filter). Issue 54's lever (item 2); off until a study chooses.
         ground_paths: A path argument the request does not name is completed to the one path it
             names that ends with it (``todo.md`` → ``files/todo.md``; ``planning.arguments.ground_args``).
             On by default: chosen on the end-to-end dev half, two tasks more and none lost
@@ -134,6 +140,7 @@ class PlannerOptions(BaseModel):
     fill_placeholders: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/qwen2.5-coder-1.5b"]})
     recheck_top: int = Field(default=10, ge=0, json_schema_extra={"decided_by": ["experiments/e2e/qwen2.5-coder-1.5b"]})
     recheck_order: Literal["rank", "catalog"] = "rank"
+    cut_head: bool = False
     ground_paths: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/ground-dev"]})
     retry_errors: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/retry-dev"]})
     fallback_top: int = Field(default=15, ge=0, json_schema_extra={"decided_by": ["experiments/e2e/top2-dev"]})

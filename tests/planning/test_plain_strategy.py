@@ -168,6 +168,41 @@ def test_a_plain_call_shows_the_whole_list_in_one_order_whenever_it_fits_the_con
 
 
 
+def test_a_cut_list_under_cut_head_keeps_one_head_for_every_request_beside_its_picks():
+    from helmdeck_dspy.io.tokens import count_tokens
+    from helmdeck_dspy.program.plain_prompt import plain_functions, plain_request
+
+    catalog = read_tools_catalog([*TOOLS, *_wordy_tools(60, 40)])
+    planners = {head: Planner.for_model(MODEL, lm="llamacpp/m", catalog=catalog, history=None, use_filter=False,
+                                        cache=False, answer_strategy="plain", cut_head=head) for head in (False, True)}
+    heads = []
+    for intent in (INTENT, "send a fax to 555 0100", "read the file of tool 57"):
+        picks = planners[False].select(intent)[0].ids()
+        shown, trim = planners[True].select(intent)
+        ids = shown.ids()
+        assert set(picks) < set(ids) and ids == [i for i in catalog.ids() if i in ids]  # the picks, in catalog order
+        assert count_tokens(plain_request(plain_functions(shown), intent)) <= planners[True].budget.input_tokens
+        assert any(d.startswith("cut_head(") for d in trim.dropped)
+        head = next(n for n, i in enumerate(catalog.ids()) if i not in ids)  # the catalog's first `head` tools
+        assert head > len([i for i in picks if catalog.ids().index(i) < head])  # more than the picks among them
+        heads.append(head)
+    assert "tool_57" in ids and catalog.ids().index("tool_57") > heads[-1]  # a pick beyond the head stays
+    assert max(heads) - min(heads) <= 2  # one head, whatever the request picks
+
+
+def test_a_list_that_fits_or_a_strategy_without_a_head_is_not_widened():
+    catalog = read_tools_catalog([*TOOLS, *_wordy_tools(60, 6)])  # fits the row's input_tokens
+    planner = Planner.for_model(MODEL, lm="llamacpp/m", catalog=catalog, history=None, use_filter=False,
+                                cache=False, answer_strategy="plain", cut_head=True)
+    shown, trim = planner.select(INTENT)
+    assert shown.ids() == catalog.ids() and not trim.dropped
+    big = read_tools_catalog([*TOOLS, *_wordy_tools(60, 40)])
+    schema = Planner.for_model(MODEL, lm="llamacpp/m", catalog=big, history=None, use_filter=False,
+                               cache=False, answer_strategy="schema", cut_head=True)
+    shown, trim = schema.select(INTENT)
+    assert len(shown.ids()) < len(big.ids()) and not any(d.startswith("cut_head(") for d in trim.dropped)
+
+
 def test_a_recheck_in_catalog_order_keeps_the_whole_lists_order(tmp_path):
     catalog = read_tools_catalog([*_many_tools(10), *TOOLS])  # the best-ranked tool last in the catalog
     with FaultServer([ok("[]"), ok("[]")]) as server:

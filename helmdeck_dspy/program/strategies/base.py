@@ -3,7 +3,9 @@
 A strategy is an object with one method per stage a request meets, in this order; the attempt
 calls them and never names a strategy:
 
-1. :meth:`AnswerStrategy.sees_whole`: whether the request shows the whole catalog (no selection);
+1. :meth:`AnswerStrategy.sees_whole`: whether the request shows the whole catalog (no selection),
+   and where it does not, :meth:`AnswerStrategy.keep_head`: the selection widened by a head every
+   cut request shares (``PlannerOptions.cut_head``);
 2. :meth:`AnswerStrategy.spec`: the frozen :class:`~helmdeck_dspy.program.spec.PromptSpec` of the
    first call, from the :class:`SpecInputs` the resolver gathers once per request;
 3. :meth:`AnswerStrategy.messages`: the chat messages that spec renders to;
@@ -84,6 +86,13 @@ class AnswerStrategy:
     def sees_whole(self, budget: Budget, whole: RoutingGuide, intent: str) -> bool:
         """Whether the request shows ``whole`` unchanged, skipping selection."""
         return False
+
+    def keep_head(self, budget: Budget, whole: RoutingGuide, picks: list[str], intent: str) -> RoutingGuide | None:
+        """A cut request's list under ``PlannerOptions.cut_head``: the longest leading run of
+        ``whole`` that still fits the budget beside the request's top-ranked ``picks``, so every cut
+        request shares that head; None where no head fits (the budget's cut stands), and always
+        here: a strategy whose prompt has no such head."""
+        return None
 
     def spec(self, given: SpecInputs) -> PromptSpec:
         """The first call's spec."""

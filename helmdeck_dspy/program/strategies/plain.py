@@ -9,7 +9,8 @@ demos. Only the output cap and sampling of the resolver apply.
   (:meth:`Plain.sees_whole`): the prompt is then the model alone's, byte for byte, and its head is
   the same on every call, so a prefix cache reuses it (a per-request cut changed that head on
   every call and cost a full prefill each time: issue 38, item 4); else the selection's entries,
-  in catalog order.
+  in catalog order; under ``cut_head`` the request's top-ranked picks after the catalog's longest
+  leading run that still fits (:meth:`Plain.keep_head`), a head consecutive cut requests share.
 - Answer: a JSON list of calls (:func:`~helmdeck_dspy.decoding.call_list.parse_call_list`); a
   stream stops where the list closes.
 - Decision point: where the list opens; Qwen's vocabulary holds ``[]`` as one token, so a decline
@@ -37,6 +38,13 @@ if TYPE_CHECKING:
     from helmdeck_dspy.program.calls import Completion
 
 
+def _fits(budget: Budget, shown: RoutingGuide, intent: str) -> bool:
+    """Whether the request over ``shown`` fits the row's ``input_tokens``."""
+    from helmdeck_dspy.io.tokens import count_tokens
+
+    return count_tokens(plain_request(plain_functions(shown), intent)) <= budget.input_tokens
+
+
 class Plain(AnswerStrategy):
     name = "plain"
     description = "the model-alone prompt verbatim, its JSON list of calls through the planner's checks"
@@ -45,9 +53,19 @@ class Plain(AnswerStrategy):
     rechecks_declines = True
 
     def sees_whole(self, budget: Budget, whole: RoutingGuide, intent: str) -> bool:
-        from helmdeck_dspy.io.tokens import count_tokens
+        return _fits(budget, whole, intent)
 
-        return count_tokens(plain_request(plain_functions(whole), intent)) <= budget.input_tokens
+    def keep_head(self, budget: Budget, whole: RoutingGuide, picks: list[str], intent: str) -> RoutingGuide | None:
+        ids, picked = whole.ids(), set(picks)
+
+        def shown(head: int) -> RoutingGuide:  # the first ``head`` tools, then the picks after them
+            return restrict_catalog(whole, [i for n, i in enumerate(ids) if n < head or i in picked])
+
+        low, high = 0, len(ids)  # the longest head that fits: more tools never shorten the request
+        while low < high:
+            mid = (low + high + 1) // 2
+            low, high = (mid, high) if _fits(budget, shown(mid), intent) else (low, mid - 1)
+        return shown(low) if len(shown(low).ids()) > len(picked) else None
 
     def spec(self, given: SpecInputs) -> PromptSpec:
         whole = given.whole

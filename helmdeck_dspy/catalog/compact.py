@@ -32,8 +32,9 @@ class Trim(BaseModel):
         before_bytes: Size of the catalog as given.
         after_bytes: Size of the catalog returned.
         dropped: Labels of the trim steps that ran, in order, plus selection markers
-            (``<ranker>.top_n``, ``<ranker>.low_confidence``, ``llm_filter(...)``, ``cut_head(N ahead)``) and a final
-            ``still_over_budget(<after>><cap>)`` when compaction alone could not fit.
+            (``<ranker>.top_n``, ``<ranker>.low_confidence``, ``llm_filter(...)``,
+            ``cut_head(N ahead)``) and a final ``still_over_budget(<after>><cap>)`` when compaction
+            alone could not fit.
     """
 
     before_bytes: int

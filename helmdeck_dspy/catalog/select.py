@@ -35,6 +35,8 @@ TOP_N = "top_n"
 LOW_CONFIDENCE = "low_confidence"
 """Selection markers in ``Trim.dropped``, each after the ranker's name (``bm25.top_n``,
 ``lexical.low_confidence``: helmdeck's spelling for its lexical ranker)."""
+FILTERED = "llm_filter"
+"""The ``Trim.dropped`` entry of the LLM filter pass: ``llm_filter(picks=N,kept=M)``."""
 
 
 def marked(trim_dropped: list[str] | tuple[str, ...], mark: str) -> bool:

@@ -36,7 +36,7 @@ from typing import Any
 from helmdeck_dspy.budgets import Budget
 from helmdeck_dspy.catalog.compact import Trim
 from helmdeck_dspy.catalog.models import RoutingGuide
-from helmdeck_dspy.catalog.select import TOP_N, marked, select_catalog, top_n_for
+from helmdeck_dspy.catalog.select import FILTERED, TOP_N, marked, select_catalog, top_n_for
 from helmdeck_dspy.decoding.parsing import ParseResult
 from helmdeck_dspy.engines.lm_spec import make_lm
 from helmdeck_dspy.planning.context import PlanContext
@@ -122,7 +122,7 @@ def select_for(ctx: PlanContext, intent: str) -> tuple[RoutingGuide, Trim]:
             sampling = sampling_for(ctx.budget, str(getattr(lm, "model", "")), options.temperature, options.seed,
                                     getattr(lm, "kwargs", None))
             selected, trim = apply_filter(lm, whole, selected, trim, ctx.budget, intent, sampling=sampling)
-    if options.cut_head and marked(trim.dropped, TOP_N) and not any(d.startswith("llm_filter(") for d in trim.dropped):
+    if options.cut_head and marked(trim.dropped, TOP_N) and not any(d.startswith(f"{FILTERED}(") for d in trim.dropped):
         picks = selected.ids()[:ctx.budget.max_catalog_entries or top_n_for(ctx.budget.tier)]  # the top-ranked
         widened = ctx.strategy.keep_head(ctx.budget, whole, picks, intent)
         if widened is not None:

@@ -17,7 +17,7 @@ from typing import Any
 from helmdeck_dspy.budgets import Budget
 from helmdeck_dspy.catalog.compact import Trim, compact_catalog, first_sentence
 from helmdeck_dspy.catalog.models import Pack, Pipeline, RoutingGuide
-from helmdeck_dspy.catalog.select import LOW_CONFIDENCE, marked, restrict_catalog
+from helmdeck_dspy.catalog.select import FILTERED, LOW_CONFIDENCE, marked, restrict_catalog
 from helmdeck_dspy.decoding.reasoning import strip_reasoning
 from helmdeck_dspy.program.calls import completion_from_response, log_completion
 from helmdeck_dspy.program.sections import (
@@ -124,6 +124,6 @@ def apply_filter(
     keep = merge_keep_order(picks, sorted(selected.ids()))
     merged = restrict_catalog(full, [i for i in full.ids() if i in set(keep)])
     compacted, again = compact_catalog(merged, budget)
-    dropped = [*trim.dropped, f"llm_filter(picks={len(picks)},kept={len(keep)})"]
+    dropped = [*trim.dropped, f"{FILTERED}(picks={len(picks)},kept={len(keep)})"]
     dropped += [d for d in again.dropped if d not in dropped]
     return compacted, Trim(before_bytes=trim.before_bytes, after_bytes=compacted.size_bytes(), dropped=dropped)

@@ -66,7 +66,8 @@ class Plain(AnswerStrategy):
         while low < high:
             mid = (low + high + 1) // 2
             low, high = (mid, high) if _fits(budget, shown(mid), intent) else (low, mid - 1)
-        return shown(low) if len(shown(low).ids()) > len(picked) else None
+        widened = shown(low)
+        return widened if len(widened.ids()) > len(picked) else None
 
     def spec(self, given: SpecInputs) -> PromptSpec:
         whole = given.whole

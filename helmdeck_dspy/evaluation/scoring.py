@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 from helmdeck_dspy.decoding.call_list import parse_call_list
 from helmdeck_dspy.decoding.parsing import ParseResult, parse_completion
 from helmdeck_dspy.evaluation.metric import PlanScore, score_plan
-from helmdeck_dspy.planning.arguments import GROUND_PATHS_KEY, PLACEHOLDERS_KEY, Grounding
+from helmdeck_dspy.planning.grounding import GROUND_PATHS_KEY, PLACEHOLDERS_KEY, Grounding
 from helmdeck_dspy.planning.decision import declined_by_threshold, declined_parse
 from helmdeck_dspy.planning.guards import MAP_NAMES_KEY, GuardedStep
 from helmdeck_dspy.planning.result import guard_plan

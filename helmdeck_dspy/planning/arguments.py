@@ -13,33 +13,14 @@ does, at the top level of the arguments and inside nested objects and arrays the
 Each change and each problem is a short note (``coerced side1``, ``dropped colour``, ``missing
 radius``, ``enum unit``, ``type name``); the notes go on the guarded step.
 
-:func:`ground_args` checks path arguments against what the request names (a :class:`Grounding`):
-
-- a documentation placeholder path (``path/to/repo``) is replaced by the one path the request
-  names that ends the same way (``filled repo_path``; ``PlannerOptions.fill_placeholders``, on by
-  default: chosen on the end-to-end study's dev half, docs/results/e2e.md);
-- with ``complete_tails`` (``PlannerOptions.ground_paths``), a path argument the request does not
-  name is completed to the one path it names that ends with it: ``todo.md`` → ``files/todo.md``
-  (``grounded path``). Only path arguments (:data:`PATH_KEYS`) are read, so a repository-relative
-  file list is never rewritten. A value the request gives no single completion for is left as it is.
+Grounding path arguments in what the task can know is :mod:`helmdeck_dspy.planning.grounding`.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from typing import Any
-
-PLACEHOLDERS_KEY = "fill_placeholders"
-"""``run`` key of a trace record whose planner filled placeholder paths from the request
-(:func:`ground_args`): scoring the record again does the same."""
-GROUND_PATHS_KEY = "ground_paths"
-"""``run`` key of a trace record whose planner completed path arguments from the request."""
-PATH_KEYS = frozenset({"path", "paths", "source", "destination", "repo_path", "file_path", "directory"})
-"""Argument names that hold a path on the file system (a list under one of them: each item)."""
-_PLACEHOLDER = re.compile(r"^/?(?:your/)?path/to/(?P<tail>[^\s]+)$", re.I)
-_PATH_TOKEN = re.compile(r"[\w./~-]+")
 
 COERCE_ARGS_KEY = "coerce_args"
 """``run`` key of a trace record whose planner checked and coerced args against the tool schemas:
@@ -147,62 +128,3 @@ def check_arguments(args: dict[str, Any], schema: dict[str, Any] | None) -> tupl
 def argument_problems(notes: list[str]) -> list[str]:
     """The notes that say the arguments are still wrong after coercion (missing, enum, type)."""
     return [n for n in notes if n.startswith(("missing ", "enum ", "type "))]
-
-
-@dataclass(frozen=True)
-class Grounding:
-    """What a step's path arguments are checked against (see the module docstring).
-
-    Attributes:
-        intent: The request.
-        placeholders: Fill documentation placeholder paths.
-        complete_tails: Complete a path the request does not name to the one it names that ends with it.
-    """
-
-    intent: str
-    placeholders: bool = True
-    complete_tails: bool = False
-
-    def named(self) -> set[str]:
-        """The path-like words of the request (trailing punctuation off)."""
-        return {t.rstrip(".,;:!?'\"") for t in _PATH_TOKEN.findall(self.intent)}
-
-
-def ground_args(args: dict[str, Any], grounding: Grounding) -> tuple[dict[str, Any], list[str]]:
-    """``args`` with their path arguments grounded in the request (see the module docstring).
-    Returns the arguments and a note per changed value (``filled repo_path``, ``grounded path``)."""
-    tokens = grounding.named()
-    notes: list[str] = []
-
-    def one(candidates: set[str]) -> str | None:
-        return next(iter(candidates)) if len(candidates) == 1 else None
-
-    def fill(value: Any, path: str, key: str) -> Any:
-        if isinstance(value, dict):
-            return {k: fill(v, f"{path}.{k}" if path else str(k), str(k)) for k, v in value.items()}
-        if isinstance(value, list):
-            return [fill(v, path, key) for v in value]
-        if not isinstance(value, str):
-            return value
-        m = _PLACEHOLDER.match(value) if grounding.placeholders else None
-        if m is not None:
-            tail = m["tail"].rstrip("/")
-            found = one({t for t in tokens if t == tail or t.endswith("/" + tail)})
-            if found is not None:
-                notes.append(f"filled {path}")
-                return found
-            return value
-        if grounding.complete_tails and key in PATH_KEYS and value not in tokens:
-            tail = value.strip().removeprefix("./").rstrip("/")
-            found = one({t for t in tokens if tail and t.endswith("/" + tail)})
-            if found is not None:
-                notes.append(f"grounded {path}")
-                return found
-        return value
-
-    return fill(args, "", ""), notes
-
-
-def fill_placeholders(args: dict[str, Any], intent: str) -> tuple[dict[str, Any], list[str]]:
-    """``args`` with documentation placeholders filled from ``intent`` (:func:`ground_args`, placeholders only)."""
-    return ground_args(args, Grounding(intent))

@@ -20,7 +20,8 @@ from helmdeck_dspy.engines.lm_spec import trace_source
 from helmdeck_dspy.errors import ContextOverflowError, DeadlineExceeded, RecordWriteError
 from helmdeck_dspy.io.redaction import redact, scrub, secret_values
 from helmdeck_dspy.planning.again import ask_again
-from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY, GROUND_PATHS_KEY, PLACEHOLDERS_KEY
+from helmdeck_dspy.planning.arguments import COERCE_ARGS_KEY
+from helmdeck_dspy.planning.grounding import GROUND_PATHS_KEY, PLACEHOLDERS_KEY
 from helmdeck_dspy.planning.chains import PIPELINE_CHAINS_KEY
 from helmdeck_dspy.planning.context import PlanContext
 from helmdeck_dspy.planning.decision import DECISION_KEY
@@ -96,7 +97,7 @@ def _call_program(
 
 def _result(
     ctx: PlanContext, intent: str, parse: ParseResult | None, completion: Any, trim: Trim | None,
-    info: ErrorInfo | None, error: str | None, secrets: list[str],
+    info: ErrorInfo | None, error: str | None, secrets: list[str], prior_steps: list[ExecutedStep] | None = None,
 ) -> PlanResult:
     """The attempt's result: the failure when nothing was parsed, else the guarded plan (masked)."""
     budget = ctx.budget
@@ -116,7 +117,7 @@ def _result(
             catalog_ids=ctx.catalog.id_set, pipeline_ids=ctx.catalog.pipeline_ids, trim=trim,
             raw_completion=completion.content if completion is not None and parse.plan is None else None,
             usage=usage, schemas=ctx.arg_schemas, chains=ctx.chains, map_names=ctx.options.checks.map_names,
-            ground=ctx.grounding(intent),
+            ground=ctx.grounding(intent, prior_steps),
         )
         result.error = redact(result.error, secrets)
         result = scrub(result, secrets)  # model output that repeats a credential (an echoing proxy)
@@ -142,6 +143,7 @@ def recorded_run(ctx: PlanContext, spec: PromptSpec | None = None, rechecked: Pr
             **({MAP_NAMES_KEY: True} if options.checks.map_names else {}),
             **({PLACEHOLDERS_KEY: True} if options.fill_placeholders else {}),
             **({GROUND_PATHS_KEY: True} if options.ground_paths else {}),
+            **({"ground_results": True} if options.ground_results and options.ground_paths else {}),
             **({"recheck_top": options.recheck_top} if options.recheck_top else {}),
             **({"retry_errors": True} if options.retry_errors else {}),
             **({"cut_head": True} if options.cut_head else {}),
@@ -195,7 +197,7 @@ def run_attempt(
     secrets = secret_values(ctx.lm)
     info = classify_error(error) if error is not None else None
     error_text = redact(f"{type(error).__name__}: {error}", secrets) if error is not None else None
-    result = _result(ctx, intent, parse, completion, exchange.trim, info, error_text, secrets)
+    result = _result(ctx, intent, parse, completion, exchange.trim, info, error_text, secrets, prior_steps)
     if exchange.spec is not None:
         result.strategy, result.rechecked = exchange.spec.strategy, exchange.rechecked is not None
         result.p_decline = (exchange.decision or {}).get("p_decline")

@@ -75,9 +75,9 @@ class ChatAgent:
         else:
             self.chat.ran([(s.tool, s.args, s.output, s.error) for s in prior[self.seen:]])
         self.seen = len(prior)
-        return self._turn(intent)
+        return self._turn(intent, prior)
 
-    def _turn(self, intent: str) -> PlanResult:
+    def _turn(self, intent: str, prior: list[ExecutedStep]) -> PlanResult:
         """Ask the model for its next turn and make a plan of its calls (checked by the planner's rules)."""
         assert self.chat is not None
         base = dict(prompt_variant_used=self.variant, model=self.budget.model, tier=self.budget.tier)
@@ -96,7 +96,8 @@ class ChatAgent:
             steps = [GuardedStep(order=i, tool=name, args=args) for i, (name, args) in enumerate(answer.calls, 1)]
             return PlanResult(steps=steps, more_steps_likely=True, finish_reason=answer.finish_reason, usage=usage,
                               parse_outcome="repaired" if answer.repaired else "strict", **base)
-        return self._checked(intent, answer, usage)
+        return checked_turn(self.planner, intent, answer.calls or [], repaired=answer.repaired, prior=prior,
+                            finish_reason=answer.finish_reason, usage=usage, budget=self.budget, variant=self.variant)
 
     def _ask(self) -> TurnAnswer:
         """One uncached request of the whole conversation; a streamed answer cut once it is plainly text."""
@@ -110,19 +111,17 @@ class ChatAgent:
             response = self.lm(request, cache=False)
         return self.chat.answer(response, (time.perf_counter() - t0) * 1000, config)
 
-    def _checked(self, intent: str, answer: TurnAnswer, usage: dict[str, Any]) -> PlanResult:
-        return checked_turn(self.planner, intent, answer.calls or [], repaired=answer.repaired,
-                            finish_reason=answer.finish_reason, usage=usage, budget=self.budget, variant=self.variant)
-
     def transcript(self) -> list[dict[str, Any]]:
         """The conversation so far as plain data (empty before the first turn)."""
         return self.chat.transcript() if self.chat is not None else []
 
 
 def checked_turn(planner: Any, intent: str, calls: list[tuple[str, dict[str, Any]]], *, repaired: bool,
-                 finish_reason: str | None, usage: dict[str, Any], budget: Any, variant: str) -> PlanResult:
+                 finish_reason: str | None, usage: dict[str, Any], budget: Any, variant: str,
+                 prior: list[ExecutedStep] | None = None) -> PlanResult:
     """A conversation turn's calls through ``planner``'s checks (its catalog, schemas, name mapping,
-    grounding in ``intent``), as the plan of a loop that asks again after every batch (``variant``)."""
+    grounding in ``intent`` and the results of the steps ``prior``), as the plan of a loop that asks
+    again after every batch (``variant``)."""
     ctx = planner.context()
     plan = PlanOutput(steps=[PlanStep(order=i, tool=name, args=args, rationale="") for i, (name, args) in enumerate(calls, 1)])
     parse = ParseResult(outcome="repaired" if repaired else "strict", plan=plan, value=plan.model_dump(mode="json"),
@@ -131,7 +130,7 @@ def checked_turn(planner: Any, intent: str, calls: list[tuple[str, dict[str, Any
     result = build_result(parse, intent=intent, variant="full_steps", model=budget.model, tier=budget.tier,
                           catalog_ids=ctx.catalog.id_set, pipeline_ids=ctx.catalog.pipeline_ids, usage=usage,
                           schemas=ctx.arg_schemas, chains=ctx.chains, map_names=ctx.options.checks.map_names,
-                          ground=ctx.grounding(intent))
+                          ground=ctx.grounding(intent, prior))
     return result.model_copy(update={"more_steps_likely": True, "prompt_variant_used": variant})
 
 

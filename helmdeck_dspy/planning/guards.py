@@ -28,7 +28,8 @@ from helmdeck_dspy.domain import (
     Complexity,
     complexity_for,
 )
-from helmdeck_dspy.planning.arguments import Grounding, check_arguments, ground_args
+from helmdeck_dspy.planning.arguments import check_arguments
+from helmdeck_dspy.planning.grounding import Grounding, ground_args
 from helmdeck_dspy.signatures.types import PlanStep
 
 REASON_NO_TOOL = "step had no tool id"

@@ -17,7 +17,7 @@ from helmdeck_dspy.decoding.causes import FailureCause
 from helmdeck_dspy.decoding.parsing import Outcome, ParseResult
 from helmdeck_dspy.domain import Complexity, Variant
 from helmdeck_dspy.planning.chains import collapse_chains
-from helmdeck_dspy.planning.arguments import Grounding
+from helmdeck_dspy.planning.grounding import Grounding
 from helmdeck_dspy.planning.guards import (
     GuardedStep,
     derive_complexity,

@@ -66,7 +66,7 @@ def test_guards_apply_the_schema_of_the_step_tool_only():
 
 
 def test_placeholder_paths_are_filled_from_the_one_path_the_request_names():
-    from helmdeck_dspy.planning.arguments import fill_placeholders
+    from helmdeck_dspy.planning.grounding import fill_placeholders
 
     intent = "Commit files/notes.txt in the git repository at repo."
     args, notes = fill_placeholders({"repo_path": "path/to/repo", "files": ["/path/to/notes.txt"], "n": 3}, intent)
@@ -106,7 +106,7 @@ def test_the_planner_fills_placeholders_only_with_the_option_on(tmp_path):
 
 
 def test_path_arguments_are_completed_to_the_one_path_the_request_names():
-    from helmdeck_dspy.planning.arguments import Grounding, ground_args
+    from helmdeck_dspy.planning.grounding import Grounding, ground_args
 
     ground = Grounding("Add the line '- water plants' to the end of files/todo.md, keeping the other items.",
                        complete_tails=True)

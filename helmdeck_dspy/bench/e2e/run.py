@@ -166,7 +166,7 @@ def run_task(task: E2ETask, arm: str, make_agent: Callable[[Any], Any], *, setup
             loop = run_loop(agent, task.intent_for(world.site.url), executor, max_steps=max_steps,
                             time_cap_s=time_cap_s)
         calls = [(s.tool, s.args, o.error, o.text) for s, o in zip(loop.executed, loop.outcomes)]
-        return checked(task, world, arm, model, lm, started, calls, plan_calls=len(loop.plans),
+        return checked(task, world, arm, model, lm, started, calls, plan_calls=len(loop.plans) + getattr(agent, "unreturned_plans", 0),
                        stopped_because=loop.stopped_because, error=loop.error, seconds=loop.seconds,
                        turns=getattr(agent, "turns", []))
 

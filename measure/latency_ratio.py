@@ -9,8 +9,11 @@ engine and settings in that one run.
 With the engine's rates (``measure/engine_rates.py`` on the same machine and engine), each row of a
 request study also shows its floor, p50 over its requests: every prompt token prefilled and every
 output token decoded at those rates (``cold``), and the output tokens alone (``cached``: the prompt
-already evaluated, as over a stable tool list). An end-to-end study's records hold no token counts
-per task: its floor is shown as ``-``.
+already evaluated, as over a stable tool list). An end-to-end task's floor sums its model calls
+(``model_tokens`` in its result line: each plan call or turn's prompt and completion tokens, of a plan
+asked more than once its last): cold counts every prompt token, so a conversation's re-sent history is
+counted at each turn and the true floor lies between the two. Result lines recorded before
+2026-12-01 hold no tokens: their floor is shown as ``-``.
 
 ``--baseline`` reads every row against another row than the spec's baseline (an end-to-end study
 has two model-alone loops: the JSON-list one and the chat-format one).

@@ -175,7 +175,7 @@ class FallbackAgent:
         self.chat = chat
         self.active: Any = planner  # the one answering: the planner until its first plan has nothing to run
         self.turns: list[dict[str, Any]] = []
-        self.unreturned_plans = 0  # plan calls made but not returned to the loop: the first plan handed over
+        self.unreturned: list[PlanResult] = []  # plans made but not returned to the loop: the first one, handed over
 
     @property
     def variant(self) -> str:
@@ -192,7 +192,7 @@ class FallbackAgent:
         if result.ok and any(s.tool in shown.id_set or s.tool not in ctx.catalog.id_set for s in result.steps):
             return result
         self.turns.append({"planner": [s.tool for s in result.steps], "failure": result.failure_cause})
-        self.unreturned_plans += 1
+        self.unreturned.append(result)
         self.active = self.chat(shown)
         self.active.turns = self.turns  # the conversation's turns follow the planner's in one list
         return self.active.plan(intent, context=context)

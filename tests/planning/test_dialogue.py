@@ -130,7 +130,7 @@ def test_a_first_plan_with_nothing_to_run_hands_the_task_to_the_checked_conversa
     assert [(s.tool, s.args, s.error) for s in out.executed] == [  # the first turn's name mapped by the checks
         ("get_current_time", {"timezone": "Tokyo"}, True), ("get_current_time", {"timezone": "Asia/Tokyo"}, False)]
     assert out.stopped_because == "done" and len(out.plans) == 3 and agent.variant == "single_pick"  # the decline is a turn
-    assert agent.unreturned_plans == 1  # the declined plan, a call the loop's plans do not hold
+    assert [p.steps for p in agent.unreturned] == [[]]  # the declined plan, a call the loop's plans do not hold
     assert agent.turns[0] == {"planner": [], "failure": None} and agent.turns[-1]["calls"] == []
     unreadable, _ = _fallback(tmp_path, '[{"name": "get_current_time", "arguments": [{"timezone": "Asia/Tokyo"}]}]',
                               said=(_call("get_current_time", timezone="Asia/Tokyo"), "Done."))
@@ -145,7 +145,7 @@ def test_a_first_plan_with_a_call_keeps_the_replan_loop_and_its_later_declines(t
     out = run_loop(agent, "What time is it in Tokyo?", _clock)
     assert [s.tool for s in out.executed] == ["get_current_time"] and out.stopped_because == "done"
     assert agent.turns == [] and agent.active is agent.planner and lm.requests == []  # the conversation never asked
-    assert agent.unreturned_plans == 0
+    assert agent.unreturned == []
 
 
 def test_the_fallback_loop_hands_a_declined_first_plan_over_without_a_recheck(tmp_path):

@@ -60,7 +60,17 @@ class TaskResult(BaseModel):
     seconds: float
     turns: list[dict[str, Any]] = Field(default_factory=list, description="The model's own turns, in order (the model "
                                        "alone's loop, or every turn of a conversation loop).")
+    model_tokens: list[list[int]] = Field(default_factory=list, description="Prompt and completion tokens of each "
+                                          "plan call or turn, in order, as its usage gave them (of a plan with "
+                                          "several calls, its last); empty in results recorded before 2026-12-01.")
     started_at: str
+
+
+def model_tokens(plans: list[Any]) -> list[list[int]]:
+    """``[prompt, completion]`` tokens of each plan result whose usage holds both."""
+    usages = [p.usage or {} for p in plans]
+    return [[u["prompt_tokens"], u["completion_tokens"]] for u in usages
+            if isinstance(u.get("prompt_tokens"), int) and isinstance(u.get("completion_tokens"), int)]
 
 
 class StudySetup(BaseModel):
@@ -166,7 +176,8 @@ def run_task(task: E2ETask, arm: str, make_agent: Callable[[Any], Any], *, setup
             loop = run_loop(agent, task.intent_for(world.site.url), executor, max_steps=max_steps,
                             time_cap_s=time_cap_s)
         calls = [(s.tool, s.args, o.error, o.text) for s, o in zip(loop.executed, loop.outcomes)]
-        return checked(task, world, arm, model, lm, started, calls, plan_calls=len(loop.plans) + getattr(agent, "unreturned_plans", 0),
+        plans = [*getattr(agent, "unreturned", []), *loop.plans]
+        return checked(task, world, arm, model, lm, started, calls, plan_calls=len(plans), model_tokens=model_tokens(plans),
                        stopped_because=loop.stopped_because, error=loop.error, seconds=loop.seconds,
                        turns=getattr(agent, "turns", []))
 

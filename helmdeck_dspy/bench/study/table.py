@@ -289,12 +289,15 @@ def _post_guards(config: StudyConfig) -> dict[str, Any] | None:
 
 
 def e2e_outcomes(path: Path) -> dict[str, Outcome]:
-    """An end-to-end row's results file scored by its checks (the last result of a task wins)."""
+    """An end-to-end row's results file scored by its checks (the last result of a task wins); a task's
+    tokens are its model calls' sums, where its result line keeps them."""
     from helmdeck_dspy.bench.e2e.checks import task_split
     from helmdeck_dspy.bench.e2e.run import load_results
 
     return {t: Outcome(task_id=t, category=r.type, exact=r.success, tool_right=None, strict=None,
                        latency_ms=r.seconds * 1000, calls=len(r.steps),
+                       prompt_tokens=sum(p for p, _ in r.model_tokens) if r.model_tokens else None,
+                       completion_tokens=sum(c for _, c in r.model_tokens) if r.model_tokens else None,
                        run=RunFacts(kind=r.kind, split=r.split or task_split(t), plan_calls=r.plan_calls,
                                     tool_errors=r.tool_errors, stopped_because=r.stopped_because))
             for t, r in load_results(path).items()}

@@ -181,6 +181,7 @@ def test_an_end_to_end_study_runs_each_row_on_the_real_servers_and_resumes(tmp_p
     assert set(results) == {"time-01", "no-tool-01"} and all(r["arm"] == "planner" for r in results.values())
     assert results["no-tool-01"]["success"] == (results["no-tool-01"]["steps"] == [])  # a no-tool task: done iff nothing ran
     assert (tmp_path / "s" / "traces" / "planner.jsonl").exists()  # the planner's plan calls
+    assert all(len(r["model_tokens"]) == r["plan_calls"] > 0 for r in results.values())  # each call's tokens, for floors
     assert {p.name for p in report.written} == {"table.md", "table.json", "exact.png"}
     assert "SIMULATED" in (tmp_path / "s" / "table.md").read_text()
     assert run_study(spec).made == {"alone": 0, "planner": 0}

@@ -97,7 +97,7 @@ def _call_program(
 
 def _result(
     ctx: PlanContext, intent: str, parse: ParseResult | None, completion: Any, trim: Trim | None,
-    info: ErrorInfo | None, error: str | None, secrets: list[str], prior_steps: list[ExecutedStep] | None = None,
+    info: ErrorInfo | None, error: str | None, secrets: list[str],
 ) -> PlanResult:
     """The attempt's result: the failure when nothing was parsed, else the guarded plan (masked)."""
     budget = ctx.budget
@@ -117,7 +117,7 @@ def _result(
             catalog_ids=ctx.catalog.id_set, pipeline_ids=ctx.catalog.pipeline_ids, trim=trim,
             raw_completion=completion.content if completion is not None and parse.plan is None else None,
             usage=usage, schemas=ctx.arg_schemas, chains=ctx.chains, map_names=ctx.options.checks.map_names,
-            ground=ctx.grounding(intent, prior_steps),
+            ground=ctx.grounding(intent),
         )
         result.error = redact(result.error, secrets)
         result = scrub(result, secrets)  # model output that repeats a credential (an echoing proxy)
@@ -143,7 +143,6 @@ def recorded_run(ctx: PlanContext, spec: PromptSpec | None = None, rechecked: Pr
             **({MAP_NAMES_KEY: True} if options.checks.map_names else {}),
             **({PLACEHOLDERS_KEY: True} if options.fill_placeholders else {}),
             **({GROUND_PATHS_KEY: True} if options.ground_paths else {}),
-            **({"ground_results": True} if options.ground_results and options.ground_paths else {}),
             **({"recheck_top": options.recheck_top} if options.recheck_top else {}),
             **({"retry_errors": True} if options.retry_errors else {}),
             **({"cut_head": True} if options.cut_head else {}),
@@ -197,7 +196,7 @@ def run_attempt(
     secrets = secret_values(ctx.lm)
     info = classify_error(error) if error is not None else None
     error_text = redact(f"{type(error).__name__}: {error}", secrets) if error is not None else None
-    result = _result(ctx, intent, parse, completion, exchange.trim, info, error_text, secrets, prior_steps)
+    result = _result(ctx, intent, parse, completion, exchange.trim, info, error_text, secrets)
     if exchange.spec is not None:
         result.strategy, result.rechecked = exchange.spec.strategy, exchange.rechecked is not None
         result.p_decline = (exchange.decision or {}).get("p_decline")

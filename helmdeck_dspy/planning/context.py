@@ -8,19 +8,18 @@ setting is a different context (``planning.request.context_of`` over a different
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from helmdeck_dspy.budgets import Budget
 from helmdeck_dspy.catalog.models import RoutingGuide
 from helmdeck_dspy.domain import Variant
-from helmdeck_dspy.planning.grounding import Grounding, Known, known_from
+from helmdeck_dspy.planning.grounding import Grounding
 from helmdeck_dspy.planning.history import HistoryStore
 from helmdeck_dspy.planning.options import PlannerOptions
 from helmdeck_dspy.program.store import ProgramRef
 from helmdeck_dspy.program.strategies import AnswerStrategy
-from helmdeck_dspy.signatures.types import ExecutedStep
 
 
 @dataclass(frozen=True)
@@ -53,14 +52,12 @@ class PlanContext:
         """The pipeline chains the guards collapse (:mod:`~helmdeck_dspy.planning.chains`), if checked."""
         return (self.catalog.pipeline_chains or None) if self.options.checks.pipeline_chains else None
 
-    def grounding(self, intent: str, prior: Sequence[ExecutedStep] | None = None) -> Grounding | None:
-        """What a step's path arguments are grounded in for ``intent`` after the steps ``prior``
-        (what their results showed counts under ``ground_results``; None: not grounded)."""
+    def grounding(self, intent: str) -> Grounding | None:
+        """What a step's path arguments are grounded in for ``intent`` (None: not grounded)."""
         options = self.options
         if not (options.fill_placeholders or options.ground_paths):
             return None
-        known = known_from(prior) if prior and options.ground_results and options.ground_paths else Known()
-        return Grounding(intent, placeholders=options.fill_placeholders, complete_tails=options.ground_paths, known=known)
+        return Grounding(intent, placeholders=options.fill_placeholders, complete_tails=options.ground_paths)
 
     def top_tools(self, intent: str, top: int, matched: bool = False) -> RoutingGuide:
         """The catalog cut to the ``top`` tools the ranker gives for ``intent``, in rank order (or the

@@ -75,9 +75,9 @@ class ChatAgent:
         else:
             self.chat.ran([(s.tool, s.args, s.output, s.error) for s in prior[self.seen:]])
         self.seen = len(prior)
-        return self._turn(intent, prior)
+        return self._turn(intent)
 
-    def _turn(self, intent: str, prior: list[ExecutedStep]) -> PlanResult:
+    def _turn(self, intent: str) -> PlanResult:
         """Ask the model for its next turn and make a plan of its calls (checked by the planner's rules)."""
         assert self.chat is not None
         base = dict(prompt_variant_used=self.variant, model=self.budget.model, tier=self.budget.tier)
@@ -96,7 +96,7 @@ class ChatAgent:
             steps = [GuardedStep(order=i, tool=name, args=args) for i, (name, args) in enumerate(answer.calls, 1)]
             return PlanResult(steps=steps, more_steps_likely=True, finish_reason=answer.finish_reason, usage=usage,
                               parse_outcome="repaired" if answer.repaired else "strict", **base)
-        return checked_turn(self.planner, intent, answer.calls or [], repaired=answer.repaired, prior=prior,
+        return checked_turn(self.planner, intent, answer.calls or [], repaired=answer.repaired,
                             finish_reason=answer.finish_reason, usage=usage, budget=self.budget, variant=self.variant)
 
     def _ask(self) -> TurnAnswer:
@@ -117,11 +117,9 @@ class ChatAgent:
 
 
 def checked_turn(planner: Any, intent: str, calls: list[tuple[str, dict[str, Any]]], *, repaired: bool,
-                 finish_reason: str | None, usage: dict[str, Any], budget: Any, variant: str,
-                 prior: list[ExecutedStep] | None = None) -> PlanResult:
+                 finish_reason: str | None, usage: dict[str, Any], budget: Any, variant: str) -> PlanResult:
     """A conversation turn's calls through ``planner``'s checks (its catalog, schemas, name mapping,
-    grounding in ``intent`` and the results of the steps ``prior``), as the plan of a loop that asks
-    again after every batch (``variant``)."""
+    grounding in ``intent``), as the plan of a loop that asks again after every batch (``variant``)."""
     ctx = planner.context()
     plan = PlanOutput(steps=[PlanStep(order=i, tool=name, args=args, rationale="") for i, (name, args) in enumerate(calls, 1)])
     parse = ParseResult(outcome="repaired" if repaired else "strict", plan=plan, value=plan.model_dump(mode="json"),
@@ -130,7 +128,7 @@ def checked_turn(planner: Any, intent: str, calls: list[tuple[str, dict[str, Any
     result = build_result(parse, intent=intent, variant="full_steps", model=budget.model, tier=budget.tier,
                           catalog_ids=ctx.catalog.id_set, pipeline_ids=ctx.catalog.pipeline_ids, usage=usage,
                           schemas=ctx.arg_schemas, chains=ctx.chains, map_names=ctx.options.checks.map_names,
-                          ground=ctx.grounding(intent, prior))
+                          ground=ctx.grounding(intent))
     return result.model_copy(update={"more_steps_likely": True, "prompt_variant_used": variant})
 
 

@@ -91,12 +91,6 @@ class PlannerOptions(BaseModel):
             names that ends with it (``todo.md`` → ``files/todo.md``; ``planning.grounding.ground_args``).
             On by default: chosen on the end-to-end dev half, two tasks more and none lost
             (experiments/e2e/ground-dev).
-        ground_results: With ``ground_paths``, what earlier results of the run showed is known too
-            (listed entries, matched paths, the folders and repository a refusal names;
-            ``planning.grounding.known_from``): a later step's path is completed to the one such
-            path that ends with it, an absolute path outside the allowed folders is read from their
-            root, and a ``repo_path`` outside the one allowed repository becomes it. Off: a lever
-            measured on the dev halves (experiments/e2e/results-dev).
         retry_errors: A re-plan that answers no call right after a call failed is asked once more
             for at least one call (the ask names the failure; decoded under a schema of at least
             one call), so a tool error is answered by a repair rather than by stopping. On by
@@ -150,7 +144,6 @@ class PlannerOptions(BaseModel):
     recheck_order: Literal["rank", "catalog"] = "rank"
     cut_head: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/mcp/cut-head-check"]})
     ground_paths: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/ground-dev"]})
-    ground_results: bool = False
     retry_errors: bool = Field(default=True, json_schema_extra={"decided_by": ["experiments/e2e/retry-dev"]})
     fallback_top: int = Field(default=15, ge=0, json_schema_extra={"decided_by": ["experiments/e2e/top2-dev"]})
     must_call: bool = False
